@@ -1,0 +1,552 @@
+"""``LLPClassifier``: a scikit-learn classifier trained from label proportions."""
+
+import inspect
+from contextlib import contextmanager
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils.validation import check_is_fitted, validate_data
+from skorch import NeuralNet
+from skorch.dataset import unpack_data
+from skorch.utils import to_tensor
+
+from ._data import (
+    ArrayDataset,
+    BagBatchSampler,
+    BagDataset,
+    array_loader,
+    as_tensor,
+    bag_loader,
+)
+from .methods import BagBatch, LLPMethod, make_method, proportion_loss
+from .modules import MLP
+from .utils import check_bag_data
+
+# Base-class parameters that have no meaning here: the method is the loss,
+# batches are whole bags, validation holds out whole bags and probabilities
+# are always a softmax of the module's logits.
+_UNUSED_SKORCH_PARAMS = (
+    "criterion",
+    "iterator_train",
+    "iterator_valid",
+    "dataset",
+    "train_split",
+    "predict_nonlinearity",
+)
+
+
+def resolve_device(device):
+    """``"auto"`` is CUDA when available, else the CPU."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+class LLPClassifier(ClassifierMixin, NeuralNet):
+    """Instance classifier learned from bags and their label proportions.
+
+    A PyTorch network trained with skorch on bags of instances, each bag
+    labelled only by the proportions of its classes (Learning from Label
+    Proportions). ``fit(X, bags, props)`` takes one bag id per row and the
+    bags' proportions; ``predict`` then labels single instances. Every batch
+    holds whole bags; bag means are segment reductions on the device.
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance, default=None
+        The network; it maps a batch of ``X`` to class logits. ``None`` uses
+        :class:`~sklearn_llp.modules.MLP`. A class whose ``__init__`` takes
+        ``n_features`` and/or ``n_classes`` gets them from the data unless set
+        as ``module__n_features``/``module__n_classes``; other arguments are
+        ``module__*`` parameters (e.g. ``module__hidden_sizes=(64,)``).
+    method : str or LLPMethod, default="vat"
+        The training loss: ``"dllp"`` (proportion loss only), ``"vat"``
+        (LLP-VAT: proportion loss plus virtual adversarial consistency),
+        ``"pi"`` (Pi-model consistency), ``"rot"`` (optimal-transport
+        pseudo-labels) or an :class:`~sklearn_llp.methods.LLPMethod`
+        instance, which carries its own hyperparameters.
+    alpha : float, default=None
+        Maximum consistency weight of ``"vat"`` and ``"pi"``; None keeps the
+        method's default (0.05 for VAT, 1.0 for Pi).
+    eps : float, default=None
+        VAT perturbation radius in input units; None keeps VAT's default 1.0.
+    rampup : float, default=None
+        Fraction of the planned optimizer steps over which the consistency
+        weight ramps up as ``alpha * exp(-5 (1 - t/T)^2)``; None keeps the
+        method's default 0.4.
+    noise_std : float, default=None
+        Gaussian input noise of ``"pi"``; None keeps its default 0.15.
+    rot_alpha : float, default=None
+        Weight of the proportion loss in ``"rot"``; None keeps its default.
+    classes : array-like, default=None
+        Class labels in the column order of ``props``; default: the columns
+        of a per-bag table, else ``0..n_classes-1``.
+    max_bag_size : int, default=1024
+        Bags with more instances are subsampled afresh every epoch to this
+        many, so the memory of a step is bounded while every instance is used
+        over the epochs. None never subsamples.
+    validation_fraction : float, default=None
+        Fraction of the bags held out (whole) to compute a validation
+        proportion loss every epoch; None trains on all bags.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network's initialisation, the bag shuffling and the random
+        perturbations; an int makes a CPU fit reproducible.
+    optimizer : torch optimizer class, default=torch.optim.Adam
+    lr : float, default=1e-3
+        Learning rate.
+    max_epochs : int, default=100
+        Epochs per ``fit`` (and per ``partial_fit``).
+    batch_size : int, default=128
+        Target number of instances per batch; whole bags are packed until it
+        is reached, so a batch may exceed it by less than one bag.
+    predict_batch_size : int, default=4096
+        Rows per forward pass in ``predict`` and ``predict_proba``.
+    callbacks : list of skorch callbacks, default=None
+        Extra callbacks, e.g. ``skorch.callbacks.ProgressBar("count")``.
+    warm_start : bool, default=False
+        Continue from the current weights on ``fit``.
+    verbose : int, default=1
+        1 prints skorch's epoch table; 0 is silent.
+    device : str, default="auto"
+        ``"auto"`` trains on CUDA when available, else on the CPU; or any
+        torch device string.
+    **kwargs
+        ``module__*``, ``optimizer__*`` and ``callbacks__*`` parameters, as in
+        skorch.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, from ``props`` or ``classes``, never from the bag ids.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of a DataFrame ``X``.
+    module_ : torch.nn.Module
+        The trained network.
+    method_ : LLPMethod
+        The method object that computed the loss.
+    history_ : skorch.History
+        Per-epoch and per-batch records (``train_loss``, ``valid_loss``,
+        ``dur``...), also as ``history``.
+    n_train_steps_ : int
+        Optimizer steps taken so far.
+    total_steps_ : int
+        Optimizer steps planned by the ``fit`` that started training; the
+        consistency ramp-up is a fraction of it.
+
+    See Also
+    --------
+    sklearn_llp.methods.VAT : The LLP-VAT loss.
+    sklearn_llp.methods.DLLP : The proportion loss alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn_llp import LLPClassifier
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X = X / 16.0
+    >>> bags = np.random.RandomState(0).permutation(len(X)) // 16
+    >>> props = np.eye(10)[y]
+    >>> props = np.array([props[bags == b].mean(0) for b in bags])  # doctest: +SKIP
+    >>> clf = LLPClassifier(max_epochs=5, verbose=0, random_state=0)
+    >>> clf.fit(X, bags, props).predict(X[:3]).shape  # doctest: +SKIP
+    (3,)
+    """
+
+    __metadata_request__fit = {"props": True}
+    __metadata_request__partial_fit = {"props": True}
+    __metadata_request__score = {"props": True}
+
+    _parameter_constraints = {
+        "module": [callable, None],
+        "method": [str, LLPMethod],
+        "alpha": [Interval(Real, 0, None, closed="left"), None],
+        "eps": [Interval(Real, 0, None, closed="left"), None],
+        "rampup": [Interval(Real, 0, 1, closed="both"), None],
+        "noise_std": [Interval(Real, 0, None, closed="left"), None],
+        "rot_alpha": [Interval(Real, 0, 1, closed="both"), None],
+        "classes": ["array-like", None],
+        "max_bag_size": [Interval(Integral, 1, None, closed="left"), None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "random_state": ["random_state"],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(Integral, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "predict_batch_size": [Interval(Integral, 1, None, closed="left")],
+        "device": [str, torch.device],
+    }
+
+    def __init__(
+        self,
+        module=None,
+        *,
+        method="vat",
+        alpha=None,
+        eps=None,
+        rampup=None,
+        noise_std=None,
+        rot_alpha=None,
+        classes=None,
+        max_bag_size=1024,
+        validation_fraction=None,
+        random_state=None,
+        optimizer=torch.optim.Adam,
+        lr=1e-3,
+        max_epochs=100,
+        batch_size=128,
+        predict_batch_size=4096,
+        callbacks=None,
+        warm_start=False,
+        verbose=1,
+        device="auto",
+        **kwargs,
+    ):
+        for name in _UNUSED_SKORCH_PARAMS:
+            kwargs.pop(name, None)
+        super().__init__(
+            module,
+            criterion=None,
+            optimizer=optimizer,
+            lr=lr,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            callbacks=callbacks,
+            warm_start=warm_start,
+            verbose=verbose,
+            device=device,
+            **kwargs,
+        )
+        for name in _UNUSED_SKORCH_PARAMS:
+            delattr(self, name)
+        self.method = method
+        self.alpha = alpha
+        self.eps = eps
+        self.rampup = rampup
+        self.noise_std = noise_std
+        self.rot_alpha = rot_alpha
+        self.classes = classes
+        self.max_bag_size = max_bag_size
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+        self.predict_batch_size = predict_batch_size
+
+    # ------------------------------------------------------------------
+    # context: device and seeds
+    # ------------------------------------------------------------------
+    @contextmanager
+    def _on_device(self):
+        """Let skorch see the resolved device while it works, keep ``"auto"``."""
+        requested = self.device
+        self.device = resolve_device(requested)
+        try:
+            yield
+        finally:
+            self.device = requested
+
+    @contextmanager
+    def _seeded(self):
+        """Seed a fork of torch's RNG, so a fit is reproducible and the
+        caller's global RNG state is left as it was."""
+        if self._seed is None:
+            yield
+            return
+        devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(self._seed)
+            yield
+
+    def _draw_seed(self):
+        if self.random_state is None:
+            self._seed = None
+        else:
+            rng = check_random_state(self.random_state)
+            steps = getattr(self, "n_train_steps_", 0)
+            self._seed = int(rng.randint(np.iinfo(np.int32).max) + steps) % (2**31)
+
+    # ------------------------------------------------------------------
+    # data
+    # ------------------------------------------------------------------
+    def _validate_X(self, X, reset):
+        return validate_data(
+            self,
+            X,
+            reset=reset,
+            accept_sparse="csr",
+            dtype=np.float32,
+            allow_nd=True,
+            ensure_min_samples=2 if reset else 1,
+        )
+
+    def _training_dataset(self, X, y, props, reset):
+        """Validate ``X``, bags and proportions into a :class:`BagDataset`."""
+        X = self._validate_X(X, reset)
+        classes = self.classes if reset else self.classes_
+        if props is None:
+            labels = np.asarray(y)
+            if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
+                raise ValueError(
+                    f"y must hold one class label per row of X when props is None; "
+                    f"got shape {labels.shape} for {X.shape[0]} rows."
+                )
+            label_classes, codes = np.unique(labels, return_inverse=True)
+            if classes is None:
+                classes = label_classes
+            bag_props = (np.asarray(classes)[:, None] == label_classes).T * 1.0
+            bag_props = bag_props[codes.ravel()]
+            if np.any(bag_props.sum(1) != 1):
+                raise ValueError("y holds labels that are not in classes.")
+            codes = np.arange(X.shape[0])
+            classes = np.asarray(classes)
+        else:
+            codes, _, bag_props, classes = check_bag_data(
+                y, props, X.shape[0], classes=classes
+            )
+        if reset:
+            self.classes_ = classes
+        elif len(classes) != len(self.classes_) or np.any(classes != self.classes_):
+            raise ValueError(
+                f"props has classes {list(classes)} but the model was fitted on "
+                f"{list(self.classes_)}."
+            )
+        if reset and len(self.classes_) < 2:
+            raise ValueError("y holds a single class; at least 2 are needed.")
+        return BagDataset(as_tensor(X), codes, bag_props)
+
+    def get_dataset(self, X, y=None):
+        """Our datasets pass through; anything else is wrapped for prediction."""
+        if isinstance(X, (BagDataset, ArrayDataset)):
+            return X
+        return ArrayDataset(as_tensor(X))
+
+    def get_split_datasets(self, X, y=None, **fit_params):
+        """Hold out ``validation_fraction`` of the bags, whole."""
+        dataset = self.get_dataset(X)
+        if not self.validation_fraction or not isinstance(dataset, BagDataset):
+            return dataset, None
+        n_bags = len(dataset.bag_props)
+        n_valid = int(round(self.validation_fraction * n_bags))
+        if not 1 <= n_valid < n_bags:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} of {n_bags} bags "
+                f"holds out {n_valid}; at least one bag must be on each side."
+            )
+        rng = np.random.RandomState(self._seed)
+        valid = np.zeros(n_bags, dtype=bool)
+        valid[rng.choice(n_bags, n_valid, replace=False)] = True
+        return dataset.select_bags(~valid), dataset.select_bags(valid)
+
+    def get_iterator(self, dataset, training=False):
+        """Whole-bag batches for bag datasets, large row batches otherwise."""
+        if not isinstance(dataset, BagDataset):
+            return array_loader(dataset, self.predict_batch_size)
+        sampler = BagBatchSampler(
+            dataset.codes,
+            self.batch_size,
+            max_bag_size=self.max_bag_size if training else None,
+            shuffle=training,
+            random_state=self._seed,
+        )
+        if training and self.total_steps_ is None:
+            self.total_steps_ = len(sampler) * self.max_epochs
+        return bag_loader(dataset, sampler)
+
+    # ------------------------------------------------------------------
+    # initialisation
+    # ------------------------------------------------------------------
+    def initialize_module(self):
+        """Build the module, sized from the data where it asks for it."""
+        kwargs = self.get_params_for("module")
+        module = MLP if self.module is None else self.module
+        if not isinstance(module, torch.nn.Module):
+            accepted = inspect.signature(module).parameters
+            if "n_features" in accepted and "n_features" not in kwargs:
+                if len(self._n_features_shape) != 1:
+                    raise ValueError(
+                        f"The default MLP takes 2-D X; X has rows of shape "
+                        f"{self._n_features_shape}. Pass a module for it."
+                    )
+                kwargs["n_features"] = self._n_features_shape[0]
+            if "n_classes" in accepted and "n_classes" not in kwargs:
+                kwargs["n_classes"] = len(self.classes_)
+        self.module_ = self.initialized_instance(module, kwargs)
+        return self
+
+    def initialize_criterion(self):
+        """The loss comes from the method object."""
+        self.method_ = make_method(
+            self.method,
+            alpha=self.alpha,
+            eps=self.eps,
+            rampup=self.rampup,
+            noise_std=self.noise_std,
+            rot_alpha=self.rot_alpha,
+        )
+        return self
+
+    def get_metadata_routing(self):
+        """Request ``props`` for ``fit``, ``partial_fit`` and ``score`` only.
+
+        skorch's own routing also exposes its internal splitter, which would
+        route ``groups`` into the module; here validation is by whole bags.
+        """
+        return super(NeuralNet, self).get_metadata_routing()
+
+    # ------------------------------------------------------------------
+    # training
+    # ------------------------------------------------------------------
+    def _check_params(self):
+        validate_parameter_constraints(
+            self._parameter_constraints,
+            self.get_params(deep=False),
+            caller_name=type(self).__name__,
+        )
+        make_method(self.method)  # unknown names fail before any work
+
+    def fit(self, X, y=None, props=None, **fit_params):
+        """Train from bags and proportions, or from labels if ``props=None``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Instances (numeric; use a ``ColumnTransformer`` for categorical
+            columns). Rows of higher-dimensional arrays go to a custom module.
+        y : array-like of shape (n_samples,)
+            The bag id (int or str) of every row; with ``props=None``, the
+            class label of every row (ordinary supervised learning).
+        props : array-like, DataFrame, Series or dict, default=None
+            Label proportions: sample-aligned ``(n_samples, n_classes)``
+            (each row its bag's proportions), a 1-D positive-class fraction
+            for two classes, or a per-bag table indexed by bag id. Rows must
+            sum to 1 within ``sklearn_llp.utils.PROPS_SUM_TOL`` (0.01).
+        **fit_params
+            Passed to the module's ``forward``.
+
+        Returns
+        -------
+        self : LLPClassifier
+        """
+        self._check_params()
+        dataset = self._training_dataset(X, y, props, reset=True)
+        self._n_features_shape = tuple(dataset.X.shape[1:])
+        if not self.warm_start or not self.initialized_:
+            self.n_train_steps_ = 0
+        self.total_steps_ = None
+        self._draw_seed()
+        with self._on_device(), self._seeded():
+            return super().fit(dataset, None, **fit_params)
+
+    def partial_fit(self, X, y=None, props=None, classes=None, **fit_params):
+        """Train ``max_epochs`` more epochs without re-initialising.
+
+        Takes the same data as :meth:`fit`; the consistency ramp-up goes on
+        from the steps already taken. ``classes`` is accepted for
+        scikit-learn's API and must match ``classes_`` if given.
+
+        Returns
+        -------
+        self : LLPClassifier
+        """
+        if isinstance(X, BagDataset):  # called back by NeuralNet.fit
+            return super().partial_fit(X, y, **fit_params)
+        self._check_params()
+        fitted = self.initialized_ and hasattr(self, "classes_")
+        if classes is not None and fitted and not np.array_equal(classes, self.classes_):
+            raise ValueError("classes must match classes_ of the fitted model.")
+        if not fitted:
+            return self.fit(X, y, props, **fit_params)
+        dataset = self._training_dataset(X, y, props, reset=False)
+        self._draw_seed()
+        with self._on_device(), self._seeded():
+            return super().partial_fit(dataset, None, **fit_params)
+
+    def _bag_batch(self, target):
+        target = to_tensor(target, device=self.device)
+        return BagBatch(target["segments"], target["bag_props"])
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """The method's loss in training, the proportion loss in validation."""
+        bags = self._bag_batch(y_true)
+        if y_pred.shape[1] != bags.bag_props.shape[1]:
+            raise ValueError(
+                f"The module outputs {y_pred.shape[1]} logits per instance but "
+                f"there are {bags.bag_props.shape[1]} classes."
+            )
+        if not training:
+            return proportion_loss(y_pred, bags.segments, bags.bag_props)
+        return self.method_.get_loss(
+            self.module_, X, y_pred, bags, self.n_train_steps_, self.total_steps_
+        )
+
+    def train_step_single(self, batch, **fit_params):
+        """One forward/backward pass on a batch of whole bags."""
+        self._set_training(True)
+        Xi, target = unpack_data(batch)
+        Xi = to_tensor(Xi, device=self.device)
+        logits = self.infer(Xi, **fit_params)
+        loss = self.get_loss(logits, target, X=Xi, training=True)
+        loss.backward()
+        return {"loss": loss, "y_pred": logits}
+
+    def train_step(self, batch, **fit_params):
+        step = super().train_step(batch, **fit_params)
+        self.n_train_steps_ += 1
+        return step
+
+    # ------------------------------------------------------------------
+    # prediction
+    # ------------------------------------------------------------------
+    def predict_proba(self, X):
+        """Class probabilities, in the order of ``classes_``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self, "classes_")
+        X = self._validate_X(X, reset=False)
+        with self._on_device():
+            logits = self.forward(ArrayDataset(as_tensor(X)), training=False)
+        return torch.softmax(logits.float(), dim=1).numpy()
+
+    def predict(self, X):
+        """Most probable class of every row.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+    # ------------------------------------------------------------------
+    # persistence and scikit-learn plumbing
+    # ------------------------------------------------------------------
+    def load_params(self, *args, **kwargs):
+        with self._on_device():
+            return super().load_params(*args, **kwargs)
+
+    def __setstate__(self, state):
+        requested = state.get("device", "auto")
+        state["device"] = resolve_device(requested)
+        super().__setstate__(state)
+        self.device = requested
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+

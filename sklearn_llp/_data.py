@@ -1,0 +1,158 @@
+"""Datasets and the batch sampler that feed whole bags to the network.
+
+Batches are built by indexing with arrays of instance indices (the data
+loader's ``batch_size=None`` mode), so no Python code runs per instance.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
+
+
+def as_tensor(X):
+    """Dense float32 tensor, or CSR matrix kept sparse until batched."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float32)
+    return torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32))
+
+
+def take_rows(X, idx):
+    """Rows ``idx`` of ``X`` as a dense float32 tensor."""
+    if sp.issparse(X):
+        return torch.from_numpy(X[idx].toarray())
+    return X[torch.as_tensor(idx)]
+
+
+class BagDataset(torch.utils.data.Dataset):
+    """Instances with their bags, indexed by arrays of whole bags.
+
+    ``dataset[idx]`` returns ``(X[idx], {"segments", "bag_props"})`` where
+    ``segments`` numbers the bags present in ``idx`` from 0 and
+    ``bag_props`` holds their proportions in that order.
+
+    Parameters
+    ----------
+    X : Tensor of shape (n_samples, ...) or CSR matrix
+    codes : ndarray of shape (n_samples,)
+        Bag index of every sample in ``[0, n_bags)``.
+    bag_props : ndarray of shape (n_bags, n_classes)
+    """
+
+    def __init__(self, X, codes, bag_props):
+        self.X = X
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.bag_props = torch.as_tensor(bag_props, dtype=torch.float32)
+
+    def __len__(self):
+        return len(self.codes)
+
+    def __getitem__(self, idx):
+        bags_present, segments = np.unique(self.codes[idx], return_inverse=True)
+        target = {
+            "segments": torch.from_numpy(segments.ravel()),
+            "bag_props": self.bag_props[torch.from_numpy(bags_present)],
+        }
+        return take_rows(self.X, idx), target
+
+    def select_bags(self, bag_mask):
+        """The sub-dataset of the bags where ``bag_mask`` is True."""
+        rows = bag_mask[self.codes]
+        new_code = np.cumsum(bag_mask) - 1
+        X = self.X[rows] if sp.issparse(self.X) else self.X[torch.from_numpy(rows)]
+        return BagDataset(X, new_code[self.codes[rows]], self.bag_props[bag_mask])
+
+
+class BagBatchSampler(Sampler):
+    """Batches of whole bags, packed to about ``batch_size`` instances.
+
+    Every epoch the bags are shuffled, bags larger than ``max_bag_size`` are
+    cut to a fresh random subset of that size, and consecutive bags are
+    grouped: a bag goes to batch ``floor(offset / batch_size)`` where
+    ``offset`` counts the instances before it. A batch therefore never splits
+    a bag and holds fewer than ``batch_size + largest_bag`` instances. The
+    work is a handful of vectorised numpy calls per epoch.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples,)
+        Bag index of every sample.
+    batch_size : int
+        Target number of instances per batch.
+    max_bag_size : int or None, default=None
+        Larger bags are subsampled afresh every epoch.
+    shuffle : bool, default=True
+        Shuffle bags (and instances within bags) every epoch.
+    random_state : int or None, default=None
+        Seed of the shuffling.
+    """
+
+    def __init__(
+        self, codes, batch_size, max_bag_size=None, shuffle=True, random_state=None
+    ):
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.batch_size = batch_size
+        self.max_bag_size = max_bag_size
+        self.shuffle = shuffle
+        self.rng = np.random.RandomState(random_state)
+        self.sizes = np.bincount(self.codes)
+
+    def _effective_sizes(self, sizes):
+        if self.max_bag_size is None:
+            return sizes
+        return np.minimum(sizes, self.max_bag_size)
+
+    def batches(self):
+        """The index arrays of one epoch."""
+        n_bags = len(self.sizes)
+        if self.shuffle:
+            bag_order = self.rng.permutation(n_bags)
+            within = self.rng.random_sample(len(self.codes))
+        else:
+            bag_order = np.arange(n_bags)
+            within = np.arange(len(self.codes))
+        rank = np.empty(n_bags, dtype=np.int64)
+        rank[bag_order] = np.arange(n_bags)
+        order = np.lexsort((within, rank[self.codes]))
+
+        sizes = self.sizes[bag_order]
+        if self.max_bag_size is not None:
+            starts = np.cumsum(sizes) - sizes
+            position = np.arange(len(order)) - np.repeat(starts, sizes)
+            order = order[position < self.max_bag_size]
+        sizes = self._effective_sizes(sizes)
+        offsets = np.cumsum(sizes) - sizes
+        batch_of_bag = offsets // self.batch_size
+        cuts = offsets[np.flatnonzero(np.diff(batch_of_bag)) + 1]
+        return np.split(order, cuts)
+
+    def __iter__(self):
+        return iter(self.batches())
+
+    def __len__(self):
+        n_used = int(self._effective_sizes(self.sizes).sum())
+        return max(1, -(-n_used // self.batch_size))
+
+
+class ArrayDataset(torch.utils.data.Dataset):
+    """Plain instances for prediction, indexed by arrays of rows."""
+
+    def __init__(self, X):
+        self.X = X
+
+    def __len__(self):
+        return self.X.shape[0]
+
+    def __getitem__(self, idx):
+        return take_rows(self.X, idx), torch.empty(0)
+
+
+def array_loader(dataset, batch_size):
+    """Sequential batches of ``batch_size`` rows, fetched one array at a time."""
+    sampler = BatchSampler(SequentialSampler(dataset), batch_size, drop_last=False)
+    return DataLoader(dataset, sampler=sampler, batch_size=None)
+
+
+def bag_loader(dataset, sampler):
+    """Batches of whole bags drawn by ``sampler``."""
+    return DataLoader(dataset, sampler=sampler, batch_size=None)

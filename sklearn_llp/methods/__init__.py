@@ -1,0 +1,38 @@
+"""LLP training methods: each turns a batch of whole bags into a loss.
+
+``LLPClassifier(method=...)`` takes a registered name (``"dllp"``,
+``"vat"``, ``"pi"``, ``"rot"``) or an :class:`LLPMethod` instance.
+"""
+
+from ._base import DLLP, BagBatch, LLPMethod, clean_logits, perturbation_mode
+from ._losses import (
+    exp_rampup,
+    kl_divergence_with_logits,
+    l2_normalize,
+    proportion_loss,
+    segment_mean,
+)
+from ._pi import PiModel, pi_loss
+from ._registry import available_methods, make_method, register_method
+from ._vat import VAT, vat_loss, vat_perturbation
+
+__all__ = [
+    "BagBatch",
+    "DLLP",
+    "LLPMethod",
+    "PiModel",
+    "VAT",
+    "available_methods",
+    "clean_logits",
+    "exp_rampup",
+    "kl_divergence_with_logits",
+    "l2_normalize",
+    "make_method",
+    "perturbation_mode",
+    "pi_loss",
+    "proportion_loss",
+    "register_method",
+    "segment_mean",
+    "vat_loss",
+    "vat_perturbation",
+]

@@ -1,0 +1,5 @@
+"""PyTorch modules usable as ``LLPClassifier(module=...)``."""
+
+from ._mlp import MLP
+
+__all__ = ["MLP"]
