@@ -2,10 +2,39 @@
 
 Train an instance-level classifier from bags of instances labelled only by
 the class proportions of each bag: ``LLPClassifier().fit(X, bags, props)``.
+
+Subpackages
+-----------
+bags
+    Bag generators (uniform, K-means, by feature values) and proportion tables.
+datasets
+    UCI Adult (census income), bundled for offline use.
+methods
+    The training losses: DLLP, LLP-VAT, Pi-model, ROT, and the interface to
+    add one.
+metrics
+    Bag-level errors (hard/soft L1 and KL) and scorers for model selection.
+model_selection
+    Splitters that keep every bag whole.
+modules
+    PyTorch networks (the default MLP).
+plotting
+    Bag-size histograms (needs matplotlib).
 """
 
+from . import bags, datasets, methods, metrics, model_selection, modules, plotting
 from ._classifier import LLPClassifier
 
 __version__ = "0.1.0"
 
-__all__ = ["LLPClassifier", "__version__"]
+__all__ = [
+    "LLPClassifier",
+    "bags",
+    "datasets",
+    "methods",
+    "metrics",
+    "model_selection",
+    "modules",
+    "plotting",
+    "__version__",
+]

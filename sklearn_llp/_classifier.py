@@ -9,11 +9,13 @@ import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, validate_parameter_constraints
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 from skorch import NeuralNet
 from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 
+from ._callbacks import BagValidationErrors
 from ._data import (
     ArrayDataset,
     BagBatchSampler,
@@ -23,6 +25,7 @@ from ._data import (
     bag_loader,
 )
 from .methods import BagBatch, LLPMethod, make_method, proportion_loss
+from .metrics import hard_l1_error
 from .modules import MLP
 from .utils import check_bag_data
 
@@ -90,8 +93,13 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         many, so the memory of a step is bounded while every instance is used
         over the epochs. None never subsamples.
     validation_fraction : float, default=None
-        Fraction of the bags held out (whole) to compute a validation
-        proportion loss every epoch; None trains on all bags.
+        Fraction of the bags held out (whole) for validation: every epoch the
+        history records ``valid_loss`` (proportion loss) and the bag errors
+        ``valid_hard_l1``, ``valid_soft_l1``, ``valid_hard_kl`` and
+        ``valid_soft_kl`` (see :mod:`sklearn_llp.metrics`), which skorch's
+        ``EarlyStopping``/``Checkpoint`` can monitor. None trains on all bags.
+        The paper selects models by the hard L1 error of held-out bags but
+        warns against early stopping on it; both are opt-in here.
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, the bag shuffling and the random
         perturbations; an int makes a CPU fit reproducible.
@@ -253,21 +261,21 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
     def _seeded(self):
         """Seed a fork of torch's RNG, so a fit is reproducible and the
         caller's global RNG state is left as it was."""
-        if self._seed is None:
+        if self._seed_ is None:
             yield
             return
         devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
         with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(self._seed)
+            torch.manual_seed(self._seed_)
             yield
 
     def _draw_seed(self):
         if self.random_state is None:
-            self._seed = None
+            self._seed_ = None
         else:
             rng = check_random_state(self.random_state)
             steps = getattr(self, "n_train_steps_", 0)
-            self._seed = int(rng.randint(np.iinfo(np.int32).max) + steps) % (2**31)
+            self._seed_ = int(rng.randint(np.iinfo(np.int32).max) + steps) % (2**31)
 
     # ------------------------------------------------------------------
     # data
@@ -288,8 +296,14 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         X = self._validate_X(X, reset)
         classes = self.classes if reset else self.classes_
         if props is None:
-            labels = np.asarray(y)
-            if labels.ndim != 1 or labels.shape[0] != X.shape[0]:
+            if y is None:
+                raise ValueError(
+                    f"{type(self).__name__} requires y to be passed, but the target "
+                    "y is None: pass bag ids as y with props, or class labels as y."
+                )
+            labels = column_or_1d(y, warn=True)
+            check_classification_targets(labels)
+            if labels.shape[0] != X.shape[0]:
                 raise ValueError(
                     f"y must hold one class label per row of X when props is None; "
                     f"got shape {labels.shape} for {X.shape[0]} rows."
@@ -318,6 +332,13 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             raise ValueError("y holds a single class; at least 2 are needed.")
         return BagDataset(as_tensor(X), codes, bag_props)
 
+    @property
+    def _default_callbacks(self):
+        return [
+            *super()._default_callbacks,
+            ("valid_bag_errors", BagValidationErrors()),
+        ]
+
     def get_dataset(self, X, y=None):
         """Our datasets pass through; anything else is wrapped for prediction."""
         if isinstance(X, (BagDataset, ArrayDataset)):
@@ -336,7 +357,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
                 f"validation_fraction={self.validation_fraction} of {n_bags} bags "
                 f"holds out {n_valid}; at least one bag must be on each side."
             )
-        rng = np.random.RandomState(self._seed)
+        rng = np.random.RandomState(self._seed_)
         valid = np.zeros(n_bags, dtype=bool)
         valid[rng.choice(n_bags, n_valid, replace=False)] = True
         return dataset.select_bags(~valid), dataset.select_bags(valid)
@@ -350,7 +371,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             self.batch_size,
             max_bag_size=self.max_bag_size if training else None,
             shuffle=training,
-            random_state=self._seed,
+            random_state=self._seed_,
         )
         if training and self.total_steps_ is None:
             self.total_steps_ = len(sampler) * self.max_epochs
@@ -366,12 +387,12 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         if not isinstance(module, torch.nn.Module):
             accepted = inspect.signature(module).parameters
             if "n_features" in accepted and "n_features" not in kwargs:
-                if len(self._n_features_shape) != 1:
+                if len(self._input_shape_) != 1:
                     raise ValueError(
                         f"The default MLP takes 2-D X; X has rows of shape "
-                        f"{self._n_features_shape}. Pass a module for it."
+                        f"{self._input_shape_}. Pass a module for it."
                     )
-                kwargs["n_features"] = self._n_features_shape[0]
+                kwargs["n_features"] = self._input_shape_[0]
             if "n_classes" in accepted and "n_classes" not in kwargs:
                 kwargs["n_classes"] = len(self.classes_)
         self.module_ = self.initialized_instance(module, kwargs)
@@ -433,7 +454,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         """
         self._check_params()
         dataset = self._training_dataset(X, y, props, reset=True)
-        self._n_features_shape = tuple(dataset.X.shape[1:])
+        self._input_shape_ = tuple(dataset.X.shape[1:])
         if not self.warm_start or not self.initialized_:
             self.n_train_steps_ = 0
         self.total_steps_ = None
@@ -456,7 +477,11 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             return super().partial_fit(X, y, **fit_params)
         self._check_params()
         fitted = self.initialized_ and hasattr(self, "classes_")
-        if classes is not None and fitted and not np.array_equal(classes, self.classes_):
+        if (
+            classes is not None
+            and fitted
+            and not np.array_equal(classes, self.classes_)
+        ):
             raise ValueError("classes must match classes_ of the fitted model.")
         if not fitted:
             return self.fit(X, y, props, **fit_params)
@@ -512,11 +537,42 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        check_is_fitted(self, "classes_")
+        check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         with self._on_device():
             logits = self.forward(ArrayDataset(as_tensor(X)), training=False)
         return torch.softmax(logits.float(), dim=1).numpy()
+
+    def score(self, X, y, props=None, sample_weight=None):
+        """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if ``props=None``.
+
+        The hard L1 error is the mean over bags of ``||p - p_hat||_1`` where
+        ``p_hat`` is the fraction of the bag's instances predicted as each
+        class (the paper's model-selection criterion); when every bag is a
+        single instance the score equals the accuracy. With ``props=None``,
+        ``y`` holds class labels and the score is the accuracy.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Bag ids (with ``props``) or class labels (without).
+        props : array-like, DataFrame, Series or dict, default=None
+            Label proportions in any form :meth:`fit` accepts.
+        sample_weight : None
+            Accepted for scikit-learn's API with ``props=None`` only.
+
+        Returns
+        -------
+        score : float
+            In [0, 1], greater is better.
+        """
+        if props is None:
+            return super().score(X, y, sample_weight=sample_weight)
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported with props.")
+        error = hard_l1_error(y, props, self.predict_proba(X), classes=self.classes_)
+        return 1.0 - error / 2.0
 
     def predict(self, X):
         """Most probable class of every row.
@@ -529,7 +585,8 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[proba.argmax(axis=1)]
 
     # ------------------------------------------------------------------
     # persistence and scikit-learn plumbing
@@ -544,9 +601,16 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         super().__setstate__(state)
         self.device = requested
 
+    def _get_param_names(self):
+        # skorch lists every public-looking attribute; its private
+        # bookkeeping (``_params_to_validate``) is not a parameter.
+        return [name for name in super()._get_param_names() if name[0] != "_"]
+
+    def __sklearn_is_fitted__(self):
+        return bool(self.initialized_) and hasattr(self, "classes_")
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.non_deterministic = self.random_state is None
         return tags
-

@@ -14,6 +14,7 @@ from ._losses import (
 )
 from ._pi import PiModel, pi_loss
 from ._registry import available_methods, make_method, register_method
+from ._rot import ROT, pseudo_label_loss, sinkhorn_pseudo_labels
 from ._vat import VAT, vat_loss, vat_perturbation
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "DLLP",
     "LLPMethod",
     "PiModel",
+    "ROT",
     "VAT",
     "available_methods",
     "clean_logits",
@@ -31,8 +33,10 @@ __all__ = [
     "perturbation_mode",
     "pi_loss",
     "proportion_loss",
+    "pseudo_label_loss",
     "register_method",
     "segment_mean",
+    "sinkhorn_pseudo_labels",
     "vat_loss",
     "vat_perturbation",
 ]

@@ -2,9 +2,10 @@
 
 from ._base import DLLP, LLPMethod
 from ._pi import PiModel
+from ._rot import ROT
 from ._vat import VAT
 
-_METHODS = {"dllp": DLLP, "vat": VAT, "pi": PiModel}
+_METHODS = {"dllp": DLLP, "vat": VAT, "pi": PiModel, "rot": ROT}
 
 
 def register_method(name, method_class):

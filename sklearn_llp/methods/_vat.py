@@ -37,7 +37,10 @@ def vat_perturbation(module, X, target_logits, eps, xi=1e-6, n_power=1):
         d.requires_grad_(True)
         distance = kl_divergence_with_logits(target_logits, module(X + xi * d))
         (grad,) = torch.autograd.grad(distance, d)
-        d = l2_normalize(grad.detach())
+        # In float32 a step of xi can leave a confident softmax bit-identical,
+        # giving an all-zero gradient; such rows keep their current direction.
+        stuck = (grad.flatten(1) == 0).all(dim=1).view(-1, *([1] * (X.dim() - 1)))
+        d = torch.where(stuck, d.detach(), l2_normalize(grad.detach()))
     return eps * d
 
 

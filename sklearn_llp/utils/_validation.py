@@ -134,7 +134,10 @@ def _table_to_frame(props):
             _binary_from_fraction(props.to_numpy(dtype=np.float64)),
             index=props.index,
         )
-    rows = {key: np.atleast_1d(np.asarray(val, dtype=np.float64)) for key, val in props.items()}
+    rows = {
+        key: np.atleast_1d(np.asarray(val, dtype=np.float64))
+        for key, val in props.items()
+    }
     widths = {row.shape for row in rows.values()}
     if len(widths) != 1 or len(next(iter(widths))) != 1:
         raise ValueError(
@@ -143,20 +146,34 @@ def _table_to_frame(props):
         )
     frame = pd.DataFrame.from_dict(rows, orient="index")
     if frame.shape[1] == 1:
-        frame = pd.DataFrame(_binary_from_fraction(frame[0].to_numpy()), index=frame.index)
+        frame = pd.DataFrame(
+            _binary_from_fraction(frame[0].to_numpy()), index=frame.index
+        )
     return frame
 
 
-def _is_per_bag_table(props, bag_ids, n_samples):
+def _is_per_bag_table(props, bags, bag_ids, n_samples):
+    """Mappings are per-bag tables; pandas objects are read by their length."""
     if isinstance(props, Mapping):
         return True
     if not isinstance(props, (pd.DataFrame, pd.Series)):
         return False
-    covers_bags = pd.Index(bag_ids).isin(props.index).all()
-    return bool(covers_bags) or len(props) != n_samples
+    if len(props) != n_samples:
+        return True
+    # One row per sample. Read it as a per-bag table too only where both
+    # readings agree (the index is the bag id of every row).
+    if len(bag_ids) == n_samples and pd.Index(bag_ids).isin(props.index).all():
+        if not np.array_equal(props.index.to_numpy(), bags):
+            raise ValueError(
+                "props has one row per sample and is indexed by bag ids in "
+                "another order, so it reads both as sample-aligned and as a "
+                "per-bag table; pass props.to_numpy() (sample-aligned) or a "
+                "dict {bag_id: proportions}."
+            )
+    return False
 
 
-def check_bag_data(bags, props, n_samples, classes=None):
+def check_bag_data(bags, props, n_samples, classes=None, min_bags=2):
     """Validate bags and proportions and collapse them to one row per bag.
 
     Parameters
@@ -174,13 +191,16 @@ def check_bag_data(bags, props, n_samples, classes=None):
           class, a Series of positive-class fractions indexed by bag id, or a
           dict ``{bag_id: proportions or fraction}``.
 
-        A DataFrame or Series is read as a per-bag table when its index holds
-        every bag id, and as sample-aligned otherwise.
+        A DataFrame or Series with one row per sample is sample-aligned
+        (its index is ignored); any other length is a per-bag table.
     n_samples : int
         Number of rows of ``X``.
     classes : array-like of shape (n_classes,), default=None
         Class labels, in column order. Defaults to the table's columns, else
         ``0..n_classes-1``.
+    min_bags : int, default=2
+        Fewest bags accepted: training needs 2, scoring one held-out bag is
+        well defined.
 
     Returns
     -------
@@ -196,13 +216,13 @@ def check_bag_data(bags, props, n_samples, classes=None):
     codes, bag_ids = check_bags(bags, n_samples)
     if props is None:
         raise TypeError("props is None: pass the label proportions of the bags.")
-    if len(bag_ids) < 2:
+    if len(bag_ids) < min_bags:
         raise ValueError(
             "bags holds a single bag: its proportions say nothing about which "
             "instance is which; LLP needs at least 2 bags."
         )
 
-    if _is_per_bag_table(props, bag_ids, n_samples):
+    if _is_per_bag_table(props, np.asarray(bags), bag_ids, n_samples):
         frame = _table_to_frame(props)
         missing = ~pd.Index(bag_ids).isin(frame.index)
         if missing.any():
@@ -223,7 +243,8 @@ def check_bag_data(bags, props, n_samples, classes=None):
             values = _binary_from_fraction(values)
         if values.ndim != 2:
             raise ValueError(
-                f"props must be 1-D or 2-D (n_samples, n_classes); got shape {values.shape}."
+                "props must be 1-D or 2-D (n_samples, n_classes); "
+                f"got shape {values.shape}."
             )
         if values.shape[0] != n_samples:
             raise ValueError(

@@ -1,0 +1,50 @@
+"""Per-epoch bag-level validation errors for the skorch history."""
+
+import numpy as np
+import torch
+from skorch.callbacks import Callback
+
+from .metrics import BAG_METRICS
+from .metrics._bag_metrics import _bag_errors_from_codes
+
+
+class BagValidationErrors(Callback):
+    """Record the four bag errors of the held-out bags every epoch.
+
+    Validation batches hold whole bags, so the errors of each batch's bags
+    are computed from the predictions the validation step already made and
+    averaged over all held-out bags at the end of the epoch. The history gets
+    ``valid_hard_l1``, ``valid_soft_l1``, ``valid_hard_kl`` and
+    ``valid_soft_kl``; monitor them with skorch's ``EarlyStopping`` or
+    ``Checkpoint`` (e.g. ``monitor="valid_hard_l1_best"``).
+    """
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.sums_ = dict.fromkeys(BAG_METRICS, 0.0)
+        self.n_bags_ = 0
+
+    def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
+        if training:
+            return
+        target = batch[1]
+        proba = torch.softmax(y_pred.detach().float(), dim=1).cpu().numpy()
+        bag_props = target["bag_props"].cpu().numpy().astype(np.float64)
+        segments = target["segments"].cpu().numpy()
+        errors = _bag_errors_from_codes(segments, bag_props, proba)
+        n_bags = len(bag_props)
+        for name, value in errors.items():
+            self.sums_[name] += value * n_bags
+        self.n_bags_ += n_bags
+
+    def on_epoch_end(self, net, dataset_valid=None, **kwargs):
+        if dataset_valid is None or not self.n_bags_:
+            return
+        for name, total in self.sums_.items():
+            is_best = _is_best(net.history, f"valid_{name}", total / self.n_bags_)
+            net.history.record(f"valid_{name}", total / self.n_bags_)
+            net.history.record(f"valid_{name}_best", is_best)
+
+
+def _is_best(history, key, value):
+    previous = [row[key] for row in history[:-1] if key in row]
+    return not previous or value < min(previous)

@@ -1,0 +1,20 @@
+"""Make bags from instances, and label proportions from labelled bags.
+
+The generators turn a plain data set into an LLP problem: each returns one
+bag id per row (``fit_transform``), or bag ids and sample-aligned label
+proportions at once (``make_bags``) for simulation studies. The bag id
+``-1`` marks a row that belongs to no bag.
+"""
+
+from ._feature import FeatureBagGenerator
+from ._kmeans import KMeansBagGenerator
+from ._proportions import expand_proportions, label_proportions
+from ._uniform import UniformBagGenerator
+
+__all__ = [
+    "FeatureBagGenerator",
+    "KMeansBagGenerator",
+    "UniformBagGenerator",
+    "expand_proportions",
+    "label_proportions",
+]

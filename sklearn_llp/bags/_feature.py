@@ -1,0 +1,325 @@
+"""Bags of rows sharing the values of some columns (census-style groups)."""
+
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import _BaseBagGenerator
+from ._proportions import UNBAGGED
+
+#: Code of a value of ``transform``'s input that was not seen in fit.
+_UNSEEN = -2
+
+
+def _as_frame(X):
+    """``X`` as a DataFrame and whether it was one."""
+    if isinstance(X, pd.DataFrame):
+        return X, True
+    array = np.asarray(X)
+    if array.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features); got shape {array.shape}."
+        )
+    return pd.DataFrame(array), False
+
+
+def _is_binnable(values):
+    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(
+        values
+    )
+
+
+class _ColumnEncoder:
+    """Integer codes of one grouping column: its values or quantile bins.
+
+    Missing values get code ``n_levels`` (so that they sort last); values
+    unseen in fit get ``_UNSEEN``.
+    """
+
+    def __init__(self, values, n_bins):
+        self.edges = None
+        if n_bins is not None:
+            numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
+            finite = numbers[~np.isnan(numbers)]
+            if len(finite) == 0:
+                edges = np.empty(0)
+            else:
+                edges = np.unique(np.quantile(finite, np.linspace(0, 1, n_bins + 1)))
+                if len(edges) == 1:
+                    edges = np.repeat(edges, 2)
+            self.edges = edges
+            self.levels = [
+                pd.Interval(lo, hi, closed="both" if i == 0 else "right")
+                for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))
+            ]
+        else:
+            try:
+                _, uniques = pd.factorize(values, sort=True)
+            except TypeError:  # values of types that cannot be ordered
+                _, uniques = pd.factorize(values, sort=False)
+            self.levels = list(np.asarray(uniques, dtype=object))
+            self._index = pd.Index(self.levels, dtype=object)
+        self.n_levels = len(self.levels)
+
+    def encode(self, values):
+        missing = pd.isna(values).to_numpy()
+        if self.edges is not None:
+            numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
+            if self.n_levels == 0:
+                codes = np.full(len(values), _UNSEEN, dtype=np.int64)
+            else:
+                codes = np.searchsorted(self.edges[1:-1], numbers, side="left")
+        else:
+            codes = self._index.get_indexer(values.to_numpy(dtype=object))
+            codes[codes < 0] = _UNSEEN
+        codes = np.asarray(codes, dtype=np.int64)
+        codes[missing] = self.n_levels
+        return codes
+
+    def labels(self, codes):
+        levels = np.empty(self.n_levels + 1, dtype=object)
+        levels[: self.n_levels] = self.levels
+        levels[self.n_levels] = np.nan
+        return levels[codes]
+
+
+class FeatureBagGenerator(_BaseBagGenerator):
+    """Bags of rows sharing the values of one or more columns.
+
+    Rows are grouped like ``X.groupby(columns, dropna=False)``, numeric
+    columns optionally cut into quantile bins first: the way aggregate
+    statistics are published (census tables per region and age band, a
+    hospital's outcome rate per ward and month). Each group is a bag.
+
+    Bag ids are consecutive integers ``0 .. n_bags_ - 1`` in the sorted
+    order of the groups' values (missing values last), and ``bag_labels_``
+    tells which values each id stands for. A missing value (NaN, None)
+    in a grouping column is a value of its own: those rows form their own
+    groups rather than being dropped.
+
+    Parameters
+    ----------
+    columns : str, int or list of str and int
+        The grouping columns: names (str) select DataFrame columns by name,
+        integers select by position (of a DataFrame or an array), as in
+        :class:`~sklearn.compose.ColumnTransformer`.
+    n_bins : int, dict or None, default=None
+        Quantile binning of numeric grouping columns. An int cuts every
+        numeric (non-boolean) grouping column into at most ``n_bins`` bins
+        of about equal counts, other columns being grouped by value; a
+        dict ``{column: n_bins or None}`` bins only the columns it names;
+        None groups every column by value. Bin edges are the distinct
+        quantiles of the fitted column (so a column with few distinct
+        values gets fewer bins); bins are right-closed, the first one also
+        holding its left edge, as :func:`pandas.qcut` with
+        ``duplicates="drop"``.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), dtype int64
+        Bag id of every row of the fitted ``X``.
+    sample_mask_ : ndarray of shape (n_samples,), dtype bool
+        True for the rows that belong to a bag (all of them).
+    n_bags_ : int
+        Number of groups.
+    bag_ids_ : ndarray of shape (n_bags_,)
+        The bag ids, ``0 .. n_bags_ - 1``.
+    bag_sizes_ : ndarray of shape (n_bags_,)
+        Number of rows of every bag, in the order of ``bag_ids_``.
+    bag_labels_ : DataFrame of shape (n_bags_, n_columns)
+        Row ``i`` holds the values (or, for binned columns, the
+        :class:`pandas.Interval`) of the grouping columns of bag ``i``;
+        indexed by bag id, one column per grouping column; NaN stands for
+        the missing-value group.
+    bin_edges_ : dict
+        ``{column: ndarray of edges}`` of every binned column.
+    classes_ : ndarray of shape (n_classes,)
+        Sorted distinct labels of ``y``; set by :meth:`make_bags` only.
+    n_features_in_ : int
+        Number of columns of the fitted ``X``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of the fitted ``X`` when it is a DataFrame with string
+        column names.
+
+    See Also
+    --------
+    UniformBagGenerator : Random bags of equal size.
+    KMeansBagGenerator : Bags of similar rows.
+    label_proportions : Per-bag proportion table of labelled data.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_llp.bags import FeatureBagGenerator
+    >>> X = pd.DataFrame({"region": ["N", "S", "N", "S", None, "N"],
+    ...                   "age": [23, 35, 47, 59, 61, 30]})
+    >>> gen = FeatureBagGenerator(["region", "age"], n_bins=2)
+    >>> gen.fit_transform(X)
+    array([0, 2, 1, 3, 4, 0])
+    >>> gen.bag_labels_  # doctest: +NORMALIZE_WHITESPACE
+        region             age
+    bag
+    0        N  [23.0, 41.0]
+    1        N  (41.0, 61.0]
+    2        S  [23.0, 41.0]
+    3        S  (41.0, 61.0]
+    4      NaN  (41.0, 61.0]
+    >>> gen.transform(pd.DataFrame({"region": ["S", "W"], "age": [99, 30]}))
+    array([ 3, -1])
+    """
+
+    _parameter_constraints = {
+        "columns": [str, Integral, list, tuple],
+        "n_bins": [None, Interval(Integral, 1, None, closed="left"), dict],
+    }
+
+    def __init__(self, columns, *, n_bins=None):
+        self.columns = columns
+        self.n_bins = n_bins
+
+    def _column_list(self):
+        columns = self.columns
+        if isinstance(columns, (str, Integral)):
+            columns = [columns]
+        columns = list(columns)
+        if not columns:
+            raise ValueError("columns is empty: name at least one grouping column.")
+        for column in columns:
+            if not isinstance(column, (str, Integral)) or isinstance(column, bool):
+                raise TypeError(
+                    "columns must hold column names (str) or positions (int); "
+                    f"got {column!r}."
+                )
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"columns repeats a column: {columns}.")
+        return columns
+
+    def _select(self, frame, is_frame, column):
+        """The values of one grouping column as a Series."""
+        if isinstance(column, str):
+            if not is_frame:
+                raise ValueError(
+                    f"Column {column!r} is selected by name, which needs X as a "
+                    "pandas DataFrame; pass a DataFrame or use integer positions."
+                )
+            if column not in frame.columns:
+                raise ValueError(
+                    f"Unknown column {column!r}: X has columns "
+                    f"{list(frame.columns)[:20]}."
+                )
+            values = frame[column]
+            if isinstance(values, pd.DataFrame):
+                raise ValueError(f"X has several columns named {column!r}.")
+            return values
+        if not -frame.shape[1] <= column < frame.shape[1]:
+            raise ValueError(
+                f"Unknown column {column}: X has {frame.shape[1]} columns "
+                f"(positions 0 .. {frame.shape[1] - 1})."
+            )
+        values = frame.iloc[:, column]
+        return values if is_frame else values.infer_objects()
+
+    def _bins_of(self, columns):
+        """Number of bins (or None) of every grouping column."""
+        if not isinstance(self.n_bins, dict):
+            return {column: self.n_bins for column in columns}
+        unknown = [key for key in self.n_bins if key not in columns]
+        if unknown:
+            raise ValueError(
+                f"n_bins names columns that are not grouping columns: {unknown}; "
+                f"columns is {columns}."
+            )
+        for key, value in self.n_bins.items():
+            if value is not None and (
+                not isinstance(value, Integral) or isinstance(value, bool) or value < 1
+            ):
+                raise ValueError(
+                    f"n_bins[{key!r}] must be a positive int or None; got {value!r}."
+                )
+        return {column: self.n_bins.get(column) for column in columns}
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Find the groups of ``X`` (and the bin edges of binned columns).
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            The instances; grouping columns may hold any hashable values,
+            missing values included.
+        y : None
+            Ignored; present for API consistency.
+
+        Returns
+        -------
+        self : FeatureBagGenerator
+            The fitted generator; ``labels_`` holds the bag ids.
+        """
+        frame, is_frame = _as_frame(X)
+        self.n_features_in_ = frame.shape[1]
+        if is_frame and all(isinstance(c, str) for c in frame.columns):
+            self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        columns = self._column_list()
+        bins = self._bins_of(columns)
+        self._encoders = []
+        self.bin_edges_ = {}
+        codes = []
+        for column in columns:
+            values = self._select(frame, is_frame, column)
+            n_bins = bins[column]
+            if n_bins is not None and not _is_binnable(values):
+                if isinstance(self.n_bins, dict):
+                    raise ValueError(
+                        f"n_bins asks to bin column {column!r}, which is not "
+                        f"numeric (dtype {values.dtype})."
+                    )
+                n_bins = None
+            encoder = _ColumnEncoder(values, n_bins)
+            if encoder.edges is not None:
+                self.bin_edges_[column] = encoder.edges
+            self._encoders.append(encoder)
+            codes.append(encoder.encode(values))
+        groups, labels = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
+        self._columns = columns
+        self._group_index = pd.MultiIndex.from_arrays(list(groups.T))
+        self.bag_labels_ = pd.DataFrame(
+            {
+                column: encoder.labels(groups[:, j])
+                for j, (column, encoder) in enumerate(zip(columns, self._encoders))
+            },
+            index=pd.RangeIndex(len(groups), name="bag"),
+        ).infer_objects()
+        return self._set_labels(labels.ravel())
+
+    def transform(self, X):
+        """Map rows to the fitted bags by the values of their columns.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            New rows, with the grouping columns of the fitted ``X`` (same
+            names, or same positions).
+
+        Returns
+        -------
+        bags : ndarray of shape (n_samples,), dtype int64
+            Bag id of every row; ``-1`` for a row whose combination of
+            values (or a value itself) was not seen in fit. Binned values
+            outside the fitted range fall in the first or last bin.
+        """
+        check_is_fitted(self)
+        frame, is_frame = _as_frame(X)
+        codes = [
+            encoder.encode(self._select(frame, is_frame, column))
+            for column, encoder in zip(self._columns, self._encoders)
+        ]
+        keys = pd.MultiIndex.from_arrays(codes)
+        bags = self._group_index.get_indexer(keys)
+        bags[np.any(np.column_stack(codes) == _UNSEEN, axis=1)] = UNBAGGED
+        return bags.astype(np.int64)

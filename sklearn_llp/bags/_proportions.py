@@ -1,0 +1,175 @@
+"""Per-bag label proportion tables and their sample-aligned expansion."""
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..utils import check_bag_data, check_bags
+
+#: Bag id of a row that belongs to no bag (e.g. dropped by
+#: ``UniformBagGenerator(drop_last=True)`` or unseen by
+#: ``FeatureBagGenerator.transform``).
+UNBAGGED = -1
+
+
+def _unbagged_mask(bags):
+    """True where a bag id is the reserved integer ``-1``."""
+    if bags.dtype.kind in "iuf":
+        return bags == UNBAGGED
+    return np.zeros(bags.shape, dtype=bool)
+
+
+def label_proportions(bags, y, classes=None):
+    """Class proportions of every bag, as a per-bag table.
+
+    Parameters
+    ----------
+    bags : array-like of shape (n_samples,)
+        Bag id of every row (integers or strings). Rows with the integer id
+        ``-1`` belong to no bag and are left out of the table.
+    y : array-like of shape (n_samples,)
+        Class label of every row.
+    classes : array-like of shape (n_classes,), default=None
+        The table's columns, in this order. Defaults to the sorted distinct
+        labels of ``y`` (all rows, including those of bag ``-1``). Every
+        label of a bagged row must be in ``classes``; a class absent from a
+        bag gets proportion 0.
+
+    Returns
+    -------
+    table : DataFrame of shape (n_bags, n_classes)
+        Indexed by the sorted distinct bag ids (index name ``"bag"``), one
+        column per class (columns name ``"class"``); every row sums to 1.
+        It is a per-bag ``props`` table accepted wherever ``props`` is, and
+        :func:`expand_proportions` turns it back into one row per sample.
+
+    Raises
+    ------
+    ValueError
+        If ``bags`` and ``y`` differ in length, every row has bag ``-1``,
+        ``y`` has missing labels, or a label is not in ``classes``.
+
+    See Also
+    --------
+    expand_proportions : Sample-aligned proportions from such a table.
+    UniformBagGenerator.make_bags : Bags and sample-aligned proportions in
+        one call.
+
+    Examples
+    --------
+    >>> from sklearn_llp.bags import label_proportions
+    >>> bags = [0, 0, 0, 0, 1, 1, -1]
+    >>> y = ["cat", "dog", "dog", "dog", "cat", "cat", "dog"]
+    >>> label_proportions(bags, y)  # doctest: +NORMALIZE_WHITESPACE
+    class   cat   dog
+    bag
+    0      0.25  0.75
+    1      1.00  0.00
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D with one label per row; got {y.shape}.")
+    bags = np.asarray(bags)
+    check_bags(bags, len(y))
+    if pd.isna(y).any():
+        raise ValueError("y contains missing labels (None/NaN).")
+    kept = ~_unbagged_mask(bags)
+    if not kept.any():
+        raise ValueError("Every row has bag id -1 (no bag); no proportion to compute.")
+    codes, bag_ids = check_bags(bags[kept], int(kept.sum()))
+    classes = np.unique(y) if classes is None else np.asarray(classes)
+    if classes.ndim != 1 or len(classes) == 0:
+        raise ValueError("classes must be a non-empty 1-D list of labels.")
+    class_index = pd.Index(classes)
+    if class_index.has_duplicates:
+        raise ValueError(f"classes repeats a label: {classes.tolist()}.")
+    class_codes = class_index.get_indexer(y[kept])
+    unknown = class_codes < 0
+    if unknown.any():
+        shown = pd.unique(y[kept][unknown])[:5].tolist()
+        raise ValueError(
+            f"y holds labels that are not in classes {classes.tolist()}, e.g. {shown}."
+        )
+    counts = np.zeros((len(bag_ids), len(classes)))
+    np.add.at(counts, (codes, class_codes), 1.0)
+    return pd.DataFrame(
+        counts / counts.sum(axis=1, keepdims=True),
+        index=pd.Index(bag_ids, name="bag"),
+        columns=pd.Index(classes, name="class"),
+    )
+
+
+def expand_proportions(table, bags):
+    """Give every sample the proportions of its bag.
+
+    Parameters
+    ----------
+    table : DataFrame, Series or dict
+        Per-bag proportions as returned by :func:`label_proportions`: a
+        DataFrame indexed by bag id with one column per class, a Series of
+        positive-class fractions indexed by bag id (two classes), or a dict
+        ``{bag_id: proportions or fraction}``. Validated like ``props`` of an
+        LLP classifier (non-negative, rows summing to 1).
+    bags : array-like of shape (n_samples,)
+        Bag id of every sample. Samples with the integer id ``-1`` belong to
+        no bag and get a row of NaN.
+
+    Returns
+    -------
+    props : ndarray of shape (n_samples, n_classes)
+        Row ``i`` holds the proportions of the bag of sample ``i``, columns
+        in the order of the table's columns (``[1 - p, p]`` for a Series or
+        scalar fractions).
+
+    Raises
+    ------
+    ValueError
+        If a bag id of ``bags`` has no row in ``table`` (the message names
+        them), fewer than two distinct bags occur, every sample has bag
+        ``-1``, or the proportions are invalid.
+    TypeError
+        If ``table`` is not a DataFrame, Series or dict.
+
+    See Also
+    --------
+    label_proportions : The per-bag table of labelled data.
+    sklearn_llp.utils.check_bag_data : The validation applied to the table.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn_llp.bags import expand_proportions
+    >>> table = pd.DataFrame({"no": [0.9, 0.5], "yes": [0.1, 0.5]}, index=[3, 7])
+    >>> expand_proportions(table, [7, 3, 3, -1])
+    array([[0.5, 0.5],
+           [0.9, 0.1],
+           [0.9, 0.1],
+           [nan, nan]])
+    """
+    if isinstance(table, (pd.DataFrame, pd.Series)):
+        index = table.index
+    elif isinstance(table, Mapping):
+        index = pd.Index(list(table.keys()))
+    else:
+        raise TypeError(
+            "table must be a per-bag DataFrame (as returned by label_proportions), "
+            f"a Series or a dict; got {type(table).__name__}."
+        )
+    bags = np.asarray(bags)
+    check_bags(bags, len(bags))
+    unbagged = _unbagged_mask(bags)
+    if unbagged.all():
+        raise ValueError("Every entry of bags is -1 (no bag).")
+    kept = bags[~unbagged]
+    present = np.unique(kept)
+    missing = present[~pd.Index(present).isin(index)]
+    if len(missing):
+        raise ValueError(
+            f"table has no row for {len(missing)} bag id(s) that occur in bags: "
+            f"{missing[:10].tolist()}{' ...' if len(missing) > 10 else ''}."
+        )
+    codes, _, bag_props, _ = check_bag_data(kept, table, len(kept))
+    props = np.full((len(bags), bag_props.shape[1]), np.nan)
+    props[~unbagged] = bag_props[codes]
+    return props

@@ -1,0 +1,332 @@
+"""Bag-level errors of an instance classifier on LLP data.
+
+LLP data label bags, not instances, so a classifier is judged on how well the
+class proportions it predicts for every bag match the bag's given proportions.
+Two bag estimates are compared with the given proportions ``p``:
+
+- the *hard* estimate, the fraction of the bag's instances predicted as each
+  class (``argmax`` of ``y_proba``, ties going to the first class as in
+  ``predict``);
+- the *soft* estimate, the mean of the bag's predicted probabilities.
+
+Each is compared with ``p`` by the L1 distance ``sum_k |p_k - q_k|`` (between
+0 and 2) or by the Kullback-Leibler divergence ``sum_k p_k log(p_k / q_k)``
+(0 when ``q == p``, with ``0 log 0 = 0``). Every error is the mean over bags,
+each bag counting once whatever its size.
+"""
+
+import numpy as np
+from scipy.special import rel_entr
+
+from ..utils._validation import _as_float_matrix, _binary_from_fraction, check_bag_data
+
+#: Before a KL divergence is taken, the predicted proportion of every class
+#: that the bag holds (``p_k > 0``) is raised to at least ``KL_EPS`` and the row
+#: renormalised, so a class that a bag holds but that is never predicted in it
+#: costs a large finite penalty (at most about ``-log(KL_EPS)`` = 16.1 nats)
+#: instead of infinity. Classes with ``p_k = 0`` add ``0 log 0 = 0`` and are
+#: left alone, so the divergence is exactly 0 when the estimate equals ``p``.
+KL_EPS = 1e-7
+
+#: Rows of ``y_proba`` must sum to 1 within this absolute tolerance (float32
+#: softmax outputs); they are then renormalised.
+PROBA_SUM_TOL = 1e-3
+
+#: Names of the four bag errors, in the order :func:`bag_errors` returns them.
+BAG_METRICS = ("hard_l1", "soft_l1", "hard_kl", "soft_kl")
+
+
+def _check_targets(bags, props, n_samples, classes=None):
+    """:func:`check_bag_data` that also accepts a single (held-out) bag."""
+    return check_bag_data(bags, props, n_samples, classes=classes, min_bags=1)
+
+
+def _check_proba(y_proba, n_samples, n_classes):
+    """Validate predicted probabilities; a 1-D array is P(second class)."""
+    y_proba = _as_float_matrix(y_proba, "y_proba")
+    if y_proba.ndim == 1:
+        y_proba = _binary_from_fraction(y_proba)
+    if y_proba.ndim != 2:
+        raise ValueError(
+            f"y_proba must have shape (n_samples, n_classes); got {y_proba.shape}."
+        )
+    if y_proba.shape[0] != n_samples:
+        raise ValueError(
+            f"y_proba has {y_proba.shape[0]} rows but bags has {n_samples} entries."
+        )
+    if y_proba.shape[1] != n_classes:
+        raise ValueError(
+            f"y_proba has {y_proba.shape[1]} columns but props has {n_classes} "
+            "classes; pass one probability column per class, in the order of "
+            "the props columns (classes_)."
+        )
+    if not np.all(np.isfinite(y_proba)):
+        raise ValueError("y_proba contains NaN or infinite values.")
+    if y_proba.min(initial=0.0) < -PROBA_SUM_TOL:
+        raise ValueError(
+            "y_proba contains negative values; pass probabilities "
+            "(predict_proba), not decision scores."
+        )
+    sums = y_proba.sum(axis=1)
+    if np.any(np.abs(sums - 1.0) > PROBA_SUM_TOL):
+        raise ValueError(
+            f"y_proba rows must sum to 1 (tolerance {PROBA_SUM_TOL}); pass "
+            "probabilities (predict_proba), not decision scores."
+        )
+    return np.clip(y_proba, 0.0, None) / sums[:, None]
+
+
+def _bag_means(codes, n_bags, y_proba, hard):
+    """Mean over every bag of one-hot predictions (hard) or probabilities.
+
+    One ``np.bincount`` over the flattened (bag, class) index: no loop.
+    """
+    n_classes = y_proba.shape[1]
+    counts = np.bincount(codes, minlength=n_bags).astype(np.float64)
+    if hard:
+        flat = codes * n_classes + np.argmax(y_proba, axis=1)
+        weights = None
+    else:
+        flat = (codes[:, None] * n_classes + np.arange(n_classes)).ravel()
+        weights = y_proba.ravel()
+    sums = np.bincount(flat, weights=weights, minlength=n_bags * n_classes)
+    return sums.reshape(n_bags, n_classes) / counts[:, None]
+
+
+def _l1(bag_props, estimate):
+    return float(np.abs(bag_props - estimate).sum(axis=1).mean())
+
+
+def _kl(bag_props, estimate):
+    estimate = np.where(bag_props > 0, np.maximum(estimate, KL_EPS), estimate)
+    estimate /= estimate.sum(axis=1, keepdims=True)
+    per_bag = rel_entr(bag_props, estimate).sum(axis=1)
+    # >= 0 by Gibbs' inequality; clip float rounding only.
+    return float(np.maximum(per_bag, 0.0).mean())
+
+
+def _bag_errors_from_codes(codes, bag_props, y_proba, metrics=BAG_METRICS):
+    """Bag errors from already validated, encoded inputs (no checks).
+
+    The fast path for code that scores the same bags repeatedly (e.g. a
+    classifier's validation bags once per epoch): run :func:`check_bag_data`
+    once, then call this with its ``codes`` and ``bag_props``.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples,), dtype int
+        Index of every sample's bag in ``0..n_bags-1``, every bag occurring.
+    bag_props : ndarray of shape (n_bags, n_classes)
+        Proportions of every bag, rows summing to 1.
+    y_proba : ndarray of shape (n_samples, n_classes)
+        Predicted probabilities, rows summing to 1.
+    metrics : iterable of str, default=BAG_METRICS
+        Which of ``"hard_l1"``, ``"soft_l1"``, ``"hard_kl"``, ``"soft_kl"``.
+
+    Returns
+    -------
+    errors : dict
+        ``{metric: error}``.
+    """
+    n_bags = bag_props.shape[0]
+    estimates = {}
+    errors = {}
+    for metric in metrics:
+        kind, distance = metric.split("_")
+        if kind not in estimates:
+            estimates[kind] = _bag_means(codes, n_bags, y_proba, kind == "hard")
+        errors[metric] = (_l1 if distance == "l1" else _kl)(bag_props, estimates[kind])
+    return errors
+
+
+def _errors(bags, props, y_proba, classes, metrics):
+    bags = np.asarray(bags)
+    n_samples = bags.shape[0] if bags.ndim else 1
+    codes, _, bag_props, _ = _check_targets(bags, props, n_samples, classes=classes)
+    y_proba = _check_proba(y_proba, len(codes), bag_props.shape[1])
+    return _bag_errors_from_codes(codes, bag_props, y_proba, metrics)
+
+
+_PARAMETERS = """
+    Parameters
+    ----------
+    bags : array-like of shape (n_samples,)
+        Bag id of every sample (integers or strings).
+    props : array-like or DataFrame or Series or dict
+        Label proportions of the bags, in any form that
+        :func:`sklearn_llp.utils.check_bag_data` accepts: sample-aligned
+        ``(n_samples, n_classes)``, a 1-D positive-class fraction (binary), or
+        a per-bag table indexed by bag id. A single bag is accepted.
+    y_proba : array-like of shape (n_samples, n_classes)
+        Predicted class probabilities (``predict_proba``), columns in the order
+        of ``classes``; for two classes a 1-D array is read as the
+        probability of the second class.
+    classes : array-like of shape (n_classes,), default=None
+        Labels of the columns of ``y_proba`` (``estimator.classes_``); a
+        ``props`` DataFrame is reordered to them by column label.
+"""
+
+
+def hard_l1_error(bags, props, y_proba, *, classes=None):
+    """Mean over bags of the L1 error of the predicted-label proportions.
+
+    For each bag, ``||p - q||_1`` with ``q`` the fraction of the bag's
+    instances whose ``argmax`` prediction is each class; then the mean over
+    bags. Between 0 and 2. With one instance per bag, ``1 - error / 2`` is the
+    accuracy.
+    {parameters}
+    Returns
+    -------
+    error : float
+        Mean bag L1 error, lower is better.
+
+    See Also
+    --------
+    bag_errors : All four bag errors at once.
+
+    Examples
+    --------
+    >>> from sklearn_llp.metrics import hard_l1_error
+    >>> bags = [0, 0, 1, 1]
+    >>> props = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0], [1.0, 0.0]]
+    >>> y_proba = [[0.8, 0.2], [0.4, 0.6], [0.9, 0.1], [0.3, 0.7]]
+    >>> round(hard_l1_error(bags, props, y_proba), 6)
+    0.5
+    """
+    return _errors(bags, props, y_proba, classes, ("hard_l1",))["hard_l1"]
+
+
+def soft_l1_error(bags, props, y_proba, *, classes=None):
+    """Mean over bags of the L1 error of the mean predicted probabilities.
+
+    For each bag, ``||p - mean(y_proba)||_1`` over the bag's instances; then
+    the mean over bags. Between 0 and 2.
+    {parameters}
+    Returns
+    -------
+    error : float
+        Mean bag L1 error, lower is better.
+
+    See Also
+    --------
+    bag_errors : All four bag errors at once.
+
+    Examples
+    --------
+    >>> from sklearn_llp.metrics import soft_l1_error
+    >>> bags = [0, 0, 1, 1]
+    >>> props = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0], [1.0, 0.0]]
+    >>> y_proba = [[0.8, 0.2], [0.4, 0.6], [0.9, 0.1], [0.3, 0.7]]
+    >>> round(soft_l1_error(bags, props, y_proba), 6)
+    0.5
+    """
+    return _errors(bags, props, y_proba, classes, ("soft_l1",))["soft_l1"]
+
+
+def hard_kl_error(bags, props, y_proba, *, classes=None):
+    """Mean over bags of KL(p || predicted-label proportions).
+
+    For each bag, the Kullback-Leibler divergence ``sum_k p_k log(p_k / q_k)``
+    (``0 log 0 = 0``) with ``q`` the fraction of the bag's instances whose
+    ``argmax`` prediction is each class (where ``p_k > 0``, raised to at least
+    :data:`KL_EPS`, then renormalised); then the mean over bags. Zero when
+    ``q == p``, positive otherwise.
+    {parameters}
+    Returns
+    -------
+    error : float
+        Mean bag KL divergence in nats, lower is better.
+
+    See Also
+    --------
+    bag_errors : All four bag errors at once.
+
+    Examples
+    --------
+    >>> from sklearn_llp.metrics import hard_kl_error
+    >>> bags = [0, 0, 1, 1]
+    >>> props = [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]
+    >>> y_proba = [[0.8, 0.2], [0.4, 0.6], [0.9, 0.1], [0.3, 0.7]]
+    >>> hard_kl_error(bags, props, y_proba)
+    0.0
+    """
+    return _errors(bags, props, y_proba, classes, ("hard_kl",))["hard_kl"]
+
+
+def soft_kl_error(bags, props, y_proba, *, classes=None):
+    """Mean over bags of KL(p || mean predicted probabilities).
+
+    For each bag, the Kullback-Leibler divergence ``sum_k p_k log(p_k / q_k)``
+    (``0 log 0 = 0``) with ``q`` the mean of the bag's predicted
+    probabilities (where ``p_k > 0``, raised to at least :data:`KL_EPS`, then
+    renormalised); then the mean over bags. This is a true divergence, zero
+    when ``q == p``; it differs from the bag cross-entropy
+    ``-sum_k p_k log q_k`` (the DLLP training loss) by the entropy of ``p``,
+    which does not depend on the model.
+    {parameters}
+    Returns
+    -------
+    error : float
+        Mean bag KL divergence in nats, lower is better.
+
+    See Also
+    --------
+    bag_errors : All four bag errors at once.
+
+    Examples
+    --------
+    >>> from sklearn_llp.metrics import soft_kl_error
+    >>> bags = [0, 0, 1, 1]
+    >>> props = [[0.6, 0.4], [0.6, 0.4], [0.5, 0.5], [0.5, 0.5]]
+    >>> y_proba = [[0.8, 0.2], [0.4, 0.6], [0.2, 0.8], [0.8, 0.2]]
+    >>> soft_kl_error(bags, props, y_proba)
+    0.0
+    """
+    return _errors(bags, props, y_proba, classes, ("soft_kl",))["soft_kl"]
+
+
+def bag_errors(bags, props, y_proba, *, classes=None, metrics=BAG_METRICS):
+    """Several bag errors at once, validating and averaging only once.
+
+    Parameters
+    ----------
+    bags : array-like of shape (n_samples,)
+        Bag id of every sample (integers or strings).
+    props : array-like or DataFrame or Series or dict
+        Label proportions of the bags, in any form that
+        :func:`sklearn_llp.utils.check_bag_data` accepts. A single bag is
+        accepted.
+    y_proba : array-like of shape (n_samples, n_classes)
+        Predicted class probabilities, columns in the order of ``classes``.
+    classes : array-like of shape (n_classes,), default=None
+        Labels of the columns of ``y_proba`` (``estimator.classes_``).
+    metrics : iterable of str, default=BAG_METRICS
+        Which errors to compute, among ``"hard_l1"``, ``"soft_l1"``,
+        ``"hard_kl"`` and ``"soft_kl"``.
+
+    Returns
+    -------
+    errors : dict
+        ``{metric: error}``, each as computed by the function of that name
+        (:func:`hard_l1_error` and so on).
+
+    Examples
+    --------
+    >>> from sklearn_llp.metrics import bag_errors
+    >>> bags = [0, 0, 1, 1]
+    >>> props = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0], [1.0, 0.0]]
+    >>> y_proba = [[0.8, 0.2], [0.4, 0.6], [0.9, 0.1], [0.3, 0.7]]
+    >>> {name: round(value, 4) for name, value in bag_errors(
+    ...     bags, props, y_proba).items()}
+    {'hard_l1': 0.5, 'soft_l1': 0.5, 'hard_kl': 0.3466, 'soft_kl': 0.2656}
+    """
+    metrics = tuple(metrics)
+    unknown = [m for m in metrics if m not in BAG_METRICS]
+    if unknown or not metrics:
+        raise ValueError(f"metrics must be among {BAG_METRICS}; got {metrics}.")
+    return _errors(bags, props, y_proba, classes, metrics)
+
+
+for _function in (hard_l1_error, soft_l1_error, hard_kl_error, soft_kl_error):
+    _function.__doc__ = _function.__doc__.replace("{parameters}", _PARAMETERS)
+del _function

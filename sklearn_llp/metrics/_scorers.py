@@ -1,0 +1,349 @@
+"""Scorers for model selection on LLP data (``scoring=`` of GridSearchCV).
+
+With LLP, ``y`` passed to ``fit``, ``GridSearchCV.fit`` or ``cross_validate``
+holds the bag ids, and a scorer needs the label proportions of the test bags
+as well. scikit-learn delivers them to a scorer only through metadata
+routing; a :class:`BagScorer` therefore works in two ways:
+
+- routing on (``sklearn.set_config(enable_metadata_routing=True)``): the
+  scorer requests ``props`` (see :meth:`BagScorer.get_metadata_routing`), so
+  the ``props`` given to ``GridSearchCV.fit`` / ``cross_validate(params=...)``
+  reach it, sliced to the test samples;
+- routing off (the default): the scorer is given only ``X`` and ``y``; build
+  it with the per-bag table (:func:`make_bag_scorer`) and it looks each test
+  bag up by the id in ``y``.
+
+A scorer that gets neither raises an error that says what to do; it never
+returns NaN on its own.
+"""
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.metadata_routing import MetadataRequest
+
+from ..utils._validation import (
+    _as_float_matrix,
+    _check_prop_values,
+    _table_to_frame,
+    check_bags,
+)
+from ._bag_metrics import (
+    BAG_METRICS,
+    _bag_errors_from_codes,
+    _check_proba,
+    _check_targets,
+)
+
+_NO_PROPS = (
+    "{scorer} received no label proportions, so it cannot score bags. In "
+    "scikit-learn's default configuration (metadata routing off) GridSearchCV "
+    "and cross_validate give a scorer only X and y (the bag ids). Either "
+    "(1) enable metadata routing, sklearn.set_config(enable_metadata_routing="
+    "True) or with sklearn.config_context(enable_metadata_routing=True):, and "
+    "pass the proportions: GridSearchCV(...).fit(X, bags, props=props) or "
+    "cross_validate(..., params={{'props': props}}); or (2) build a scorer that "
+    "holds the proportions of every bag: make_bag_scorer({metric!r}, "
+    "bags=bags, props=props) or make_bag_scorer({metric!r}, "
+    "props_table=table) with a DataFrame indexed by bag id."
+)
+
+
+def _column_order(columns, n_classes, classes, what):
+    """Positions of the proportion columns in the order of ``classes``.
+
+    Columns named after the classes are matched by name; columns that are
+    unnamed (``None``) or the default ``0..n_classes-1`` are read in order.
+    """
+    order = np.arange(n_classes)
+    if classes is None:
+        return order
+    classes = np.asarray(classes).tolist()
+    if len(classes) != n_classes:
+        raise ValueError(
+            f"{what} has {n_classes} class columns but the estimator has "
+            f"{len(classes)} classes (classes_={classes})."
+        )
+    if columns is None:
+        return order
+    columns = list(columns)
+    if len(set(columns)) == n_classes and set(columns) == set(classes):
+        position = {column: i for i, column in enumerate(columns)}
+        return np.array([position[label] for label in classes])
+    if columns == list(range(n_classes)):
+        return order
+    raise ValueError(
+        f"{what} columns {columns} do not match the estimator's classes_ "
+        f"{classes}; name the columns after the classes, or leave them "
+        f"0..{n_classes - 1} to be read in the order of classes_."
+    )
+
+
+def _as_props_table(table):
+    """Validate a per-bag table; return it as a float DataFrame."""
+    if not isinstance(table, (pd.DataFrame, pd.Series, Mapping)):
+        raise TypeError(
+            "props_table must be a per-bag table: a DataFrame indexed by bag id "
+            "with one column per class, a Series of positive-class fractions "
+            "indexed by bag id, or a dict {bag_id: proportions}; got "
+            f"{type(table).__name__}. From sample-aligned bags and props, use "
+            "make_bag_scorer(metric, bags=bags, props=props) or "
+            "bag_props_table(bags, props)."
+        )
+    frame = _table_to_frame(table)
+    if frame.index.has_duplicates:
+        raise ValueError("props_table repeats a bag id in its index.")
+    values = _as_float_matrix(frame.to_numpy(), "props_table")
+    if values.ndim != 2 or values.shape[1] < 2:
+        raise ValueError("props_table needs one column per class, 2 at least.")
+    values = _check_prop_values(values, "props_table")
+    columns = frame.columns if isinstance(table, pd.DataFrame) else None
+    return pd.DataFrame(values, index=frame.index, columns=columns)
+
+
+def bag_props_table(bags, props, *, classes=None):
+    """Collapse sample-aligned proportions to one row per bag.
+
+    Parameters
+    ----------
+    bags : array-like of shape (n_samples,)
+        Bag id of every sample.
+    props : array-like or DataFrame or Series or dict
+        Label proportions, in any form that
+        :func:`sklearn_llp.utils.check_bag_data` accepts.
+    classes : array-like of shape (n_classes,), default=None
+        Class labels, used as column names. Defaults to the columns of a
+        ``props`` DataFrame, else ``0..n_classes-1``.
+
+    Returns
+    -------
+    table : DataFrame of shape (n_bags, n_classes)
+        Proportions indexed by bag id (index name ``"bag"``), one column per
+        class, rows summing to 1.
+
+    Examples
+    --------
+    >>> from sklearn_llp.metrics import bag_props_table
+    >>> table = bag_props_table(["a", "a", "b"], [0.5, 0.5, 1.0])
+    >>> table.index.tolist(), table.columns.tolist()
+    (['a', 'b'], [0, 1])
+    >>> table.to_numpy().tolist()
+    [[0.5, 0.5], [0.0, 1.0]]
+    """
+    bags = np.asarray(bags)
+    n_samples = bags.shape[0] if bags.ndim else 1
+    _, bag_ids, bag_props, classes = _check_targets(
+        bags, props, n_samples, classes=classes
+    )
+    return pd.DataFrame(
+        bag_props, index=pd.Index(bag_ids, name="bag"), columns=list(classes)
+    )
+
+
+class BagScorer:
+    """Score an LLP classifier by a bag error; greater is better.
+
+    A scorer for ``scoring=`` of :class:`~sklearn.model_selection.GridSearchCV`,
+    :func:`~sklearn.model_selection.cross_validate` and the like. Called as
+    ``scorer(estimator, X, y, props=None)`` with ``y`` the bag id of every row
+    of ``X``, it returns minus the bag error (see :func:`bag_errors`) of
+    ``estimator.predict_proba(X)``, so that greater is better, like every
+    scikit-learn score.
+
+    The proportions of the test bags come from, in this order:
+
+    1. ``props`` passed to the call. Under metadata routing
+       (``sklearn.set_config(enable_metadata_routing=True)``) the scorer
+       requests ``props``, so GridSearchCV and cross_validate route the
+       ``props`` given to them here, sliced to the test samples;
+    2. ``props_table``, looked up by the bag ids in ``y``. This is the way in
+       scikit-learn's default configuration (routing off), where a scorer
+       inside GridSearchCV receives only ``X`` and ``y``.
+
+    With neither, the call raises a ``ValueError`` that says how to pass the
+    proportions. GridSearchCV and cross_validate turn scorer errors into a
+    warning and NaN scores unless ``error_score="raise"``; the warning holds
+    the message.
+
+    Parameters
+    ----------
+    metric : {"hard_l1", "soft_l1", "hard_kl", "soft_kl"}
+        The bag error: :func:`hard_l1_error`, :func:`soft_l1_error`,
+        :func:`hard_kl_error` or :func:`soft_kl_error`.
+    props_table : DataFrame or Series or dict, default=None
+        Proportions of every bag that may be scored, indexed by bag id: a
+        DataFrame with one column per class (named after the classes, or
+        ``0..n_classes-1`` to be read in the order of ``classes_``), a Series
+        of positive-class fractions, or a dict ``{bag_id: proportions}``.
+        :func:`bag_props_table` builds one from sample-aligned data.
+
+    Attributes
+    ----------
+    metric : str
+        The bag error.
+    props_table : DataFrame or None
+        The validated table, rows summing to 1.
+
+    See Also
+    --------
+    make_bag_scorer : Build a scorer, from sample-aligned data if need be.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.dummy import DummyClassifier
+    >>> from sklearn_llp.metrics import BagScorer
+    >>> X = np.zeros((4, 1))
+    >>> bags = np.array([0, 0, 1, 1])
+    >>> props = np.array([[0.5, 0.5], [0.5, 0.5], [1.0, 0.0], [1.0, 0.0]])
+    >>> clf = DummyClassifier().fit(X, [0, 0, 0, 1])  # always predicts class 0
+    >>> BagScorer("hard_l1")(clf, X, bags, props=props)
+    -0.5
+    >>> table = {0: [0.5, 0.5], 1: [1.0, 0.0]}
+    >>> BagScorer("hard_l1", props_table=table)(clf, X, bags)
+    -0.5
+    """
+
+    def __init__(self, metric="hard_l1", props_table=None):
+        if metric not in BAG_METRICS:
+            raise ValueError(f"metric must be one of {BAG_METRICS}; got {metric!r}.")
+        self.metric = metric
+        self.props_table = None if props_table is None else _as_props_table(props_table)
+
+    def __repr__(self):
+        table = ""
+        if self.props_table is not None:
+            table = f", props_table=<{len(self.props_table)} bags>"
+        return f"{type(self).__name__}(metric={self.metric!r}{table})"
+
+    def __call__(self, estimator, X, y=None, props=None):
+        """Minus the bag error of ``estimator`` on the bags in ``y``.
+
+        Parameters
+        ----------
+        estimator : fitted classifier
+            Has ``predict_proba`` and ``classes_``.
+        X : array-like of shape (n_samples, n_features)
+            Test samples.
+        y : array-like of shape (n_samples,)
+            Bag id of every row of ``X``.
+        props : array-like or DataFrame or Series or dict, default=None
+            Proportions of the test bags (sample-aligned or a per-bag table);
+            routed here under metadata routing. Takes precedence over
+            ``props_table``.
+
+        Returns
+        -------
+        score : float
+            Minus the bag error: 0 is perfect, greater is better.
+        """
+        if y is None:
+            raise ValueError(
+                f"{self!r} needs y, the bag id of every row of X "
+                "(fit(X, bags, props) style), to know which rows form a bag."
+            )
+        if props is None and self.props_table is None:
+            raise ValueError(_NO_PROPS.format(scorer=repr(self), metric=self.metric))
+        y = np.asarray(y)
+        n_samples = y.shape[0] if y.ndim else 1
+        classes = getattr(estimator, "classes_", None)
+        if props is not None:
+            codes, _, bag_props, columns = _check_targets(y, props, n_samples)
+            if not isinstance(props, pd.DataFrame):
+                columns = None
+            order = _column_order(columns, bag_props.shape[1], classes, "props")
+        else:
+            codes, bag_ids = check_bags(y, n_samples)
+            table = self.props_table
+            missing = ~pd.Index(bag_ids).isin(table.index)
+            if missing.any():
+                raise ValueError(
+                    f"props_table of {self!r} has no row for {int(missing.sum())} "
+                    f"bag id(s) in y, e.g. {bag_ids[missing][:5].tolist()}; y must "
+                    "hold the bag id of every row of X."
+                )
+            bag_props = table.loc[bag_ids].to_numpy()
+            order = _column_order(
+                table.columns, bag_props.shape[1], classes, "props_table"
+            )
+        bag_props = bag_props[:, order]
+        proba = _check_proba(estimator.predict_proba(X), n_samples, bag_props.shape[1])
+        errors = _bag_errors_from_codes(codes, bag_props, proba, (self.metric,))
+        return -errors[self.metric]
+
+    def get_metadata_routing(self):
+        """Request ``props`` for ``score``, as a scorer under metadata routing.
+
+        Returns
+        -------
+        routing : MetadataRequest
+            ``props`` requested for the ``score`` method.
+        """
+        request = MetadataRequest(owner=repr(self))
+        request.score.add_request(param="props", alias=True)
+        return request
+
+    def _accept_sample_weight(self):
+        # Asked by GridSearchCV and _MultimetricScorer when sample_weight is
+        # passed with routing off: bag errors weight every bag equally.
+        return False
+
+
+def make_bag_scorer(metric="hard_l1", *, props_table=None, bags=None, props=None):
+    """Make a :class:`BagScorer`, holding the bags' proportions if given.
+
+    ``make_bag_scorer(metric)`` gives a scorer that expects ``props`` routed
+    to it (metadata routing on). Give ``props_table``, or ``bags`` and
+    ``props`` of the whole data set, for a scorer that also works with routing
+    off: it looks each test bag up by the id in ``y``.
+
+    Parameters
+    ----------
+    metric : {"hard_l1", "soft_l1", "hard_kl", "soft_kl"}, default="hard_l1"
+        The bag error; the scorer returns minus it.
+    props_table : DataFrame or Series or dict, default=None
+        Proportions indexed by bag id (see :class:`BagScorer`).
+    bags : array-like of shape (n_samples,), default=None
+        Bag id of every sample of the data set the scorer will see.
+    props : array-like, default=None
+        Proportions aligned with ``bags`` (any form that
+        :func:`sklearn_llp.utils.check_bag_data` accepts).
+
+    Returns
+    -------
+    scorer : BagScorer
+        Callable as ``scorer(estimator, X, y)``, greater is better.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.dummy import DummyClassifier
+    >>> from sklearn_llp.metrics import make_bag_scorer
+    >>> X = np.zeros((4, 1))
+    >>> bags = np.array([0, 0, 1, 1])
+    >>> props = np.array([[0.5, 0.5], [0.5, 0.5], [1.0, 0.0], [1.0, 0.0]])
+    >>> clf = DummyClassifier().fit(X, [0, 0, 0, 1])  # always predicts class 0
+    >>> scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
+    >>> scorer
+    BagScorer(metric='hard_l1', props_table=<2 bags>)
+    >>> scorer(clf, X, bags)
+    -0.5
+    """
+    if (bags is None) != (props is None):
+        raise ValueError("Pass both bags and props, or neither.")
+    if bags is not None:
+        if props_table is not None:
+            raise ValueError("Pass props_table, or bags and props, not both.")
+        props_table = bag_props_table(bags, props)
+    return BagScorer(metric, props_table=props_table)
+
+
+#: Minus :func:`hard_l1_error`; needs ``props`` routed (routing on).
+hard_l1_scorer = BagScorer("hard_l1")
+#: Minus :func:`soft_l1_error`; needs ``props`` routed (routing on).
+soft_l1_scorer = BagScorer("soft_l1")
+#: Minus :func:`hard_kl_error`; needs ``props`` routed (routing on).
+hard_kl_scorer = BagScorer("hard_kl")
+#: Minus :func:`soft_kl_error`; needs ``props`` routed (routing on).
+soft_kl_scorer = BagScorer("soft_kl")

@@ -1,0 +1,42 @@
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+# The networks in these tests are tiny: one thread avoids oversubscribing
+# the cores when other processes run (intra-op threads gain nothing here).
+torch.set_num_threads(1)
+
+
+def bag_props(bags, y, n_classes):
+    """Sample-aligned proportions: every row gets its bag's label mix."""
+    codes = np.unique(bags, return_inverse=True)[1].ravel()
+    sums = np.zeros((codes.max() + 1, n_classes))
+    np.add.at(sums, codes, np.eye(n_classes)[y])
+    return (sums / sums.sum(1, keepdims=True))[codes]
+
+
+@pytest.fixture(scope="session")
+def digits_bags():
+    """Digits split 70/30, standardised, training rows in random bags of 16."""
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.3, random_state=0
+    )
+    scaler = StandardScaler().fit(X_train)
+    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    bags = np.random.RandomState(0).permutation(len(X_train)) // 16
+    props = bag_props(bags, y_train, 10)
+    return X_train, bags, props, y_train, X_test, y_test
+
+
+@pytest.fixture
+def small_bags():
+    """A quick 3-class problem in 12 bags of 10."""
+    rng = np.random.RandomState(0)
+    y = rng.randint(0, 3, 120)
+    X = rng.normal(size=(120, 4)) + 2.0 * np.eye(3, 4)[y]
+    bags = np.arange(120) // 10
+    return X, bags, bag_props(bags, y, 3), y

@@ -1,0 +1,556 @@
+"""Tests of the bag generators and the proportion helpers."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sklearn_llp.bags import (
+    FeatureBagGenerator,
+    KMeansBagGenerator,
+    UniformBagGenerator,
+    expand_proportions,
+    label_proportions,
+)
+from sklearn_llp.bags._kmeans import MINIBATCH_THRESHOLD
+from sklearn_llp.utils import check_bag_data
+
+
+def same_partition(a, b):
+    """Whether two label vectors split the rows into the same groups."""
+    a, b = np.asarray(a), np.asarray(b)
+    pairs = pd.DataFrame({"a": a, "b": b}).drop_duplicates()
+    return pairs["a"].is_unique and pairs["b"].is_unique
+
+
+@pytest.fixture
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(103, 3))
+    y = rng.choice(["a", "b", "c"], size=103, p=[0.5, 0.3, 0.2])
+    return X, y
+
+
+def test_same_partition_helper_can_fail():
+    assert same_partition([0, 0, 1], [5, 5, 2])
+    assert not same_partition([0, 0, 1], [5, 2, 2])
+    assert not same_partition([0, 1, 1], [5, 5, 5])
+
+
+# ---------------------------------------------------------------- Uniform
+
+
+@pytest.mark.parametrize("bag_size", [1, 10, 25, 103])
+def test_uniform_drop_last_bags_are_full(data, bag_size):
+    X, _ = data
+    gen = UniformBagGenerator(bag_size, random_state=0)
+    bags = gen.fit_transform(X)
+    assert bags.shape == (103,) and bags.dtype == np.int64
+    n_full = 103 // bag_size
+    assert gen.n_bags_ == n_full
+    np.testing.assert_array_equal(gen.bag_ids_, np.arange(n_full))
+    np.testing.assert_array_equal(gen.bag_sizes_, np.full(n_full, bag_size))
+    assert (bags == -1).sum() == 103 % bag_size
+    np.testing.assert_array_equal(gen.sample_mask_, bags >= 0)
+    np.testing.assert_array_equal(gen.labels_, bags)
+
+
+@pytest.mark.parametrize("bag_size", [10, 25, 200])
+def test_uniform_keep_last_makes_a_smaller_bag(data, bag_size):
+    X, _ = data
+    gen = UniformBagGenerator(bag_size, drop_last=False, random_state=0)
+    bags = gen.fit_transform(X)
+    assert (bags >= 0).all()
+    n_bags = -(-103 // bag_size)
+    assert gen.n_bags_ == n_bags
+    expected = [bag_size] * (103 // bag_size) + [103 % bag_size]
+    assert gen.bag_sizes_.tolist() == expected
+    assert gen.bag_sizes_.sum() == 103
+
+
+def test_uniform_exact_multiple_drops_nothing():
+    X = np.zeros((40, 2))
+    bags = UniformBagGenerator(8, random_state=1).fit_transform(X)
+    assert (bags >= 0).all()
+    assert np.bincount(bags).tolist() == [8] * 5
+
+
+def test_uniform_random_state(data):
+    X, _ = data
+    first = UniformBagGenerator(10, random_state=3).fit_transform(X)
+    again = UniformBagGenerator(10, random_state=3).fit_transform(X)
+    other = UniformBagGenerator(10, random_state=4).fit_transform(X)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    # shuffled, not consecutive chunks of rows
+    assert not np.array_equal(first[:100], np.repeat(np.arange(10), 10))
+
+
+def test_uniform_accepts_images_and_frames():
+    images = np.zeros((12, 3, 4, 4))
+    assert UniformBagGenerator(4).fit(images).n_bags_ == 3
+    frame = pd.DataFrame({"s": list("abcdefghijkl"), "n": range(12)})
+    gen = UniformBagGenerator(5, random_state=0).fit(frame)
+    assert gen.n_bags_ == 2
+    assert gen.feature_names_in_.tolist() == ["s", "n"]
+
+
+def test_uniform_make_bags_marks_dropped_rows(data):
+    X, y = data
+    gen = UniformBagGenerator(10, random_state=0)
+    bags, props = gen.make_bags(X, y)
+    assert gen.classes_.tolist() == ["a", "b", "c"]
+    assert props.shape == (103, 3)
+    dropped = bags == -1
+    assert dropped.sum() == 3
+    assert np.isnan(props[dropped]).all()
+    assert not np.isnan(props[~dropped]).any()
+    np.testing.assert_allclose(props[~dropped].sum(axis=1), 1.0)
+    # the kept rows are valid LLP data; the full arrays are rejected loudly
+    codes, bag_ids, bag_props, _ = check_bag_data(bags[~dropped], props[~dropped], 100)
+    assert len(bag_ids) == 10
+    with pytest.raises(ValueError, match="NaN"):
+        check_bag_data(bags, props, 103)
+
+
+def test_make_bags_props_match_counts(data):
+    X, y = data
+    bags, props = UniformBagGenerator(7, drop_last=False, random_state=2).make_bags(
+        X, y
+    )
+    for bag in np.unique(bags):
+        rows = bags == bag
+        expected = [np.mean(y[rows] == c) for c in ["a", "b", "c"]]
+        np.testing.assert_allclose(props[rows], np.tile(expected, (rows.sum(), 1)))
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"bag_size": 0}, "bag_size"),
+        ({"bag_size": 2.5}, "bag_size"),
+        ({"bag_size": 4, "drop_last": "yes"}, "drop_last"),
+        ({"bag_size": 4, "random_state": "x"}, "random_state"),
+    ],
+)
+def test_uniform_bad_params(data, params, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        UniformBagGenerator(**params).fit(data[0])
+
+
+def test_uniform_bag_size_too_large(data):
+    with pytest.raises(ValueError, match="bag_size=200 exceeds"):
+        UniformBagGenerator(200).fit(data[0])
+    assert UniformBagGenerator(200, drop_last=False).fit(data[0]).n_bags_ == 1
+
+
+def test_uniform_has_no_transform():
+    assert not hasattr(UniformBagGenerator(4), "transform")
+
+
+def test_make_bags_checks_y(data):
+    X, y = data
+    with pytest.raises(ValueError, match="inconsistent"):
+        UniformBagGenerator(4).make_bags(X, y[:-1])
+    with pytest.raises(ValueError, match="1-D"):
+        UniformBagGenerator(4).make_bags(X, y.reshape(-1, 1))
+
+
+# ---------------------------------------------------------------- clone & params
+
+
+@pytest.mark.parametrize(
+    "gen",
+    [
+        UniformBagGenerator(5, drop_last=False, random_state=1),
+        KMeansBagGenerator(4, n_components=2, random_state=1),
+        FeatureBagGenerator([0, 1], n_bins=3),
+    ],
+)
+def test_clone_and_params(data, gen):
+    X, _ = data
+    params = gen.get_params()
+    twin = clone(gen)
+    assert twin is not gen and twin.get_params() == params
+    np.testing.assert_array_equal(twin.fit_transform(X), gen.fit_transform(X))
+    assert not hasattr(clone(gen), "labels_")
+    key = next(iter(params))
+    gen.set_params(**{key: params[key]})
+    assert gen.get_params() == params
+
+
+def test_set_params_changes_result(data):
+    X, _ = data
+    gen = UniformBagGenerator(10, random_state=0)
+    assert gen.set_params(bag_size=20, drop_last=False) is gen
+    assert gen.get_params()["bag_size"] == 20
+    assert gen.fit(X).n_bags_ == 6
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        gen.set_params(n_clusters=3)
+
+
+# ---------------------------------------------------------------- K-means
+
+
+def test_kmeans_bags(data):
+    X, y = data
+    gen = KMeansBagGenerator(6, random_state=0)
+    bags, props = gen.make_bags(X, y)
+    assert bags.dtype == np.int64 and bags.min() >= 0 and bags.max() < 6
+    assert gen.n_bags_ <= 6
+    assert gen.n_bags_ == len(np.unique(bags))
+    assert gen.bag_sizes_.sum() == 103
+    assert len(np.unique(gen.bag_sizes_)) > 1  # varying sizes
+    assert gen.pca_ is None and type(gen.kmeans_).__name__ == "KMeans"
+    assert props.shape == (103, 3) and not np.isnan(props).any()
+    np.testing.assert_array_equal(gen.transform(X), bags)
+
+
+def test_kmeans_groups_similar_rows():
+    rng = np.random.RandomState(1)
+    centres = np.array([[0, 0], [10, 0], [0, 10]])
+    X = np.vstack(
+        [c + rng.normal(size=(20 * (i + 1), 2)) for i, c in enumerate(centres)]
+    )
+    bags = KMeansBagGenerator(3, random_state=0).fit_transform(X)
+    truth = np.repeat([0, 1, 2], [20, 40, 60])
+    assert same_partition(bags, truth)
+
+
+def test_kmeans_more_clusters_than_distinct_points():
+    X = np.repeat([[0.0, 0.0], [5.0, 5.0]], 10, axis=0)
+    with pytest.warns(Warning):
+        gen = KMeansBagGenerator(5, random_state=0).fit(X)
+    assert gen.n_bags_ <= 5
+    assert same_partition(gen.labels_, np.repeat([0, 1], 10))
+
+
+def test_kmeans_pca_and_random_state(data):
+    X, _ = data
+    gen = KMeansBagGenerator(5, n_components=2, random_state=0).fit(X)
+    assert gen.pca_.n_components_ == 2
+    assert gen.kmeans_.cluster_centers_.shape == (5, 2)
+    again = KMeansBagGenerator(5, n_components=2, random_state=0).fit(X)
+    np.testing.assert_array_equal(gen.labels_, again.labels_)
+    other = [
+        KMeansBagGenerator(5, n_components=2, random_state=s).fit_transform(X)
+        for s in range(1, 4)
+    ]
+    assert any(not np.array_equal(gen.labels_, o) for o in other)
+    frac = KMeansBagGenerator(5, n_components=0.5, random_state=0).fit(X)
+    assert 1 <= frac.pca_.n_components_ <= 3
+
+
+def test_kmeans_minibatch_choice(data, monkeypatch):
+    X, _ = data
+    gen = KMeansBagGenerator(3, minibatch=True, random_state=0).fit(X)
+    assert type(gen.kmeans_).__name__ == "MiniBatchKMeans"
+    monkeypatch.setattr("sklearn_llp.bags._kmeans.MINIBATCH_THRESHOLD", X.shape[0] - 1)
+    gen = KMeansBagGenerator(3, random_state=0).fit(X)
+    assert type(gen.kmeans_).__name__ == "MiniBatchKMeans"
+    assert MINIBATCH_THRESHOLD == 10_000
+
+
+def test_kmeans_transform_checks_features(data):
+    X, _ = data
+    gen = KMeansBagGenerator(3, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        gen.transform(X[:, :2])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"n_clusters": 0},
+        {"n_clusters": 3, "n_components": 0},
+        {"n_clusters": 3, "minibatch": "x"},
+    ],
+)
+def test_kmeans_bad_params(data, params):
+    with pytest.raises(InvalidParameterError):
+        KMeansBagGenerator(**params).fit(data[0])
+
+
+# ---------------------------------------------------------------- Feature
+
+
+@pytest.fixture
+def census():
+    rng = np.random.RandomState(0)
+    n = 300
+    return pd.DataFrame(
+        {
+            "region": rng.choice(["N", "S", "E", "W"], size=n),
+            "age": rng.randint(18, 90, size=n),
+            "sex": pd.Categorical(rng.choice(["F", "M"], size=n)),
+            "owner": rng.rand(n) < 0.4,
+            "income": rng.lognormal(10, 1, size=n),
+        }
+    )
+
+
+@pytest.mark.parametrize("columns", ["region", ["region", "sex"], ["sex", "owner"]])
+def test_feature_matches_groupby(census, columns):
+    gen = FeatureBagGenerator(columns)
+    bags = gen.fit_transform(census)
+    expected = census.groupby(columns, observed=True).ngroup().to_numpy()
+    np.testing.assert_array_equal(bags, expected)  # same ids: sorted groups
+    sizes = census.groupby(columns, observed=True).size().to_numpy()
+    np.testing.assert_array_equal(gen.bag_sizes_, sizes)
+    assert gen.n_bags_ == len(sizes)
+
+
+def test_feature_bag_labels(census):
+    gen = FeatureBagGenerator(["region", "sex"]).fit(census)
+    labels = gen.bag_labels_
+    assert labels.columns.tolist() == ["region", "sex"]
+    assert labels.index.tolist() == list(range(gen.n_bags_))
+    for bag in range(gen.n_bags_):
+        rows = census[gen.labels_ == bag]
+        assert (rows["region"] == labels.loc[bag, "region"]).all()
+        assert (rows["sex"] == labels.loc[bag, "sex"]).all()
+    assert labels.iloc[0].tolist() == ["E", "F"]
+
+
+def test_feature_ndarray_input(census):
+    array = census[["region", "age", "owner"]].to_numpy()  # object array
+    bags = FeatureBagGenerator([0, 2]).fit_transform(array)
+    expected = census.groupby(["region", "owner"]).ngroup()
+    assert same_partition(bags, expected)
+    gen = FeatureBagGenerator(1, n_bins=4).fit(array)  # numbers in an object array
+    assert list(gen.bin_edges_) == [1]
+    assert gen.n_bags_ == 4
+    # integer positions on a DataFrame too, as ColumnTransformer does
+    np.testing.assert_array_equal(
+        FeatureBagGenerator([0, 3]).fit_transform(census), bags
+    )
+
+
+@pytest.mark.parametrize("n_bins", [2, 4, 7])
+def test_feature_binning_matches_qcut(census, n_bins):
+    gen = FeatureBagGenerator(["region", "age"], n_bins=n_bins)
+    bags = gen.fit_transform(census)
+    age_band = pd.qcut(census["age"], n_bins, duplicates="drop")
+    expected = census.groupby(["region", age_band], observed=True).ngroup()
+    np.testing.assert_array_equal(bags, expected.to_numpy())
+    edges = gen.bin_edges_["age"]
+    assert len(edges) == n_bins + 1
+    np.testing.assert_allclose(
+        edges, np.quantile(census["age"], np.linspace(0, 1, n_bins + 1))
+    )
+    intervals = gen.bag_labels_["age"]
+    for bag in range(gen.n_bags_):
+        ages = census["age"][bags == bag]
+        assert all(age in intervals[bag] for age in ages)
+
+
+def test_feature_binning_skips_non_numeric_and_dict(census):
+    gen = FeatureBagGenerator(["region", "owner", "income"], n_bins=3).fit(census)
+    assert list(gen.bin_edges_) == ["income"]
+    assert gen.n_bags_ == 4 * 2 * 3
+    gen = FeatureBagGenerator(["age", "income"], n_bins={"income": 2}).fit(census)
+    assert list(gen.bin_edges_) == ["income"]
+    assert (
+        gen.n_bags_
+        == census.groupby(["age", pd.qcut(census["income"], 2)], observed=True).ngroups
+    )
+    with pytest.raises(ValueError, match="not numeric"):
+        FeatureBagGenerator(["region"], n_bins={"region": 3}).fit(census)
+    with pytest.raises(ValueError, match="not grouping columns"):
+        FeatureBagGenerator(["region"], n_bins={"age": 3}).fit(census)
+
+
+def test_feature_duplicate_quantiles_give_fewer_bins():
+    X = pd.DataFrame({"x": [0] * 80 + list(range(1, 21))})
+    gen = FeatureBagGenerator("x", n_bins=10).fit(X)
+    edges = gen.bin_edges_["x"]
+    assert len(np.unique(edges)) == len(edges) < 11
+    assert gen.n_bags_ == len(edges) - 1
+
+
+def test_feature_missing_values_form_their_own_group():
+    X = pd.DataFrame(
+        {
+            "region": ["N", None, "S", "N", np.nan, "S"],
+            "age": [20.0, 30.0, np.nan, 40.0, 50.0, 60.0],
+        }
+    )
+    gen = FeatureBagGenerator("region")
+    bags = gen.fit_transform(X)
+    assert bags.tolist() == [0, 2, 1, 0, 2, 1]  # missing last
+    assert pd.isna(gen.bag_labels_.loc[2, "region"])
+    expected = X.groupby("region", dropna=False).ngroup()
+    np.testing.assert_array_equal(bags, expected.to_numpy())
+    binned = FeatureBagGenerator("age", n_bins=2).fit(X)
+    assert binned.n_bags_ == 3
+    assert binned.labels_[2] == 2 and binned.bag_sizes_.tolist() == [3, 2, 1]
+    np.testing.assert_array_equal(binned.transform(X), binned.labels_)
+
+
+def test_feature_transform(census):
+    gen = FeatureBagGenerator(["region", "sex", "age"], n_bins={"age": 3})
+    bags = gen.fit_transform(census)
+    np.testing.assert_array_equal(gen.transform(census), bags)
+    np.testing.assert_array_equal(gen.transform(census.iloc[::-1]), bags[::-1])
+    new = pd.DataFrame(
+        {
+            "region": ["N", "X", "S", "S"],
+            "sex": ["F", "F", None, "M"],
+            "age": [200, 30, 30, -5],
+        }
+    )
+    out = gen.transform(new)
+    assert out[1] == -1  # unseen region
+    assert out[2] == -1  # no missing sex in fit
+    label = gen.bag_labels_.loc[out[0]]
+    assert (label["region"], label["sex"]) == ("N", "F")
+    assert label["age"].right == census["age"].max()  # clipped to the last bin
+    assert gen.bag_labels_.loc[out[3], "age"].left == census["age"].min()
+
+
+def test_feature_transform_unseen_combination():
+    X = pd.DataFrame({"a": ["x", "x", "y"], "b": [1, 2, 1]})
+    gen = FeatureBagGenerator(["a", "b"]).fit(X)
+    assert gen.transform(pd.DataFrame({"a": ["y", "y"], "b": [1, 2]})).tolist() == [
+        2,
+        -1,
+    ]
+
+
+def test_feature_make_bags(census):
+    y = np.where(census["income"] > census["income"].median(), "high", "low")
+    gen = FeatureBagGenerator("region")
+    bags, props = gen.make_bags(census, y)
+    assert gen.classes_.tolist() == ["high", "low"]
+    for bag, region in gen.bag_labels_["region"].items():
+        rows = (census["region"] == region).to_numpy()
+        np.testing.assert_array_equal(bags[rows], bag)
+        np.testing.assert_allclose(props[rows, 0], np.mean(y[rows] == "high"))
+
+
+@pytest.mark.parametrize(
+    "columns, X_kind, match",
+    [
+        ("nope", "frame", "Unknown column 'nope'"),
+        (9, "frame", "Unknown column 9"),
+        ("region", "array", "needs X as a pandas DataFrame"),
+        ([], "frame", "columns is empty"),
+        (["region", "region"], "frame", "repeats"),
+        ([1.5], "frame", "names \\(str\\) or positions"),
+    ],
+)
+def test_feature_bad_columns(census, columns, X_kind, match):
+    X = census if X_kind == "frame" else census.to_numpy()
+    with pytest.raises((ValueError, TypeError), match=match):
+        FeatureBagGenerator(columns).fit(X)
+
+
+def test_feature_bad_params(census):
+    with pytest.raises(InvalidParameterError, match="n_bins"):
+        FeatureBagGenerator("age", n_bins=0).fit(census)
+    with pytest.raises(InvalidParameterError, match="columns"):
+        FeatureBagGenerator(None).fit(census)
+    with pytest.raises(ValueError, match="2-D"):
+        FeatureBagGenerator(0).fit(np.arange(5))
+
+
+# ---------------------------------------------------------------- proportions
+
+
+def test_label_proportions_table():
+    bags = np.array([3, 3, 3, 3, 1, 1, -1, 7])
+    y = np.array(["b", "a", "b", "b", "a", "a", "c", "c"])
+    table = label_proportions(bags, y)
+    assert table.index.tolist() == [1, 3, 7]
+    assert table.columns.tolist() == ["a", "b", "c"]
+    np.testing.assert_allclose(table.sum(axis=1), 1.0)
+    np.testing.assert_allclose(
+        table.to_numpy(), [[1, 0, 0], [0.25, 0.75, 0], [0, 0, 1]]
+    )
+    ordered = label_proportions(bags, y, classes=["c", "b", "a"])
+    assert ordered.columns.tolist() == ["c", "b", "a"]
+    np.testing.assert_allclose(ordered.to_numpy(), table.to_numpy()[:, ::-1])
+
+
+def test_label_proportions_match_counts(data):
+    X, y = data
+    bags = np.random.RandomState(5).randint(0, 9, size=len(y))
+    table = label_proportions(bags, y)
+    counts = pd.crosstab(bags, y)
+    np.testing.assert_allclose(
+        table.to_numpy(), (counts.T / counts.sum(axis=1)).T.to_numpy()
+    )
+    np.testing.assert_allclose(table.sum(axis=1), 1.0)
+
+
+def test_label_proportions_string_bags():
+    table = label_proportions(["u", "v", "u", "-1"], [0, 1, 1, 1])
+    assert table.index.tolist() == ["-1", "u", "v"]  # only the int -1 is special
+    np.testing.assert_allclose(table.loc["u"].to_numpy(), [0.5, 0.5])
+
+
+def test_label_proportions_errors():
+    with pytest.raises(ValueError, match="not in classes"):
+        label_proportions([0, 0, 1], ["a", "b", "z"], classes=["a", "b"])
+    with pytest.raises(ValueError, match="3 entries"):
+        label_proportions([0, 0, 1], ["a", "b"])
+    with pytest.raises(ValueError, match="-1"):
+        label_proportions([-1, -1], ["a", "b"])
+    with pytest.raises(ValueError, match="missing"):
+        label_proportions([0, 1], ["a", None])
+    with pytest.raises(ValueError, match="repeats"):
+        label_proportions([0, 1], ["a", "b"], classes=["a", "a", "b"])
+
+
+def test_expand_round_trip(data):
+    X, y = data
+    bags = np.random.RandomState(1).randint(0, 12, size=len(y))
+    bags[:4] = -1
+    table = label_proportions(bags, y)
+    props = expand_proportions(table, bags)
+    assert props.shape == (len(y), 3)
+    assert np.isnan(props[:4]).all()
+    np.testing.assert_allclose(props[4:].sum(axis=1), 1.0)
+    # round trip: collapsing the expanded rows gives the table back
+    back = pd.DataFrame(props[4:], columns=table.columns).groupby(bags[4:]).first()
+    pd.testing.assert_frame_equal(back, table, check_names=False)
+    # and it equals make_bags' output for the same bags
+    _, generated = UniformBagGenerator(10, random_state=0).make_bags(X, y)
+    gen_bags = UniformBagGenerator(10, random_state=0).fit_transform(X)
+    np.testing.assert_allclose(
+        expand_proportions(label_proportions(gen_bags, y), gen_bags), generated
+    )
+
+
+def test_expand_other_table_forms():
+    bags = ["x", "y", "x"]
+    series = pd.Series({"x": 0.25, "y": 1.0})
+    np.testing.assert_allclose(
+        expand_proportions(series, bags), [[0.75, 0.25], [0, 1], [0.75, 0.25]]
+    )
+    as_dict = {"x": [0.1, 0.9], "y": [0.5, 0.5], "unused": [1, 0]}
+    np.testing.assert_allclose(
+        expand_proportions(as_dict, bags), [[0.1, 0.9], [0.5, 0.5], [0.1, 0.9]]
+    )
+
+
+def test_expand_missing_bag_is_named():
+    table = pd.DataFrame({"a": [0.5, 1.0], "b": [0.5, 0.0]}, index=[0, 1])
+    with pytest.raises(ValueError, match=r"no row for 2 bag id\(s\).*\[4, 5\]"):
+        expand_proportions(table, [0, 1, 4, 5, 4])
+    # a table as long as bags is still read per bag
+    with pytest.raises(ValueError, match=r"\[7\]"):
+        expand_proportions(table, [0, 7])
+
+
+def test_expand_errors():
+    table = pd.DataFrame({"a": [0.5, 1.0], "b": [0.5, 0.0]}, index=[0, 1])
+    with pytest.raises(TypeError, match="table must be"):
+        expand_proportions(table.to_numpy(), [0, 1])
+    with pytest.raises(ValueError, match="sum to 1"):
+        expand_proportions(table * 2, [0, 1])
+    with pytest.raises(ValueError, match="-1"):
+        expand_proportions(table, [-1, -1])
+    with pytest.raises(ValueError, match="1-D"):
+        expand_proportions(table, [[0, 1]])

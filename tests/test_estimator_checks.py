@@ -1,0 +1,35 @@
+"""scikit-learn's common estimator checks.
+
+In these checks ``y`` holds class labels and ``props`` is not passed, so the
+classifier runs its supervised fallback (every row its own bag), which is
+exactly ordinary supervised learning.
+"""
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_llp import LLPClassifier
+
+EXPECTED_FAILED_CHECKS = {
+    "check_no_attributes_set_in_init": (
+        "skorch's NeuralNet.__init__ sets history_, initialized_ and "
+        "virtual_params_ (skorch design)."
+    ),
+    "check_do_not_raise_errors_in_init_or_set_params": (
+        "skorch's set_params re-initialises the callbacks at once, so the "
+        "nonsense value this check gives `callbacks` raises there instead of "
+        "in fit (skorch design)."
+    ),
+}
+
+
+def _estimators():
+    return [LLPClassifier(max_epochs=8, batch_size=32, verbose=0, random_state=0)]
+
+
+@pytest.mark.estimator_checks
+@parametrize_with_checks(
+    _estimators(), expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS
+)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
