@@ -27,7 +27,8 @@ class BagValidationErrors(Callback):
         if training:
             return
         target = batch[1]
-        proba = torch.softmax(y_pred.detach().float(), dim=1).cpu().numpy()
+        pairs = y_pred.detach()[target["members"].to(y_pred.device)]
+        proba = torch.softmax(pairs.float(), dim=1).cpu().numpy()
         bag_props = target["bag_props"].cpu().numpy().astype(np.float64)
         segments = target["segments"].cpu().numpy()
         errors = _bag_errors_from_codes(segments, bag_props, proba)

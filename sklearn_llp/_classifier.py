@@ -27,7 +27,7 @@ from ._data import (
 from .methods import BagBatch, LLPMethod, make_method, proportion_loss
 from .metrics import hard_l1_error
 from .modules import MLP
-from .utils import check_bag_data
+from .utils import check_bag_membership
 
 # Base-class parameters that have no meaning here: the method is the loss,
 # batches are whole bags, validation holds out whole bags and probabilities
@@ -315,10 +315,11 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             bag_props = bag_props[codes.ravel()]
             if np.any(bag_props.sum(1) != 1):
                 raise ValueError("y holds labels that are not in classes.")
-            codes = np.arange(X.shape[0])
+            members = np.arange(X.shape[0])
+            indptr = np.arange(X.shape[0] + 1)
             classes = np.asarray(classes)
         else:
-            codes, _, bag_props, classes = check_bag_data(
+            indptr, members, _, bag_props, classes = check_bag_membership(
                 y, props, X.shape[0], classes=classes
             )
         if reset:
@@ -330,7 +331,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             )
         if reset and len(self.classes_) < 2:
             raise ValueError("y holds a single class; at least 2 are needed.")
-        return BagDataset(as_tensor(X), codes, bag_props)
+        return BagDataset(as_tensor(X), indptr, members, bag_props)
 
     @property
     def _default_callbacks(self):
@@ -367,7 +368,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         if not isinstance(dataset, BagDataset):
             return array_loader(dataset, self.predict_batch_size)
         sampler = BagBatchSampler(
-            dataset.codes,
+            dataset.pair_bags,
             self.batch_size,
             max_bag_size=self.max_bag_size if training else None,
             shuffle=training,
@@ -437,14 +438,18 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         X : array-like or sparse matrix of shape (n_samples, n_features)
             Instances (numeric; use a ``ColumnTransformer`` for categorical
             columns). Rows of higher-dimensional arrays go to a custom module.
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,), sparse matrix or list of arrays
             The bag id (int or str) of every row; with ``props=None``, the
-            class label of every row (ordinary supervised learning).
+            class label of every row (ordinary supervised learning). Bags
+            that overlap are given as a sparse ``(n_samples, n_bags)``
+            membership matrix or a list of ``n_bags`` arrays of row indices.
         props : array-like, DataFrame, Series or dict, default=None
             Label proportions: sample-aligned ``(n_samples, n_classes)``
             (each row its bag's proportions), a 1-D positive-class fraction
-            for two classes, or a per-bag table indexed by bag id. Rows must
-            sum to 1 within ``sklearn_llp.utils.PROPS_SUM_TOL`` (0.01).
+            for two classes, or a per-bag table indexed by bag id; with
+            overlapping bags, one row per bag ``(n_bags, n_classes)`` or a
+            table keyed by ``0..n_bags-1``. Rows must sum to 1 within
+            ``sklearn_llp.utils.PROPS_SUM_TOL`` (0.01).
         **fit_params
             Passed to the module's ``forward``.
 
@@ -492,7 +497,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
 
     def _bag_batch(self, target):
         target = to_tensor(target, device=self.device)
-        return BagBatch(target["segments"], target["bag_props"])
+        return BagBatch(target["segments"], target["bag_props"], target["members"])
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The method's loss in training, the proportion loss in validation."""
@@ -503,7 +508,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
                 f"there are {bags.bag_props.shape[1]} classes."
             )
         if not training:
-            return proportion_loss(y_pred, bags.segments, bags.bag_props)
+            return proportion_loss(bags.take(y_pred), bags.segments, bags.bag_props)
         return self.method_.get_loss(
             self.module_, X, y_pred, bags, self.n_train_steps_, self.total_steps_
         )

@@ -25,42 +25,61 @@ def take_rows(X, idx):
 
 
 class BagDataset(torch.utils.data.Dataset):
-    """Instances with their bags, indexed by arrays of whole bags.
+    """Instances and the bags they belong to, indexed by bag-member pairs.
 
-    ``dataset[idx]`` returns ``(X[idx], {"segments", "bag_props"})`` where
-    ``segments`` numbers the bags present in ``idx`` from 0 and
-    ``bag_props`` holds their proportions in that order.
+    Bags may overlap: the data set is a list of (bag, instance) pairs, bag
+    after bag. ``dataset[pairs]`` returns the distinct instances of those
+    pairs and the batch's bag structure::
+
+        X[instances], {"segments": bag of every pair (numbered from 0),
+                       "members": instance of every pair (row of the batch),
+                       "bag_props": proportions of the batch's bags}
+
+    so a bag mean is a gather by ``members`` and a segment sum by
+    ``segments`` -- a sparse product -- for disjoint and overlapping bags
+    alike. Disjoint bags have one pair per instance, and their batches list
+    the instances in pair order (``members`` is ``0..n-1``).
 
     Parameters
     ----------
     X : Tensor of shape (n_samples, ...) or CSR matrix
-    codes : ndarray of shape (n_samples,)
-        Bag index of every sample in ``[0, n_bags)``.
+    indptr : ndarray of shape (n_bags + 1,)
+        Bag ``j`` holds rows ``members[indptr[j]:indptr[j + 1]]``.
+    members : ndarray of shape (n_pairs,)
     bag_props : ndarray of shape (n_bags, n_classes)
     """
 
-    def __init__(self, X, codes, bag_props):
+    def __init__(self, X, indptr, members, bag_props):
         self.X = X
-        self.codes = np.asarray(codes, dtype=np.int64)
+        self.indptr = np.asarray(indptr, dtype=np.int64)
+        self.members = np.asarray(members, dtype=np.int64)
         self.bag_props = torch.as_tensor(bag_props, dtype=torch.float32)
+        self.pair_bags = np.repeat(np.arange(len(self.indptr) - 1), np.diff(indptr))
+        self.overlapping = len(np.unique(self.members)) < len(self.members)
 
     def __len__(self):
-        return len(self.codes)
+        return len(self.members)
 
-    def __getitem__(self, idx):
-        bags_present, segments = np.unique(self.codes[idx], return_inverse=True)
+    def __getitem__(self, pairs):
+        if self.overlapping:
+            rows, members = np.unique(self.members[pairs], return_inverse=True)
+        else:
+            # rows in pair order: logits line up with segments one to one
+            rows, members = self.members[pairs], np.arange(len(pairs))
+        bags_present, segments = np.unique(self.pair_bags[pairs], return_inverse=True)
         target = {
             "segments": torch.from_numpy(segments.ravel()),
+            "members": torch.from_numpy(members.ravel()),
             "bag_props": self.bag_props[torch.from_numpy(bags_present)],
         }
-        return take_rows(self.X, idx), target
+        return take_rows(self.X, rows), target
 
     def select_bags(self, bag_mask):
         """The sub-dataset of the bags where ``bag_mask`` is True."""
-        rows = bag_mask[self.codes]
-        new_code = np.cumsum(bag_mask) - 1
-        X = self.X[rows] if sp.issparse(self.X) else self.X[torch.from_numpy(rows)]
-        return BagDataset(X, new_code[self.codes[rows]], self.bag_props[bag_mask])
+        sizes = np.diff(self.indptr)[bag_mask]
+        indptr = np.concatenate([[0], np.cumsum(sizes)])
+        members = self.members[bag_mask[self.pair_bags]]
+        return BagDataset(self.X, indptr, members, self.bag_props[bag_mask])
 
 
 class BagBatchSampler(Sampler):
@@ -75,8 +94,9 @@ class BagBatchSampler(Sampler):
 
     Parameters
     ----------
-    codes : ndarray of shape (n_samples,)
-        Bag index of every sample.
+    codes : ndarray of shape (n_items,)
+        Bag index of every item (sample, or bag-member pair); the sampler
+        yields arrays of item indices.
     batch_size : int
         Target number of instances per batch.
     max_bag_size : int or None, default=None

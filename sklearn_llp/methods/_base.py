@@ -12,16 +12,31 @@ from ._losses import exp_rampup, proportion_loss
 class BagBatch(NamedTuple):
     """The bag structure of one training batch, already on the device.
 
+    A batch holds (bag, instance) pairs: with disjoint bags one per
+    instance, with overlapping bags one per membership. Per-instance values
+    (logits) are taken to pairs with :meth:`take`; per-pair values are
+    reduced to bags by ``segments``.
+
     Attributes
     ----------
-    segments : LongTensor of shape (n_instances,)
-        Bag index, in ``[0, n_bags)``, of every instance of the batch.
+    segments : LongTensor of shape (n_pairs,)
+        Bag index, in ``[0, n_bags)``, of every pair.
     bag_props : Tensor of shape (n_bags, n_classes)
         Label proportions of the bags of the batch.
+    members : LongTensor of shape (n_pairs,) or None, default=None
+        Instance (row of the batch) of every pair; None means one pair per
+        instance, in order (disjoint bags).
     """
 
     segments: torch.Tensor
     bag_props: torch.Tensor
+    members: torch.Tensor | None = None
+
+    def take(self, per_instance):
+        """Rows of a per-instance tensor for every pair (bag member)."""
+        if self.members is None:
+            return per_instance
+        return per_instance[self.members]
 
 
 class LLPMethod(BaseEstimator):
@@ -41,7 +56,8 @@ class LLPMethod(BaseEstimator):
     >>> from sklearn_llp.methods import LLPMethod, proportion_loss
     >>> class L2Prop(LLPMethod):
     ...     def get_loss(self, module, X, logits, bags, step, total_steps):
-    ...         return proportion_loss(logits, bags.segments, bags.bag_props)
+    ...         pairs = bags.take(logits)
+    ...         return proportion_loss(pairs, bags.segments, bags.bag_props)
     """
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
@@ -56,7 +72,8 @@ class LLPMethod(BaseEstimator):
         logits : Tensor of shape (n_instances, n_classes)
             ``module(X)``, computed once by the classifier.
         bags : BagBatch
-            Bag index of every instance and proportions of every bag.
+            Bag-member pairs of the batch and proportions of every bag;
+            ``bags.take(logits)`` gives the logits of every pair.
         step : int
             Optimizer steps taken before this one, counted over the whole
             training (not per epoch).
@@ -93,7 +110,7 @@ class DLLP(LLPMethod):
     """
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        return proportion_loss(logits, bags.segments, bags.bag_props)
+        return proportion_loss(bags.take(logits), bags.segments, bags.bag_props)
 
 
 def _active_dropout(module):

@@ -187,7 +187,10 @@ class ROT(LLPMethod):
         self.n_iter = n_iter
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        segments, bag_props = bags
+        # pseudo-labels belong to (bag, instance) pairs: with overlapping
+        # bags an instance gets one per bag it is in
+        logits = bags.take(logits)
+        segments, bag_props = bags.segments, bags.bag_props
         if self.rot_alpha == 1:
             return proportion_loss(logits, segments, bag_props)
         pseudo_labels = sinkhorn_pseudo_labels(

@@ -96,7 +96,7 @@ class VAT(LLPMethod):
         self.rampup = rampup
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        loss = proportion_loss(logits, bags.segments, bags.bag_props)
+        loss = proportion_loss(bags.take(logits), bags.segments, bags.bag_props)
         weight = self.rampup_weight(self.alpha, self.rampup, step, total_steps)
         if weight == 0.0:
             return loss

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 #: Rows of ``props`` may sum to 1 within this absolute tolerance (rounded
 #: published percentages); they are then renormalised exactly.
@@ -267,3 +268,117 @@ def check_bag_data(bags, props, n_samples, classes=None, min_bags=2):
         )
     classes, order = _resolve_classes(bag_props.shape[1], columns, classes)
     return codes, bag_ids, bag_props[:, order], classes
+
+
+def _membership_from_lists(bags, n_samples):
+    """A list of index arrays, one per bag, as a CSC membership matrix."""
+    columns = []
+    for j, rows in enumerate(bags):
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
+            raise TypeError(
+                f"bags[{j}] must be a 1-D array of integer row indices of X."
+            )
+        columns.append(rows.astype(np.int64))
+    sizes = np.array([len(c) for c in columns], dtype=np.int64)
+    rows = np.concatenate(columns) if columns else np.zeros(0, np.int64)
+    if rows.size and (rows.min() < 0 or rows.max() >= n_samples):
+        raise ValueError(
+            f"bags holds row indices outside [0, {n_samples}) for X of "
+            f"{n_samples} rows."
+        )
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    return sp.csc_matrix(
+        (np.ones(len(rows)), rows, indptr), shape=(n_samples, len(columns))
+    )
+
+
+def check_bag_membership(bags, props, n_samples, classes=None, min_bags=2):
+    """Validate bags that may overlap, as instance lists per bag.
+
+    Parameters
+    ----------
+    bags : array-like of shape (n_samples,), sparse matrix or list of arrays
+        One bag id per sample (disjoint bags, any form of ``props`` that
+        :func:`check_bag_data` accepts), or bag membership that may overlap:
+        a sparse ``(n_samples, n_bags)`` matrix whose nonzero entries mark
+        membership, or a list of ``n_bags`` arrays of row indices. Then
+        ``props`` is per bag: an ``(n_bags, n_classes)`` array in column
+        (list) order, or a DataFrame / dict keyed by ``0..n_bags-1``.
+    props : array-like, DataFrame, Series or dict
+    n_samples : int
+    classes : array-like, default=None
+    min_bags : int, default=2
+
+    Returns
+    -------
+    indptr : ndarray of shape (n_bags + 1,)
+        Bag ``j`` holds rows ``members[indptr[j]:indptr[j + 1]]``.
+    members : ndarray of shape (n_pairs,)
+        Row indices of the members of every bag, bag after bag.
+    bag_ids : ndarray of shape (n_bags,)
+    bag_props : ndarray of shape (n_bags, n_classes)
+    classes : ndarray of shape (n_classes,)
+    """
+    if bags is not None and not sp.issparse(bags) and not _is_index_list(bags):
+        codes, bag_ids, bag_props, classes = check_bag_data(
+            bags, props, n_samples, classes=classes, min_bags=min_bags
+        )
+        members = np.argsort(codes, kind="stable")
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(codes))])
+        return indptr, members, bag_ids, bag_props, classes
+
+    if sp.issparse(bags):
+        if bags.shape[0] != n_samples:
+            raise ValueError(
+                f"bags (a membership matrix) has {bags.shape[0]} rows but X has "
+                f"{n_samples}; it must be (n_samples, n_bags)."
+            )
+        membership = sp.csc_matrix(bags != 0)
+    else:
+        membership = _membership_from_lists(bags, n_samples)
+    membership.sort_indices()
+    membership.sum_duplicates()
+    n_bags = membership.shape[1]
+    sizes = np.diff(membership.indptr)
+    if np.any(sizes == 0):
+        raise ValueError(
+            f"bags has {int((sizes == 0).sum())} empty bag(s), e.g. bag "
+            f"{int(np.flatnonzero(sizes == 0)[0])}; every bag needs a member."
+        )
+    if n_bags < min_bags:
+        raise ValueError(
+            f"bags holds {n_bags} bag(s); LLP needs at least {min_bags} bags."
+        )
+    # One pseudo-sample per bag lets check_bag_data validate the table.
+    bag_ids = np.arange(n_bags)
+    if isinstance(props, (Mapping, pd.DataFrame, pd.Series)):
+        _, _, bag_props, classes = check_bag_data(
+            bag_ids, props, n_bags, classes=classes, min_bags=min_bags
+        )
+    else:
+        values = _as_float_matrix(props, "props")
+        if values.ndim != 2 or values.shape[0] != n_bags:
+            raise ValueError(
+                f"props must be (n_bags, n_classes) = ({n_bags}, n_classes) with "
+                f"overlapping bags, one row per bag; got shape {values.shape}."
+            )
+        _, _, bag_props, classes = check_bag_data(
+            bag_ids, values, n_bags, classes=classes, min_bags=min_bags
+        )
+    return (
+        membership.indptr.astype(np.int64),
+        membership.indices.astype(np.int64),
+        bag_ids,
+        bag_props,
+        classes,
+    )
+
+
+def _is_index_list(bags):
+    """A list/tuple of arrays (bag membership), not a flat list of ids."""
+    return (
+        isinstance(bags, (list, tuple))
+        and len(bags) > 0
+        and all(np.ndim(b) == 1 for b in bags)
+    )

@@ -1,0 +1,111 @@
+"""Bags that overlap: membership matrices and lists of row indices."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from sklearn_llp import LLPClassifier
+from sklearn_llp._data import BagBatchSampler, BagDataset, as_tensor
+from sklearn_llp.methods import segment_mean
+from sklearn_llp.utils import check_bag_membership
+
+
+def _random_overlapping(n_samples, n_bags, seed):
+    rng = np.random.RandomState(seed)
+    lists = [
+        rng.choice(n_samples, rng.randint(1, 12), replace=False) for _ in range(n_bags)
+    ]
+    return lists
+
+
+def test_batch_bag_means_equal_a_loop_over_memberships():
+    rng = np.random.RandomState(0)
+    lists = _random_overlapping(40, 15, seed=0)
+    props = rng.dirichlet(np.ones(3), size=15)
+    indptr, members, _, bag_props, _ = check_bag_membership(lists, props, 40)
+    X = rng.normal(size=(40, 3))
+    dataset = BagDataset(as_tensor(X), indptr, members, bag_props)
+    assert dataset.overlapping
+    sampler = BagBatchSampler(dataset.pair_bags, batch_size=20, random_state=0)
+    seen_bags = 0
+    for pairs in sampler:
+        rows, target = dataset[pairs]
+        means = segment_mean(
+            rows[target["members"]], target["segments"], len(target["bag_props"])
+        ).numpy()
+        for local, bag in enumerate(np.unique(dataset.pair_bags[pairs])):
+            expected = X[np.sort(lists[bag])].mean(0)
+            np.testing.assert_allclose(means[local], expected, rtol=1e-5)
+            np.testing.assert_allclose(target["bag_props"][local], bag_props[bag])
+        # every instance of the batch is computed once
+        assert len(rows) == len(np.unique(dataset.members[pairs]))
+        seen_bags += len(target["bag_props"])
+    assert seen_bags == 15
+
+
+def test_membership_forms_agree():
+    lists = [np.array([0, 1, 2]), np.array([2, 3]), np.array([3, 4, 0])]
+    matrix = sp.lil_matrix((5, 3))
+    for j, rows in enumerate(lists):
+        matrix[rows, j] = 1
+    props = np.array([[1.0, 0], [0.5, 0.5], [0, 1.0]])
+    from_lists = check_bag_membership(lists, props, 5)
+    from_matrix = check_bag_membership(matrix.tocsr(), props, 5)
+    for a, b in zip(from_lists, from_matrix):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_disjoint_bags_give_identical_fits_as_ids_or_as_membership(small_bags):
+    X, bags, props, _ = small_bags
+    membership = sp.csr_matrix((np.ones(len(bags)), (np.arange(len(bags)), bags)))
+    per_bag = props[np.unique(bags, return_index=True)[1]]
+    params = dict(max_epochs=3, verbose=0, random_state=0)
+    by_ids = LLPClassifier(**params).fit(X, bags, props)
+    by_matrix = LLPClassifier(**params).fit(X, membership, per_bag)
+    assert np.array_equal(by_ids.predict_proba(X), by_matrix.predict_proba(X))
+
+
+@pytest.mark.slow
+def test_overlapping_bags_learn_digits(digits_bags):
+    X_train, _, _, y_train, X_test, y_test = digits_bags
+    rng = np.random.RandomState(1)
+    n = len(X_train)
+    # Two independent partitions into bags of 32: every image is in 2 bags.
+    lists = [
+        chunk for _ in range(2) for chunk in np.array_split(rng.permutation(n), n // 32)
+    ]
+    onehot = np.eye(10)[y_train]
+    props = np.stack([onehot[rows].mean(0) for rows in lists])
+    clf = LLPClassifier(method="vat", random_state=0, verbose=0)
+    clf.fit(X_train, lists, props)
+    assert np.mean(clf.predict(X_test) == y_test) >= 0.90
+
+
+@pytest.mark.parametrize(
+    "bags, props, match",
+    [
+        ([np.array([0, 1]), np.array([], dtype=int)], [[1, 0], [0, 1]], "empty bag"),
+        ([np.array([0, 9])], [[1, 0]], r"outside \[0, 4\)"),
+        ([np.array([0, 1]), np.array([2, 3])], [[1, 0]], r"\(n_bags, n_classes\)"),
+        ([np.array([0.5, 1]), np.array([2, 3])], [[1, 0], [0, 1]], "integer row"),
+    ],
+)
+def test_bad_membership(bags, props, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        check_bag_membership(bags, np.asarray(props, dtype=float), 4)
+
+
+def test_membership_matrix_with_wrong_number_of_rows():
+    with pytest.raises(ValueError, match="membership matrix\\) has 3 rows"):
+        check_bag_membership(sp.eye(3, 2, format="csr"), np.eye(2), 4)
+
+
+def test_overlapping_bags_with_rot_and_validation(small_bags):
+    X, _, _, y = small_bags
+    lists = _random_overlapping(len(X), 30, seed=2)
+    props = np.stack([np.bincount(y[rows], minlength=3) / len(rows) for rows in lists])
+    clf = LLPClassifier(method="rot", max_epochs=2, verbose=0, validation_fraction=0.2)
+    clf.fit(X, lists, props)
+    assert np.isfinite(clf.history[-1, "valid_hard_l1"])
+    assert torch.isfinite(torch.tensor(clf.history[-1, "train_loss"]))
