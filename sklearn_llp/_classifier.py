@@ -154,17 +154,20 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sklearn.datasets import load_digits
+    >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_llp import LLPClassifier
+    >>> from sklearn_llp.bags import UniformBagGenerator
     >>> X, y = load_digits(return_X_y=True)
-    >>> X = X / 16.0
-    >>> bags = np.random.RandomState(0).permutation(len(X)) // 16
-    >>> props = np.eye(10)[y]
-    >>> props = np.array([props[bags == b].mean(0) for b in bags])  # doctest: +SKIP
-    >>> clf = LLPClassifier(max_epochs=5, verbose=0, random_state=0)
-    >>> clf.fit(X, bags, props).predict(X[:3]).shape  # doctest: +SKIP
-    (3,)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> bags, props = UniformBagGenerator(16, random_state=0).make_bags(X, y)
+    >>> keep = bags >= 0  # the last, incomplete bag is dropped
+    >>> clf = LLPClassifier(max_epochs=20, verbose=0, random_state=0)
+    >>> clf = clf.fit(X[keep], bags[keep], props[keep])
+    >>> clf.predict(X[:5]).shape
+    (5,)
+    >>> clf.score(X[keep], bags[keep], props[keep]) > 0.8
+    True
     """
 
     __metadata_request__fit = {"props": True}
@@ -517,11 +520,20 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         """One forward/backward pass on a batch of whole bags."""
         self._set_training(True)
         Xi, target = unpack_data(batch)
-        Xi = to_tensor(Xi, device=self.device)
+        Xi = self.augment_batch(to_tensor(Xi, device=self.device))
         logits = self.infer(Xi, **fit_params)
         loss = self.get_loss(logits, target, X=Xi, training=True)
         loss.backward()
         return {"loss": loss, "y_pred": logits}
+
+    def augment_batch(self, X):
+        """Hook: transform a training batch on the device; identity here.
+
+        Override it in a subclass for data augmentation (e.g. random crops
+        and flips of images); every pass of the method (clean, perturbed)
+        then sees the same augmented batch, and bag structure is unchanged.
+        """
+        return X
 
     def train_step(self, batch, **fit_params):
         step = super().train_step(batch, **fit_params)

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
+from ._make_adult import ADULT_COLUMNS
+
 #: Name of the bundled file inside ``sklearn_llp/datasets/data``.
 ADULT_FILENAME = "adult.csv.gz"
 
@@ -40,23 +42,8 @@ _CATEGORICAL = (
     "sex",
     "native_country",
 )
-_FEATURES = (
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education_num",
-    "marital_status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital_gain",
-    "capital_loss",
-    "hours_per_week",
-    "native_country",
-)
-_TARGET = "income"
+_FEATURES = ADULT_COLUMNS[:-1]
+_TARGET = ADULT_COLUMNS[-1]
 _TARGET_NAMES = ("<=50K", ">50K")
 
 DESCR = """\

@@ -4,7 +4,14 @@
 ``"vat"``, ``"pi"``, ``"rot"``) or an :class:`LLPMethod` instance.
 """
 
-from ._base import DLLP, BagBatch, LLPMethod, clean_logits, perturbation_mode
+from ._base import (
+    DLLP,
+    BagBatch,
+    ConsistencyMethod,
+    LLPMethod,
+    clean_logits,
+    perturbation_mode,
+)
 from ._losses import (
     exp_rampup,
     kl_divergence_with_logits,
@@ -19,6 +26,7 @@ from ._vat import VAT, vat_loss, vat_perturbation
 
 __all__ = [
     "BagBatch",
+    "ConsistencyMethod",
     "DLLP",
     "LLPMethod",
     "PiModel",

@@ -91,6 +91,29 @@ class LLPMethod(BaseEstimator):
         return alpha * exp_rampup(step, int(round(rampup * total_steps)))
 
 
+class ConsistencyMethod(LLPMethod):
+    """Proportion loss plus a ramped-up consistency loss (LLP-VAT's recipe).
+
+    ``get_loss`` returns ``L_prop + w(t) * consistency_loss(...)`` with
+    ``w(t) = alpha * exp(-5 (1 - t/T)^2)``, ``T = rampup * total_steps``;
+    the consistency target is the clean prediction, held fixed
+    (:func:`clean_logits`). Subclasses set ``alpha`` and ``rampup`` and
+    implement :meth:`consistency_loss`.
+    """
+
+    def consistency_loss(self, module, X, target_logits):
+        """Per-instance mean consistency loss against fixed clean logits."""
+        raise NotImplementedError
+
+    def get_loss(self, module, X, logits, bags, step, total_steps):
+        loss = proportion_loss(bags.take(logits), bags.segments, bags.bag_props)
+        weight = self.rampup_weight(self.alpha, self.rampup, step, total_steps)
+        if weight == 0.0:
+            return loss
+        target = clean_logits(module, X, logits)
+        return loss + weight * self.consistency_loss(module, X, target)
+
+
 class DLLP(LLPMethod):
     """Vanilla DLLP: the proportion loss alone.
 

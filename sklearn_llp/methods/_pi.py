@@ -3,8 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from ._base import LLPMethod, clean_logits, perturbation_mode
-from ._losses import proportion_loss
+from ._base import ConsistencyMethod, perturbation_mode
 
 
 def pi_loss(module, X, target_logits, noise_std):
@@ -19,7 +18,7 @@ def pi_loss(module, X, target_logits, noise_std):
     return ((F.softmax(noisy_logits, dim=1) - target) ** 2).sum(1).mean()
 
 
-class PiModel(LLPMethod):
+class PiModel(ConsistencyMethod):
     """DLLP plus Pi-model consistency (Laine & Aila 2017).
 
     The loss is ``L_prop + w(t) * L_pi`` where ``L_pi`` is the squared error
@@ -50,10 +49,5 @@ class PiModel(LLPMethod):
         self.noise_std = noise_std
         self.rampup = rampup
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
-        loss = proportion_loss(bags.take(logits), bags.segments, bags.bag_props)
-        weight = self.rampup_weight(self.alpha, self.rampup, step, total_steps)
-        if weight == 0.0:
-            return loss
-        target = clean_logits(module, X, logits)
-        return loss + weight * pi_loss(module, X, target, self.noise_std)
+    def consistency_loss(self, module, X, target_logits):
+        return pi_loss(module, X, target_logits, self.noise_std)

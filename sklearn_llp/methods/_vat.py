@@ -2,8 +2,8 @@
 
 import torch
 
-from ._base import LLPMethod, clean_logits, perturbation_mode
-from ._losses import kl_divergence_with_logits, l2_normalize, proportion_loss
+from ._base import ConsistencyMethod, perturbation_mode
+from ._losses import kl_divergence_with_logits, l2_normalize
 
 
 def vat_perturbation(module, X, target_logits, eps, xi=1e-6, n_power=1):
@@ -51,7 +51,7 @@ def vat_loss(module, X, target_logits, eps, xi=1e-6, n_power=1):
         return kl_divergence_with_logits(target_logits, module(X + r_adv))
 
 
-class VAT(LLPMethod):
+class VAT(ConsistencyMethod):
     """LLP-VAT (Tsai & Lin 2020): DLLP plus virtual adversarial training.
 
     The loss of a batch is ``L_prop + w(t) * L_vat`` where ``L_prop`` is the
@@ -95,12 +95,5 @@ class VAT(LLPMethod):
         self.n_power = n_power
         self.rampup = rampup
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
-        loss = proportion_loss(bags.take(logits), bags.segments, bags.bag_props)
-        weight = self.rampup_weight(self.alpha, self.rampup, step, total_steps)
-        if weight == 0.0:
-            return loss
-        target = clean_logits(module, X, logits)
-        return loss + weight * vat_loss(
-            module, X, target, self.eps, self.xi, self.n_power
-        )
+    def consistency_loss(self, module, X, target_logits):
+        return vat_loss(module, X, target_logits, self.eps, self.xi, self.n_power)
