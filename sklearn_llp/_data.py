@@ -35,7 +35,9 @@ class BagDataset(torch.utils.data.Dataset):
                        "members": instance of every pair (row of the batch),
                        "bag_props": proportions of the batch's bags}
 
-    so a bag mean is a gather by ``members`` and a segment sum by
+    ``pairs`` must hold each bag's pairs in one contiguous run, as
+    :class:`BagBatchSampler` yields them. A bag mean is then a gather by
+    ``members`` and a segment sum by
     ``segments`` -- a sparse product -- for disjoint and overlapping bags
     alike. Disjoint bags have one pair per instance, and their batches list
     the instances in pair order (``members`` is ``0..n-1``).
@@ -66,7 +68,13 @@ class BagDataset(torch.utils.data.Dataset):
         else:
             # rows in pair order: logits line up with segments one to one
             rows, members = self.members[pairs], np.arange(len(pairs))
-        bags_present, segments = np.unique(self.pair_bags[pairs], return_inverse=True)
+        # the sampler keeps each bag's pairs together: number the runs
+        bag_of_pair = self.pair_bags[pairs]
+        new_bag = np.empty(len(pairs), dtype=bool)
+        new_bag[:1] = True
+        np.not_equal(bag_of_pair[1:], bag_of_pair[:-1], out=new_bag[1:])
+        segments = np.cumsum(new_bag) - 1
+        bags_present = bag_of_pair[new_bag]
         target = {
             "segments": torch.from_numpy(segments.ravel()),
             "members": torch.from_numpy(members.ravel()),
