@@ -208,7 +208,8 @@ def markdown_table(settings, results, n_models, quick):
         "and the instance test error, over "
         f"{n_models} models per bag setting (digits; "
         + ("quick smoke grid" if quick else "full grid")
-        + "). Higher means the bag error ranks models more like the test error.",
+        + ").",
+        "Higher means the bag error tracks the test error more closely.",
         "",
         header + " |",
         "|---" * (len(names) + 1) + "|",

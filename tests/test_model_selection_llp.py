@@ -114,6 +114,11 @@ def test_grid_search_routing_on_and_off_agree(digits):
         set(np.unique(bags)) - set(ids.tolist()) for ids, _ in RecordingLLP.seen[:-1]
     ]
     assert all(len(ids) >= 30 for ids in held_out)
+    # the test folds of a candidate partition the bags (candidate-major order)
+    first = held_out[:3]
+    assert set().union(*first) == set(np.unique(bags))
+    assert sum(len(ids) for ids in first) == len(np.unique(bags))
+    assert held_out[3:6] == first
 
     assert sklearn.get_config()["enable_metadata_routing"] is False
     table_scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
@@ -293,8 +298,9 @@ def test_early_stopping_and_checkpoint_on_valid_hard_l1(digits, tmp_path):
         lr=1e-2,
         validation_fraction=0.2,
         callbacks=[
-            EarlyStopping(monitor="valid_hard_l1", patience=2),
+            # before EarlyStopping, which ends the fit inside on_epoch_end
             Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path)),
+            EarlyStopping(monitor="valid_hard_l1", patience=2),
             recorder,
         ],
     )
@@ -305,8 +311,9 @@ def test_early_stopping_and_checkpoint_on_valid_hard_l1(digits, tmp_path):
     # stopped because the last 2 epochs did not improve on the best before
     assert np.all(values[-2:] >= values[:-2].min() * (1 - 1e-4))
     assert (tmp_path / "params.pt").is_file()
-    saved_at = [i for i, epoch in enumerate(clf.history) if epoch["event_cp"]]
-    assert saved_at[0] == 0 and values[saved_at[-1]] == values.min()
+    saved = np.array(clf.history[:, "event_cp"])
+    np.testing.assert_array_equal(saved, clf.history[:, "valid_hard_l1_best"])
+    assert saved[0] and values[np.flatnonzero(saved)[-1]] == values.min()
 
     # the checkpoint holds the model of the best epoch
     rows = held_out_rows(X, recorder)
@@ -380,4 +387,4 @@ def test_validation_correlation_benchmark_quick(tmp_path):
         "Hard KL",
         "Soft KL",
     ]
-    assert all(len(line.split("|")) == 3 + 2 for line in lines[:5])
+    assert all(len(line.split("|")) == 1 + 3 + 2 for line in lines[:5])
