@@ -9,6 +9,13 @@ Two bag estimates are compared with the given proportions ``p``:
   ``predict``);
 - the *soft* estimate, the mean of the bag's predicted probabilities.
 
+Bags may overlap (a sparse membership matrix or a list of index arrays,
+with one row of proportions per bag): a bag's estimate then averages the
+predictions of its own members, an instance counting in every bag it
+belongs to. Internally every metric works on (bag, instance) pairs -- a
+gather of the members' predictions and a segment sum per bag -- so disjoint
+and overlapping bags take the same path.
+
 Each is compared with ``p`` by the L1 distance ``sum_k |p_k - q_k|`` (between
 0 and 2) or by the Kullback-Leibler divergence ``sum_k p_k log(p_k / q_k)``
 (0 when ``q == p``, with ``0 log 0 = 0``). Every error is the mean over bags,
@@ -16,9 +23,16 @@ each bag counting once whatever its size.
 """
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import rel_entr
 
-from ..utils._validation import _as_float_matrix, _binary_from_fraction, check_bag_data
+from ..utils._validation import (
+    _as_float_matrix,
+    _binary_from_fraction,
+    _is_index_list,
+    check_bag_data,
+    check_bag_membership,
+)
 
 #: Before a KL divergence is taken, the predicted proportion of every class
 #: that the bag holds (``p_k > 0``) is raised to at least ``KL_EPS`` and the row
@@ -139,24 +153,72 @@ def _bag_errors_from_codes(codes, bag_props, y_proba, metrics=BAG_METRICS):
     return errors
 
 
+def _n_samples(bags, y_proba):
+    """Number of samples: the rows of ``y_proba``, which ``bags`` must match.
+
+    A list of index arrays does not say how many samples there are; ``y_proba``
+    does. Checked before the bags, so that a length mismatch names the two
+    arguments that disagree.
+    """
+    y_proba = _as_float_matrix(y_proba, "y_proba")
+    n_samples = y_proba.shape[0] if y_proba.ndim else 1
+    if sp.issparse(bags):
+        if bags.shape[0] != n_samples:
+            raise ValueError(
+                f"bags (a membership matrix) has {bags.shape[0]} rows but y_proba "
+                f"has {n_samples}; it must be (n_samples, n_bags)."
+            )
+    elif not _is_index_list(bags) and bags.ndim == 1 and len(bags) != n_samples:
+        raise ValueError(
+            f"bags has {len(bags)} entries but y_proba has {n_samples} rows; "
+            "give one bag id per sample (row of y_proba)."
+        )
+    return n_samples
+
+
+def _pair_targets(bags, props, y_proba, classes):
+    """Validated (bag, instance) pairs: the bag of every pair, its instance
+    and every bag's proportions, for disjoint and overlapping bags alike.
+
+    Disjoint bags give their samples in a stable sort by bag, so the sums of
+    :func:`_bag_means` add every bag's members in their original order: the
+    errors are bit-identical to a per-sample encoding.
+    """
+    n_samples = _n_samples(bags, y_proba)
+    indptr, members, _, bag_props, _ = check_bag_membership(
+        bags, props, n_samples, classes=classes, min_bags=1
+    )
+    segments = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return segments, members, bag_props, n_samples
+
+
 def _errors(bags, props, y_proba, classes, metrics):
-    bags = np.asarray(bags)
-    n_samples = bags.shape[0] if bags.ndim else 1
-    codes, _, bag_props, _ = _check_targets(bags, props, n_samples, classes=classes)
-    y_proba = _check_proba(y_proba, len(codes), bag_props.shape[1])
-    return _bag_errors_from_codes(codes, bag_props, y_proba, metrics)
+    if not sp.issparse(bags) and not _is_index_list(bags):
+        bags = np.asarray(bags)
+    segments, members, bag_props, n_samples = _pair_targets(
+        bags, props, y_proba, classes
+    )
+    y_proba = _check_proba(y_proba, n_samples, bag_props.shape[1])
+    # gather every pair's probabilities, then segment sums per bag: the
+    # sparse product membership^T @ y_proba without building the matrix
+    return _bag_errors_from_codes(segments, bag_props, y_proba[members], metrics)
 
 
 _PARAMETERS = """
     Parameters
     ----------
-    bags : array-like of shape (n_samples,)
-        Bag id of every sample (integers or strings).
+    bags : array-like of shape (n_samples,), sparse matrix or list of arrays
+        Bag id of every sample (integers or strings), or bags that may
+        overlap: a sparse ``(n_samples, n_bags)`` membership matrix (nonzero
+        entries mark membership) or a list of ``n_bags`` arrays of row
+        indices of ``y_proba``.
     props : array-like or DataFrame or Series or dict
         Label proportions of the bags, in any form that
-        :func:`sklearn_llp.utils.check_bag_data` accepts: sample-aligned
-        ``(n_samples, n_classes)``, a 1-D positive-class fraction (binary), or
-        a per-bag table indexed by bag id. A single bag is accepted.
+        :func:`sklearn_llp.utils.check_bag_membership` accepts: with bag ids,
+        sample-aligned ``(n_samples, n_classes)``, a 1-D positive-class
+        fraction (binary), or a per-bag table indexed by bag id; with
+        overlapping bags, one row per bag ``(n_bags, n_classes)`` or a table
+        keyed by ``0..n_bags-1``. A single bag is accepted.
     y_proba : array-like of shape (n_samples, n_classes)
         Predicted class probabilities (``predict_proba``), columns in the order
         of ``classes``; for two classes a 1-D array is read as the
@@ -290,12 +352,14 @@ def bag_errors(bags, props, y_proba, *, classes=None, metrics=BAG_METRICS):
 
     Parameters
     ----------
-    bags : array-like of shape (n_samples,)
-        Bag id of every sample (integers or strings).
+    bags : array-like of shape (n_samples,), sparse matrix or list of arrays
+        Bag id of every sample (integers or strings), or overlapping bags as
+        a sparse ``(n_samples, n_bags)`` membership matrix or a list of
+        ``n_bags`` arrays of row indices.
     props : array-like or DataFrame or Series or dict
         Label proportions of the bags, in any form that
-        :func:`sklearn_llp.utils.check_bag_data` accepts. A single bag is
-        accepted.
+        :func:`sklearn_llp.utils.check_bag_membership` accepts (one row per
+        bag with overlapping bags). A single bag is accepted.
     y_proba : array-like of shape (n_samples, n_classes)
         Predicted class probabilities, columns in the order of ``classes``.
     classes : array-like of shape (n_classes,), default=None
@@ -319,6 +383,15 @@ def bag_errors(bags, props, y_proba, *, classes=None, metrics=BAG_METRICS):
     >>> {name: round(value, 4) for name, value in bag_errors(
     ...     bags, props, y_proba).items()}
     {'hard_l1': 0.5, 'soft_l1': 0.5, 'hard_kl': 0.3466, 'soft_kl': 0.2656}
+
+    Overlapping bags, as lists of row indices with one row of ``props`` per
+    bag (row 1 is in both bags):
+
+    >>> lists = [[0, 1], [1, 2, 3]]
+    >>> per_bag = [[0.5, 0.5], [2 / 3, 1 / 3]]
+    >>> {name: round(value, 4) for name, value in bag_errors(
+    ...     lists, per_bag, y_proba, metrics=["hard_l1", "soft_l1"]).items()}
+    {'hard_l1': 0.3333, 'soft_l1': 0.2333}
     """
     metrics = tuple(metrics)
     unknown = [m for m in metrics if m not in BAG_METRICS]

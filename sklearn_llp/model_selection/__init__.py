@@ -1,5 +1,11 @@
-"""Cross-validation splitters for bags: no bag is ever split."""
+"""Cross-validation splitters for bags: no bag is ever split.
 
-from ._split import BagKFold, BagShuffleSplit
+:class:`BagKFold` and :class:`BagShuffleSplit` take one bag id per sample,
+or overlapping bags (a sparse membership matrix or a list of index arrays),
+which they keep together by connected components; :func:`subset_membership`
+gives the overlapping bags of one side of a split.
+"""
 
-__all__ = ["BagKFold", "BagShuffleSplit"]
+from ._split import BagKFold, BagShuffleSplit, subset_membership
+
+__all__ = ["BagKFold", "BagShuffleSplit", "subset_membership"]
