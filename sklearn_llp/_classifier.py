@@ -1,16 +1,23 @@
 """``LLPClassifier``: a scikit-learn classifier trained from label proportions."""
 
 import inspect
+import re
 from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, validate_parameter_constraints
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import (
+    _num_samples,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 from skorch import NeuralNet
 from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
@@ -284,15 +291,26 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
     # data
     # ------------------------------------------------------------------
     def _validate_X(self, X, reset):
-        return validate_data(
-            self,
-            X,
-            reset=reset,
-            accept_sparse="csr",
-            dtype=np.float32,
-            allow_nd=True,
-            ensure_min_samples=2 if reset else 1,
-        )
+        try:
+            X = validate_data(
+                self,
+                X,
+                reset=reset,
+                accept_sparse="csr",
+                dtype=np.float32,
+                allow_nd=True,
+                ensure_min_samples=2 if reset else 1,
+            )
+        except ValueError as exc:
+            if re.search(r"\bX\b", str(exc)):  # already names X
+                raise
+            raise ValueError(f"X: {exc}") from exc
+        if not reset and tuple(X.shape[1:]) != self._input_shape_:
+            raise ValueError(
+                f"X has rows of shape {tuple(X.shape[1:])}, but the model was "
+                f"fitted on rows of shape {self._input_shape_}."
+            )
+        return X
 
     def _training_dataset(self, X, y, props, reset):
         """Validate ``X``, bags and proportions into a :class:`BagDataset`."""
@@ -586,6 +604,11 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         """
         if props is None:
             return super().score(X, y, sample_weight=sample_weight)
+        if not sp.issparse(y) and not isinstance(y, (list, tuple)):
+            if len(y) != _num_samples(X):
+                raise ValueError(
+                    f"bags has {len(y)} entries but X has {_num_samples(X)} rows."
+                )
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported with props.")
         error = hard_l1_error(y, props, self.predict_proba(X), classes=self.classes_)

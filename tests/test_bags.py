@@ -151,7 +151,7 @@ def test_uniform_has_no_transform():
 
 def test_make_bags_checks_y(data):
     X, y = data
-    with pytest.raises(ValueError, match="inconsistent"):
+    with pytest.raises(ValueError, match="y has 102 labels but X has 103 rows"):
         UniformBagGenerator(4).make_bags(X, y[:-1])
     with pytest.raises(ValueError, match="1-D"):
         UniformBagGenerator(4).make_bags(X, y.reshape(-1, 1))

@@ -216,3 +216,11 @@ def test_one_row_per_sample_indexed_by_shuffled_bag_ids_is_ambiguous():
     table = pd.DataFrame([[1, 0], [0, 1], [0.0, 1.0]], index=["c", "a", "b"])
     with pytest.raises(ValueError, match="reads both as sample-aligned"):
         check_bag_data(["a", "b", "c"], table, 3)
+
+
+def test_dict_of_dicts_names_the_classes(data):
+    X, bags, props = data
+    table = pd.DataFrame(props[[0, 2, 4, 6]], columns=["no", "yes"])
+    _, _, bag_props, classes = check_bag_data(bags, table.to_dict("index"), 8)
+    assert classes.tolist() == ["no", "yes"]
+    np.testing.assert_allclose(bag_props, props[[0, 2, 4, 6]])

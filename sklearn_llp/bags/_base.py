@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_consistent_length
+from sklearn.utils.validation import _num_samples
 
 from ._proportions import UNBAGGED, label_proportions
 
@@ -73,7 +73,11 @@ class _BaseBagGenerator(BaseEstimator):
         y = np.asarray(y)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D with one label per row; got {y.shape}.")
-        check_consistent_length(X, y)
+        if _num_samples(X) != len(y):
+            raise ValueError(
+                f"y has {len(y)} labels but X has {_num_samples(X)} rows; give "
+                "one class label per row."
+            )
         bags = self.fit_transform(X)
         self.classes_ = np.unique(y)
         props = np.full((len(bags), len(self.classes_)), np.nan)

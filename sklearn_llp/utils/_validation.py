@@ -42,6 +42,13 @@ def check_bags(bags, n_samples):
             "bags is None: pass one bag id per row of X (the second argument of "
             "fit), or pass class labels as y with props=None for supervised data."
         )
+    if not isinstance(bags, np.ndarray):
+        kind = pd.api.types.infer_dtype(bags, skipna=True)
+        if kind.startswith("mixed"):
+            raise TypeError(
+                f"bags mixes id types ({kind}), e.g. 0 and '0', which would be "
+                "merged or compared ambiguously; use one type for all bag ids."
+            )
     bags = np.asarray(bags)
     if bags.ndim != 1:
         raise ValueError(
@@ -101,6 +108,8 @@ def _binary_from_fraction(fraction):
 
 def _resolve_classes(n_classes, columns, classes):
     """Pick ``classes_`` and the column order that matches it."""
+    if classes is not None and len(set(np.asarray(classes).tolist())) < len(classes):
+        raise ValueError(f"classes has duplicate labels: {list(classes)}.")
     if columns is not None:
         columns = np.asarray(columns)
         if classes is None:
@@ -135,6 +144,9 @@ def _table_to_frame(props):
             _binary_from_fraction(props.to_numpy(dtype=np.float64)),
             index=props.index,
         )
+    if any(isinstance(val, Mapping) for val in props.values()):
+        # {bag_id: {class: proportion}}: the inner keys are the classes
+        return pd.DataFrame.from_dict(dict(props), orient="index").fillna(0.0)
     rows = {
         key: np.atleast_1d(np.asarray(val, dtype=np.float64))
         for key, val in props.items()
@@ -151,6 +163,15 @@ def _table_to_frame(props):
             _binary_from_fraction(frame[0].to_numpy()), index=frame.index
         )
     return frame
+
+
+def _has_class_names(props):
+    """A DataFrame's columns or a dict of dicts' inner keys name the classes."""
+    if isinstance(props, pd.DataFrame):
+        return True
+    return isinstance(props, Mapping) and any(
+        isinstance(val, Mapping) for val in props.values()
+    )
 
 
 def _is_per_bag_table(props, bags, bag_ids, n_samples):
@@ -234,7 +255,7 @@ def check_bag_data(bags, props, n_samples, classes=None, min_bags=2):
             )
         if frame.index.has_duplicates:
             raise ValueError("props (a per-bag table) repeats a bag id in its index.")
-        columns = frame.columns if isinstance(props, pd.DataFrame) else None
+        columns = frame.columns if _has_class_names(props) else None
         values = _as_float_matrix(frame.loc[bag_ids].to_numpy(), "props")
         bag_props = _check_prop_values(values, "props")
     else:
@@ -320,7 +341,7 @@ def check_bag_membership(bags, props, n_samples, classes=None, min_bags=2):
     bag_props : ndarray of shape (n_bags, n_classes)
     classes : ndarray of shape (n_classes,)
     """
-    if bags is not None and not sp.issparse(bags) and not _is_index_list(bags):
+    if bags is None or not (sp.issparse(bags) or _is_index_list(bags)):
         codes, bag_ids, bag_props, classes = check_bag_data(
             bags, props, n_samples, classes=classes, min_bags=min_bags
         )
@@ -380,5 +401,5 @@ def _is_index_list(bags):
     return (
         isinstance(bags, (list, tuple))
         and len(bags) > 0
-        and all(np.ndim(b) == 1 for b in bags)
+        and any(np.ndim(b) >= 1 for b in bags)
     )

@@ -1,0 +1,68 @@
+"""Smoke test of ``benchmarks/accuracy.py --quick`` (digits, seconds)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "accuracy.py"
+
+
+@pytest.fixture(scope="module")
+def accuracy_module():
+    spec = importlib.util.spec_from_file_location("benchmark_accuracy", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
+    output = accuracy_module.main(["--quick", "--quiet", "--out", str(tmp_path)])
+
+    data = json.loads((tmp_path / "accuracy.json").read_text())
+    assert data["records"] == output["records"]
+    records = data["records"]
+    # digits, 1 seed: 4 baggings x 4 LLP methods + the supervised bound
+    assert len(records) == 4 * 4 + 1
+    runs = {(r["dataset"], r["bagging"], r["method"], r["seed"]) for r in records}
+    assert len(runs) == len(records)  # one record per run
+    assert {r["method"] for r in records} == {"dllp", "vat", "pi", "rot", "supervised"}
+    assert {r["bagging"] for r in records} == {
+        "uniform-16",
+        "uniform-64",
+        "uniform-256",
+        "kmeans",
+        "supervised",
+    }
+    for record in records:
+        assert record["dataset"] == "digits"
+        assert 0.0 <= record["accuracy"] <= 1.0
+        assert record["fit_seconds"] >= 0
+        assert record["epochs"] == record["hyperparameters"]["max_epochs"] == 10
+        assert record["n_train"] == 600
+        assert record["torch_threads"] == 1
+    # 10 classes: a trained model beats guessing on the supervised run
+    supervised = next(r for r in records if r["method"] == "supervised")
+    assert supervised["accuracy"] > 0.5
+    vat = next(r for r in records if r["method"] == "vat")
+    assert vat["hyperparameters"]["eps"] > 0
+    bags16 = next(r for r in records if r["bagging"] == "uniform-16")["bags"]
+    assert bags16["bag_size_min"] == bags16["bag_size_max"] == 16
+    assert data["invocations"][-1]["complete"]
+
+    table = (tmp_path / "accuracy.md").read_text()
+    assert "| digits (600 train) | random 16 |" in table
+    assert "supervised" in table
+    assert "torch threads per run: 1" in table
+    assert table.count("| digits (600 train) |") == 4
+
+
+def test_resume_skips_finished_runs(accuracy_module, tmp_path):
+    args = ["--quick", "--quiet", "--out", str(tmp_path), "--methods", "dllp"]
+    first = accuracy_module.main([*args, "--bag-sizes", "16"])
+    assert len(first["records"]) == 1
+    second = accuracy_module.main([*args, "--bag-sizes", "16", "64", "--resume"])
+    assert second["invocations"][-1]["n_runs"] == 1  # only the new bag size
+    assert len(second["records"]) == 2
+    assert second["records"][0] == first["records"][0]

@@ -1,0 +1,62 @@
+"""Smoke test of benchmarks/speed.py: ``--quick`` writes the expected report."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
+ENGINES = ("llp-dllp", "bare-dllp", "llp-vat", "bare-vat")
+
+
+def test_speed_quick_writes_report(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((tmp_path / "speed.json").read_text())
+    assert (tmp_path / "speed.md").read_text().startswith("# Training speed")
+
+    assert report["quick"] is True
+    for key in ("nproc", "torch", "skorch", "cuda_available"):
+        assert key in report["machine"]
+    assert report["settings"]["threads"] == 1
+    assert report["settings"]["batch_size"] == 128
+
+    results = report["results"]
+    assert {r["experiment"] for r in results} == {"rows", "bag_size"}
+    assert [r["rows"] for r in results if r["experiment"] == "rows"] == [10_000]
+    caps = {(r["bag_size"], r["max_bag_size"]) for r in results if r["bag_size"]}
+    assert caps == {(16, 1024), (10_000, 1024), (10_000, None)}
+    for r in results:
+        assert r["instances_per_epoch"] > 0 and r["batches_per_epoch"] > 0
+        assert r["memory_kind"] in ("rss_peak_delta", "cuda_max_memory_allocated_delta")
+        for name in ENGINES:
+            e = r["engines"][name]
+            assert len(e["epoch_s"]) >= 1 and e["epoch_s_median"] > 0
+            assert np.isclose(
+                e["instances_per_s"], r["instances_per_epoch"] / e["epoch_s_median"]
+            )
+            assert e["peak_mem_mib"] is None or e["peak_mem_mib"] >= 0
+        for m in ("dllp", "vat"):
+            ratio = r[f"llp_over_bare_{m}"]
+            assert np.isclose(
+                ratio,
+                r["engines"][f"llp-{m}"]["epoch_s_median"]
+                / r["engines"][f"bare-{m}"]["epoch_s_median"],
+            )
+        assert r["engines"]["llp-dllp"]["fit_setup_s"] >= 0
+    capped = next(r for r in results if r["bag_size"] == 10_000 and r["max_bag_size"])
+    assert capped["instances_per_epoch"] == 2 * 1024  # two bags cut to 1024
+
+    summary = report["summary"]
+    assert summary["llp_over_bare"]["target"] == 1.15
+    assert isinstance(summary["llp_over_bare"]["met"], bool)
+    assert summary["vat_over_dllp"]["target"] == 3.0
+    assert "with_max_bag_size_1024" in summary["memory_flat_in_bag_size"]
+    assert report["wall_s"] < 120

