@@ -27,7 +27,9 @@ class BagValidationErrors(Callback):
         if training:
             return
         target = batch[1]
-        pairs = y_pred.detach()[target["members"].to(y_pred.device)]
+        pairs = y_pred.detach()
+        if "members" in target:  # overlapping bags: one row per bag member
+            pairs = pairs[target["members"].to(pairs.device)]
         proba = torch.softmax(pairs.float(), dim=1).cpu().numpy()
         bag_props = target["bag_props"].cpu().numpy().astype(np.float64)
         segments = target["segments"].cpu().numpy()

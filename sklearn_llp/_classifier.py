@@ -518,7 +518,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
 
     def _bag_batch(self, target):
         target = to_tensor(target, device=self.device)
-        return BagBatch(target["segments"], target["bag_props"], target["members"])
+        return BagBatch(target["segments"], target["bag_props"], target.get("members"))
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The method's loss in training, the proportion loss in validation."""

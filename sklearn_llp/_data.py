@@ -32,7 +32,8 @@ class BagDataset(torch.utils.data.Dataset):
     pairs and the batch's bag structure::
 
         X[instances], {"segments": bag of every pair (numbered from 0),
-                       "members": instance of every pair (row of the batch),
+                       "members": instance of every pair (row of the batch;
+                                   absent for disjoint bags: row i is pair i),
                        "bag_props": proportions of the batch's bags}
 
     ``pairs`` must hold each bag's pairs in one contiguous run, as
@@ -40,7 +41,7 @@ class BagDataset(torch.utils.data.Dataset):
     ``members`` and a segment sum by
     ``segments`` -- a sparse product -- for disjoint and overlapping bags
     alike. Disjoint bags have one pair per instance, and their batches list
-    the instances in pair order (``members`` is ``0..n-1``).
+    the instances in pair order (no ``members``).
 
     Parameters
     ----------
@@ -63,11 +64,14 @@ class BagDataset(torch.utils.data.Dataset):
         return len(self.members)
 
     def __getitem__(self, pairs):
+        target = {}
         if self.overlapping:
             rows, members = np.unique(self.members[pairs], return_inverse=True)
+            target["members"] = torch.from_numpy(members.ravel())
         else:
-            # rows in pair order: logits line up with segments one to one
-            rows, members = self.members[pairs], np.arange(len(pairs))
+            # rows in pair order: logits line up with segments one to one,
+            # so no "members" gather is needed
+            rows = self.members[pairs]
         # the sampler keeps each bag's pairs together: number the runs
         bag_of_pair = self.pair_bags[pairs]
         new_bag = np.empty(len(pairs), dtype=bool)
@@ -75,11 +79,8 @@ class BagDataset(torch.utils.data.Dataset):
         np.not_equal(bag_of_pair[1:], bag_of_pair[:-1], out=new_bag[1:])
         segments = np.cumsum(new_bag) - 1
         bags_present = bag_of_pair[new_bag]
-        target = {
-            "segments": torch.from_numpy(segments.ravel()),
-            "members": torch.from_numpy(members.ravel()),
-            "bag_props": self.bag_props[torch.from_numpy(bags_present)],
-        }
+        target["segments"] = torch.from_numpy(segments)
+        target["bag_props"] = self.bag_props[torch.from_numpy(bags_present)]
         return take_rows(self.X, rows), target
 
     def select_bags(self, bag_mask):
