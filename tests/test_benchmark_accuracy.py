@@ -39,7 +39,9 @@ def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
         assert record["dataset"] == "digits"
         assert 0.0 <= record["accuracy"] <= 1.0
         assert record["fit_seconds"] >= 0
-        assert record["epochs"] == record["hyperparameters"]["max_epochs"] == 10
+        # bags of 256 > batch_size 128: twice the epochs, the same steps
+        epochs = 20 if record["bagging"] == "uniform-256" else 10
+        assert record["epochs"] == record["hyperparameters"]["max_epochs"] == epochs
         assert record["n_train"] == 600
         assert record["torch_threads"] == 1
     # 10 classes: a trained model beats guessing on the supervised run
@@ -56,6 +58,7 @@ def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
     assert "supervised" in table
     assert "torch threads per run: 1" in table
     assert table.count("| digits (600 train) |") == 4
+    assert "| random 256 (20 epochs) |" in table
 
 
 def test_resume_skips_finished_runs(accuracy_module, tmp_path):
@@ -66,3 +69,9 @@ def test_resume_skips_finished_runs(accuracy_module, tmp_path):
     assert second["invocations"][-1]["n_runs"] == 1  # only the new bag size
     assert len(second["records"]) == 2
     assert second["records"][0] == first["records"][0]
+
+    (tmp_path / "accuracy.md").unlink()
+    accuracy_module.main(["--markdown-only", "--quiet", "--out", str(tmp_path)])
+    table = (tmp_path / "accuracy.md").read_text()
+    assert "| random 16 |" in table and "| random 64 |" in table
+    assert table.count("* `python benchmarks/accuracy.py") == 2  # 2 invocations
