@@ -261,11 +261,13 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
     def _on_device(self):
         """Let skorch see the resolved device while it works, keep ``"auto"``."""
         requested = self.device
-        self.device = resolve_device(requested)
+        resolved = resolve_device(requested)
+        self.device = resolved
         try:
             yield
         finally:
-            self.device = requested
+            if self.device == resolved:  # unless set_params changed it inside
+                self.device = requested
 
     @contextmanager
     def _seeded(self):
@@ -312,10 +314,10 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             )
         return X
 
-    def _training_dataset(self, X, y, props, reset):
+    def _training_dataset(self, X, y, props, reset, classes=None):
         """Validate ``X``, bags and proportions into a :class:`BagDataset`."""
         X = self._validate_X(X, reset)
-        classes = self.classes if reset else self.classes_
+        classes = classes if reset else self.classes_
         if props is None:
             if y is None:
                 raise ValueError(
@@ -379,9 +381,23 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
                 f"validation_fraction={self.validation_fraction} of {n_bags} bags "
                 f"holds out {n_valid}; at least one bag must be on each side."
             )
-        rng = np.random.RandomState(self._seed_)
+        # bags that share instances (overlapping bags) go to one side together
+        component = dataset.bag_components()
+        order = np.random.RandomState(self._split_seed_).permutation(
+            component.max() + 1
+        )
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        bag_order = np.argsort(rank[component], kind="stable")
         valid = np.zeros(n_bags, dtype=bool)
-        valid[rng.choice(n_bags, n_valid, replace=False)] = True
+        valid[bag_order[:n_valid]] = True
+        # never cut a component: take all of the last one reached
+        valid |= np.isin(component, component[valid])
+        if valid.all():
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction}: the bags form "
+                "too few groups of connected (overlapping) bags to hold some out."
+            )
         return dataset.select_bags(~valid), dataset.select_bags(valid)
 
     def get_iterator(self, dataset, training=False):
@@ -478,14 +494,26 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         -------
         self : LLPClassifier
         """
+        return self._fit(X, y, props, self.classes, fit_params)
+
+    def _fit(self, X, y, props, classes, fit_params):
         self._check_params()
-        dataset = self._training_dataset(X, y, props, reset=True)
+        dataset = self._training_dataset(X, y, props, reset=True, classes=classes)
         self._input_shape_ = tuple(dataset.X.shape[1:])
         if not self.warm_start or not self.initialized_:
             self.n_train_steps_ = 0
         self.total_steps_ = None
         self._draw_seed()
+        # one validation split per fit, kept by partial_fit
+        self._split_seed_ = (
+            self._seed_
+            if self._seed_ is not None
+            else int(check_random_state(None).randint(np.iinfo(np.int32).max))
+        )
         with self._on_device(), self._seeded():
+            # a warm start skips initialize(): rebuild the method anyway, so
+            # set_params(method=..., alpha=...) always takes effect
+            self.initialize_criterion()
             return super().fit(dataset, None, **fit_params)
 
     def partial_fit(self, X, y=None, props=None, classes=None, **fit_params):
@@ -510,10 +538,12 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         ):
             raise ValueError("classes must match classes_ of the fitted model.")
         if not fitted:
-            return self.fit(X, y, props, **fit_params)
+            classes = self.classes if classes is None else classes
+            return self._fit(X, y, props, classes, fit_params)
         dataset = self._training_dataset(X, y, props, reset=False)
         self._draw_seed()
         with self._on_device(), self._seeded():
+            self.initialize_criterion()
             return super().partial_fit(dataset, None, **fit_params)
 
     def _bag_batch(self, target):
@@ -631,6 +661,20 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
     # ------------------------------------------------------------------
     # persistence and scikit-learn plumbing
     # ------------------------------------------------------------------
+    def initialize(self):
+        with self._on_device():
+            return super().initialize()
+
+    def forward_iter(self, X, training=False, device="cpu"):
+        with self._on_device():
+            yield from super().forward_iter(X, training=training, device=device)
+
+    def set_params(self, **kwargs):
+        if "device" in kwargs:
+            super().set_params(device=kwargs.pop("device"))
+        with self._on_device():  # skorch may re-initialise the module here
+            return super().set_params(**kwargs)
+
     def load_params(self, *args, **kwargs):
         with self._on_device():
             return super().load_params(*args, **kwargs)

@@ -7,6 +7,7 @@ loader's ``batch_size=None`` mode), so no Python code runs per instance.
 import numpy as np
 import scipy.sparse as sp
 import torch
+from scipy.sparse.csgraph import connected_components
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
 
@@ -82,6 +83,17 @@ class BagDataset(torch.utils.data.Dataset):
         target["segments"] = torch.from_numpy(segments)
         target["bag_props"] = self.bag_props[torch.from_numpy(bags_present)]
         return take_rows(self.X, rows), target
+
+    def bag_components(self):
+        """Connected group of every bag: bags sharing instances are linked."""
+        n_bags = len(self.indptr) - 1
+        if not self.overlapping:
+            return np.arange(n_bags)
+        membership = sp.csr_matrix(
+            (np.ones(len(self.members)), (self.pair_bags, self.members))
+        )
+        adjacency = membership @ membership.T
+        return connected_components(adjacency, directed=False)[1]
 
     def select_bags(self, bag_mask):
         """The sub-dataset of the bags where ``bag_mask`` is True."""
@@ -159,8 +171,10 @@ class BagBatchSampler(Sampler):
         return iter(self.batches())
 
     def __len__(self):
-        n_used = int(self._effective_sizes(self.sizes).sum())
-        return max(1, -(-n_used // self.batch_size))
+        # batches of the unshuffled order; a shuffled epoch differs by a few
+        sizes = self._effective_sizes(self.sizes)
+        offsets = np.cumsum(sizes) - sizes
+        return max(1, len(np.unique(offsets // self.batch_size)))
 
 
 class ArrayDataset(torch.utils.data.Dataset):

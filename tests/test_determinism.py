@@ -73,7 +73,13 @@ def test_dropout_masks_are_seeded(small_bags, method):
 def test_overlapping_bags_are_reproducible(small_bags, method):
     X, _, _, y = small_bags
     rng = np.random.RandomState(3)
-    lists = [rng.choice(len(X), rng.randint(3, 15), replace=False) for _ in range(25)]
+    # 5 blocks of 24 rows, 5 overlapping bags inside each: 5 connected groups,
+    # so validation can hold out whole groups
+    lists = [
+        24 * block + rng.choice(24, rng.randint(3, 15), replace=False)
+        for block in range(5)
+        for _ in range(5)
+    ]
     props = np.stack([np.bincount(y[rows], minlength=3) / len(rows) for rows in lists])
     _assert_reproducible(
         X,

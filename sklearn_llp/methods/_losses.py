@@ -9,8 +9,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-#: Bag-mean probabilities are clipped here before the log of the proportion
-#: loss, so an empty class prediction gives a large finite loss, not inf.
+#: Added to bag-mean probabilities before the log of the proportion loss, so
+#: a class predicted nowhere in its bag costs a large finite loss (not inf)
+#: and still gets a gradient (a clamp would give none).
 LOG_EPS = 1e-8
 
 
@@ -53,7 +54,7 @@ def proportion_loss(logits, segments, bag_props):
     """
     probs = F.softmax(logits, dim=1)
     bag_probs = segment_mean(probs, segments, bag_props.shape[0])
-    return -(bag_props * torch.log(bag_probs.clamp_min(LOG_EPS))).sum(1).mean()
+    return -(bag_props * torch.log(bag_probs + LOG_EPS)).sum(1).mean()
 
 
 def kl_divergence_with_logits(target_logits, logits):

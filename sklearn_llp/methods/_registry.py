@@ -1,5 +1,7 @@
 """Method names known to ``LLPClassifier(method=...)``."""
 
+import warnings
+
 from ._base import DLLP, LLPMethod
 from ._pi import PiModel
 from ._rot import ROT
@@ -36,14 +38,27 @@ def make_method(method, **hyperparams):
     A name builds its registered class with those ``hyperparams`` that are not
     None and that the class accepts; an instance is used as it is.
     """
+    given = {k: v for k, v in hyperparams.items() if v is not None}
     if isinstance(method, LLPMethod):
+        if given:
+            warnings.warn(
+                f"{sorted(given)} ignored: a method object carries its own "
+                "hyperparameters; set them on the object.",
+                UserWarning,
+                stacklevel=3,
+            )
         return method
     if isinstance(method, str) and method in _METHODS:
         method_class = _METHODS[method]
         accepted = method_class._get_param_names()
-        return method_class(
-            **{k: v for k, v in hyperparams.items() if k in accepted and v is not None}
-        )
+        unused = sorted(set(given) - set(accepted))
+        if unused:
+            warnings.warn(
+                f"{unused} ignored: method={method!r} does not use them.",
+                UserWarning,
+                stacklevel=3,
+            )
+        return method_class(**{k: v for k, v in given.items() if k in accepted})
     raise ValueError(
         f"method={method!r} is not a known method; use one of "
         f"{available_methods()} or an LLPMethod instance."
