@@ -8,7 +8,7 @@ LLPClassifier) is fitted on those groups and their proportions alone, and
 compared on the test people with the same pipeline trained on individual
 labels and with the majority-class baseline.
 
-Runs offline in about a minute on 2 CPU cores.
+Runs offline in about 25 seconds on 2 idle CPU cores.
 """
 
 import time
