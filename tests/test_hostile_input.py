@@ -995,7 +995,7 @@ CATALOGUE = [
         "membership matrix of the wrong shape",
         "next(BagKFold(2).split(X, groups=sp.eye(6, 3, format='csr')))",
         ValueError,
-        r"groups \(a membership matrix\) has shape \(6, 3\) but X has 8",
+        r"groups \(a membership matrix\) has 6 rows but X has 8",
     ),
     Malformed(
         "splitters",

@@ -24,6 +24,8 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 from sklearn.utils.validation import _num_samples
 
+from ..utils import check_membership
+
 
 def _is_membership(bags):
     """A sparse membership matrix or a list/tuple of 1-D index arrays."""
@@ -65,47 +67,8 @@ def _bag_ids(splitter, X, y, groups):
 
 
 def _as_membership(bags, n_samples, name):
-    """Validate overlapping bags into a CSC ``(n_samples, n_bags)`` bool matrix.
-
-    Column ``j`` holds the (sorted, distinct) rows of bag ``j``.
-    """
-    if sp.issparse(bags):
-        if bags.ndim != 2 or bags.shape[0] != n_samples:
-            raise ValueError(
-                f"{name} (a membership matrix) has shape {bags.shape} but X has "
-                f"{n_samples} rows; it must be (n_samples, n_bags)."
-            )
-        membership = sp.csc_matrix(sp.csc_matrix(bags) != 0)
-    else:
-        columns = []
-        for j, rows in enumerate(bags):
-            rows = np.asarray(rows)
-            if rows.size and rows.dtype.kind not in "iu":
-                raise TypeError(
-                    f"{name}[{j}] must be a 1-D array of integer row indices; "
-                    f"got dtype {rows.dtype}."
-                )
-            columns.append(rows.astype(np.int64))
-        indices = np.concatenate(columns)
-        if indices.size and (indices.min() < 0 or indices.max() >= n_samples):
-            raise ValueError(
-                f"{name} holds row indices outside [0, {n_samples}) for X of "
-                f"{n_samples} rows."
-            )
-        indptr = np.concatenate([[0], np.cumsum([len(c) for c in columns])])
-        membership = sp.csc_matrix(
-            (np.ones(len(indices), dtype=bool), indices, indptr),
-            shape=(n_samples, len(columns)),
-        )
-    membership.sum_duplicates()
-    membership.sort_indices()
-    sizes = np.diff(membership.indptr)
-    if np.any(sizes == 0):
-        raise ValueError(
-            f"{name} has {int((sizes == 0).sum())} empty bag(s), e.g. bag "
-            f"{int(np.flatnonzero(sizes == 0)[0])}; every bag needs a member."
-        )
-    return membership
+    """Validate overlapping bags into a CSC ``(n_samples, n_bags)`` matrix."""
+    return check_membership(bags, n_samples, name)
 
 
 def _instance_groups(membership):

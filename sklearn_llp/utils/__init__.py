@@ -6,6 +6,7 @@ from ._validation import (
     check_bag_data,
     check_bag_membership,
     check_bags,
+    check_membership,
 )
 
 __all__ = [
@@ -14,4 +15,5 @@ __all__ = [
     "check_bag_data",
     "check_bag_membership",
     "check_bags",
+    "check_membership",
 ]

@@ -291,27 +291,60 @@ def check_bag_data(bags, props, n_samples, classes=None, min_bags=2):
     return codes, bag_ids, bag_props[:, order], classes
 
 
-def _membership_from_lists(bags, n_samples):
-    """A list of index arrays, one per bag, as a CSC membership matrix."""
-    columns = []
-    for j, rows in enumerate(bags):
-        rows = np.asarray(rows)
-        if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
-            raise TypeError(
-                f"bags[{j}] must be a 1-D array of integer row indices of X."
+def check_membership(bags, n_samples, name="bags"):
+    """Overlapping bags as a validated CSC ``(n_samples, n_bags)`` matrix.
+
+    Parameters
+    ----------
+    bags : sparse matrix of shape (n_samples, n_bags) or list of arrays
+        Nonzero entries mark membership; or one array of row indices per bag.
+    n_samples : int
+        Number of rows of ``X``.
+    name : str, default="bags"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    membership : csc_matrix of shape (n_samples, n_bags)
+        Column ``j`` holds the sorted, distinct rows of bag ``j``.
+    """
+    if sp.issparse(bags):
+        if bags.ndim != 2 or bags.shape[0] != n_samples:
+            raise ValueError(
+                f"{name} (a membership matrix) has {bags.shape[0]} rows but X has "
+                f"{n_samples}; it must be (n_samples, n_bags)."
             )
-        columns.append(rows.astype(np.int64))
-    sizes = np.array([len(c) for c in columns], dtype=np.int64)
-    rows = np.concatenate(columns) if columns else np.zeros(0, np.int64)
-    if rows.size and (rows.min() < 0 or rows.max() >= n_samples):
-        raise ValueError(
-            f"bags holds row indices outside [0, {n_samples}) for X of "
-            f"{n_samples} rows."
+        membership = sp.csc_matrix(sp.csc_matrix(bags) != 0)
+    else:
+        columns = []
+        for j, rows in enumerate(bags):  # the input is a list: one array per bag
+            rows = np.asarray(rows)
+            if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
+                raise TypeError(
+                    f"{name}[{j}] must be a 1-D array of integer row indices of X."
+                )
+            columns.append(rows.astype(np.int64))
+        sizes = np.array([len(c) for c in columns], dtype=np.int64)
+        rows = np.concatenate(columns) if columns else np.zeros(0, np.int64)
+        if rows.size and (rows.min() < 0 or rows.max() >= n_samples):
+            raise ValueError(
+                f"{name} holds row indices outside [0, {n_samples}) for X of "
+                f"{n_samples} rows."
+            )
+        indptr = np.concatenate([[0], np.cumsum(sizes)])
+        membership = sp.csc_matrix(
+            (np.ones(len(rows), dtype=bool), rows, indptr),
+            shape=(n_samples, len(columns)),
         )
-    indptr = np.concatenate([[0], np.cumsum(sizes)])
-    return sp.csc_matrix(
-        (np.ones(len(rows)), rows, indptr), shape=(n_samples, len(columns))
-    )
+    membership.sum_duplicates()
+    membership.sort_indices()
+    sizes = np.diff(membership.indptr)
+    if np.any(sizes == 0):
+        raise ValueError(
+            f"{name} has {int((sizes == 0).sum())} empty bag(s), e.g. bag "
+            f"{int(np.flatnonzero(sizes == 0)[0])}; every bag needs a member."
+        )
+    return membership
 
 
 def check_bag_membership(bags, props, n_samples, classes=None, min_bags=2):
@@ -349,24 +382,8 @@ def check_bag_membership(bags, props, n_samples, classes=None, min_bags=2):
         indptr = np.concatenate([[0], np.cumsum(np.bincount(codes))])
         return indptr, members, bag_ids, bag_props, classes
 
-    if sp.issparse(bags):
-        if bags.shape[0] != n_samples:
-            raise ValueError(
-                f"bags (a membership matrix) has {bags.shape[0]} rows but X has "
-                f"{n_samples}; it must be (n_samples, n_bags)."
-            )
-        membership = sp.csc_matrix(bags != 0)
-    else:
-        membership = _membership_from_lists(bags, n_samples)
-    membership.sort_indices()
-    membership.sum_duplicates()
+    membership = check_membership(bags, n_samples)
     n_bags = membership.shape[1]
-    sizes = np.diff(membership.indptr)
-    if np.any(sizes == 0):
-        raise ValueError(
-            f"bags has {int((sizes == 0).sum())} empty bag(s), e.g. bag "
-            f"{int(np.flatnonzero(sizes == 0)[0])}; every bag needs a member."
-        )
     if n_bags < min_bags:
         raise ValueError(
             f"bags holds {n_bags} bag(s); LLP needs at least {min_bags} bags."
