@@ -92,6 +92,8 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         Gaussian input noise of ``"pi"``; None keeps its default 0.15.
     rot_alpha : float, default=None
         Weight of the proportion loss in ``"rot"``; None keeps its default.
+        A hyperparameter the chosen method does not use, or any of these set
+        beside a method object, is ignored with a warning.
     classes : array-like, default=None
         Class labels in the column order of ``props``; default: the columns
         of a per-bag table, else ``0..n_classes-1``.
@@ -106,7 +108,9 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         ``valid_soft_kl`` (see :mod:`sklearn_llp.metrics`), which skorch's
         ``EarlyStopping``/``Checkpoint`` can monitor. None trains on all bags.
         The paper selects models by the hard L1 error of held-out bags but
-        warns against early stopping on it; both are opt-in here.
+        warns against early stopping on it; both are opt-in here. Bags that
+        share instances are held out together (whole connected groups); the
+        split is drawn once per ``fit`` and kept by ``partial_fit``.
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, the bag shuffling and the random
         perturbations; an int makes a CPU fit reproducible.
