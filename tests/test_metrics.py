@@ -398,3 +398,9 @@ def test_bag_props_table():
     assert table.index.tolist() == ["A", "B"]
     assert table.columns.tolist() == ["neg", "pos"]
     np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5], [1.0, 0.0]])
+
+
+def test_mixed_bag_id_types_are_refused_like_in_fit():
+    proba = np.full((4, 2), 0.5)
+    with pytest.raises(TypeError, match="bags mixes id types"):
+        hard_l1_error([0, 0, "0", "0"], proba, proba)

@@ -168,7 +168,7 @@ def _n_samples(bags, y_proba):
                 f"bags (a membership matrix) has {bags.shape[0]} rows but y_proba "
                 f"has {n_samples}; it must be (n_samples, n_bags)."
             )
-    elif not _is_index_list(bags) and bags.ndim == 1 and len(bags) != n_samples:
+    elif not _is_index_list(bags) and np.ndim(bags) == 1 and len(bags) != n_samples:
         raise ValueError(
             f"bags has {len(bags)} entries but y_proba has {n_samples} rows; "
             "give one bag id per sample (row of y_proba)."
@@ -193,8 +193,8 @@ def _pair_targets(bags, props, y_proba, classes):
 
 
 def _errors(bags, props, y_proba, classes, metrics):
-    if not sp.issparse(bags) and not _is_index_list(bags):
-        bags = np.asarray(bags)
+    # bags go to the validators as given: converting a list here would hide
+    # mixed id types (0 and '0') from check_bags
     segments, members, bag_props, n_samples = _pair_targets(
         bags, props, y_proba, classes
     )
