@@ -39,9 +39,14 @@ def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
         assert record["dataset"] == "digits"
         assert 0.0 <= record["accuracy"] <= 1.0
         assert record["fit_seconds"] >= 0
-        # bags of 256 > batch_size 128: twice the epochs, the same steps
+        hp = record["hyperparameters"]
+        # bags of 256 > base batch 128: twice the epochs
         epochs = 20 if record["bagging"] == "uniform-256" else 10
-        assert record["epochs"] == record["hyperparameters"]["max_epochs"] == epochs
+        assert record["epochs"] == hp["max_epochs"] == epochs
+        # random bags: at least 8 per batch; K-means and supervised: base 128
+        batch = {"uniform-64": 512, "uniform-256": 2048}
+        assert hp["batch_size"] == batch.get(record["bagging"], 128)
+        assert hp["lr_schedule"] == "cosine"
         assert record["n_train"] == 600
         assert record["torch_threads"] == 1
     # 10 classes: a trained model beats guessing on the supervised run
@@ -75,3 +80,40 @@ def test_resume_skips_finished_runs(accuracy_module, tmp_path):
     table = (tmp_path / "accuracy.md").read_text()
     assert "| random 16 |" in table and "| random 64 |" in table
     assert table.count("* `python benchmarks/accuracy.py") == 2  # 2 invocations
+
+
+def test_training_for_packs_eight_bags(accuracy_module):
+    base = {"max_epochs": 20, "batch_size": 128, "lr": 1e-3}
+    training_for = accuracy_module.training_for
+    assert training_for(base, "supervised") == base
+    assert training_for(base, "uniform-16") == base
+    assert training_for(base, "uniform-64") == {**base, "batch_size": 512}
+    assert training_for(base, "uniform-256") == {
+        **base,
+        "batch_size": 2048,
+        "max_epochs": 40,
+    }
+    assert training_for(base, "kmeans") == base
+    wide = {**base, "batch_size": 256}
+    assert training_for(wide, "uniform-16") == wide  # already 16 bags
+
+
+def test_cosine_schedule_reaches_zero(accuracy_module, monkeypatch):
+    """The recorded schedule is the one applied: lr ends near 0."""
+    task = accuracy_module.make_tasks(
+        accuracy_module.parse_args(
+            ["--quick", "--methods", "dllp", "--bag-sizes", "16", "--out", "x"]
+        )
+    )[0]
+    fitted = []
+    original = accuracy_module.LLPClassifier.fit
+
+    def spy(self, *args, **kwargs):
+        fitted.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(accuracy_module.LLPClassifier, "fit", spy)
+    accuracy_module.run_task(task)
+    (clf,) = fitted
+    lrs = [group["lr"] for group in clf.optimizer_.param_groups]
+    assert max(lrs) < 1e-6

@@ -11,7 +11,7 @@ import torch
 from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from skorch.callbacks import ProgressBar
+from skorch.callbacks import LRScheduler, ProgressBar
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.modules import MLP
@@ -235,6 +235,18 @@ def test_max_bag_size_bounds_the_batch(small_bags):
     clf = LLPClassifier(max_epochs=1, max_bag_size=16, batch_size=8, verbose=0)
     clf.fit(X, bags, proportions)
     assert clf.history[-1, "batches", :, "train_batch_size"] == [16, 16]
+
+
+def test_lr_scheduler_callback_anneals_per_epoch(small_bags):
+    """skorch's LRScheduler (the README's cosine recipe) steps in our loop."""
+    X, bags, props, _ = small_bags
+    schedule = LRScheduler(policy="CosineAnnealingLR", T_max=4)
+    clf = LLPClassifier(max_epochs=2, verbose=0, random_state=0, callbacks=[schedule])
+    clf.fit(X, bags, props)
+    # half-way through a cosine from 1e-3 to 0 over 4 epochs
+    assert clf.optimizer_.param_groups[0]["lr"] == pytest.approx(5e-4)
+    clf.partial_fit(X, bags, props)
+    assert clf.optimizer_.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_progress_bar_callback(small_bags, capsys):

@@ -1,0 +1,225 @@
+"""Training-setting pilots on a validation split of the training bags.
+
+The settings of ``accuracy.py`` were chosen with this script, never with the
+test split. One run trains an ``LLPClassifier`` on 90 % of the training bags
+of a data set (the bags of ``accuracy.py``: same generator, same seed) and
+scores the other 10 % of the bags, every ``--every`` epochs:
+
+* ``hard_l1``: the hard L1 error of the held-out bags, the selection
+  criterion of the LLP-VAT paper, computable without instance labels;
+* ``accuracy``: the instance accuracy of the held-out rows (for information,
+  an LLP user would not have it).
+
+``--bag sup --method sup`` trains the supervised bound on 90 % of the rows
+(every row its own bag) and reports only the accuracy of the other 10 %.
+Each run appends one JSON line to ``results/tuning.jsonl``; ``--markdown``
+rewrites ``results/tuning.md`` from it.
+
+Run from the repository root::
+
+    python benchmarks/tune.py --dataset fashion --bag 256 --method dllp \\
+        --batch-size 2048 --epochs 40 --tag b256bs2048
+    python benchmarks/tune.py --markdown
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from skorch.callbacks import Callback, LRScheduler
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from accuracy import FASHION_DIR, RESULTS_DIR, load_dataset, make_bags  # noqa: E402
+
+from sklearn_llp import LLPClassifier  # noqa: E402
+from sklearn_llp.metrics import hard_l1_error  # noqa: E402
+
+VALIDATION_FRACTION = 0.1
+
+
+class HeldOutScores(Callback):
+    """Hard L1 of the held-out bags and accuracy of their rows, per epoch."""
+
+    def __init__(self, X, y, bags, props, every, last):
+        self.X, self.y, self.bags, self.props = X, y, bags, props
+        self.every, self.last = every, last
+        self.curve = []
+
+    def on_epoch_end(self, net, **kwargs):
+        epoch = len(net.history)
+        if epoch % self.every and epoch != self.last:
+            return
+        proba = net.predict_proba(self.X)
+        point = {"epoch": epoch, "accuracy": float((proba.argmax(1) == self.y).mean())}
+        if self.props is not None:
+            point["hard_l1"] = float(hard_l1_error(self.bags, self.props, proba))
+        self.curve.append(point)
+
+
+def schedule(name, epochs):
+    """A skorch learning-rate callback, or None."""
+    if name == "none":
+        return None
+    if name == "step":  # the paper's: x0.2 at 80 % of the epochs
+        return LRScheduler(
+            policy="MultiStepLR", milestones=[int(0.8 * epochs)], gamma=0.2
+        )
+    if name == "cos":
+        return LRScheduler(policy="CosineAnnealingLR", T_max=epochs)
+    raise ValueError(f"unknown schedule {name!r}")
+
+
+def run(args):
+    torch.set_num_threads(args.threads)
+    X, _, y, _ = load_dataset(args.dataset, None, str(args.fashion_dir))
+    supervised = args.bag == "sup"
+    if supervised:
+        bags, props = np.arange(len(X)), None
+    else:
+        bagging = "kmeans" if args.bag == "kmeans" else f"uniform-{args.bag}"
+        bags, props, _ = make_bags(
+            args.dataset, None, str(args.fashion_dir), bagging, args.seed
+        )
+    rng = np.random.default_rng(1000 + args.seed)
+    ids = np.unique(bags[bags >= 0])
+    held_ids = rng.choice(
+        ids, size=max(1, int(len(ids) * VALIDATION_FRACTION)), replace=False
+    )
+    held = np.isin(bags, held_ids)
+    train = (bags >= 0) & ~held
+
+    scores = HeldOutScores(
+        X[held],
+        y[held],
+        bags[held],
+        None if supervised else props[held],
+        args.every,
+        args.epochs,
+    )
+    callbacks = [("held_out", scores)]
+    lr_callback = schedule(args.schedule, args.epochs)
+    if lr_callback is not None:
+        callbacks.append(("lr_schedule", lr_callback))
+    method = "dllp" if args.method == "sup" else args.method
+    params = {
+        "method": method,
+        "max_epochs": args.epochs,
+        "lr": args.lr,
+        "batch_size": args.batch_size,
+        "module__hidden_sizes": tuple(int(h) for h in args.hidden.split(",")),
+        "max_bag_size": 1024,
+        "optimizer__weight_decay": args.weight_decay,
+    }
+    if method == "vat":
+        params.update(alpha=args.alpha, eps=args.eps)
+    clf = LLPClassifier(
+        random_state=args.seed, verbose=0, callbacks=callbacks, **params
+    )
+    start = time.perf_counter()
+    if supervised or args.method == "sup":
+        clf.fit(X[train], y[train])
+    else:
+        clf.fit(X[train], bags[train], props[train])
+    seconds = time.perf_counter() - start
+    record = {
+        "tag": args.tag,
+        "dataset": args.dataset,
+        "bag": args.bag,
+        "method": args.method,
+        "seed": args.seed,
+        "schedule": args.schedule,
+        **{k: v for k, v in params.items() if k != "module__hidden_sizes"},
+        "hidden": args.hidden,
+        "fit_seconds": round(seconds, 1),
+        "n_train": int(train.sum()),
+        "n_held_out": int(held.sum()),
+        "final": scores.curve[-1],
+        "curve": scores.curve,
+    }
+    return record
+
+
+def markdown(records):
+    lines = [
+        "# Training-setting pilots (`benchmarks/tune.py`)",
+        "",
+        "Training bags split 90 / 10 by bag (the test split is never used); "
+        "hard L1 of the held-out bags (the selection criterion, lower is "
+        "better) and accuracy of their rows (%, for information) after the "
+        "last epoch; one seed. Rows sorted by setting, then hard L1.",
+        "",
+        "| data set | bags | method | batch | epochs | lr | schedule | other "
+        "| held-out hard L1 | held-out accuracy | fit s | tag |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = {"16": 0, "64": 1, "256": 2, "kmeans": 3, "sup": 4}
+
+    def key(r):
+        return (r["dataset"], order.get(r["bag"], 9), r["final"].get("hard_l1", 0))
+
+    for r in sorted(records, key=key):
+        other = []
+        if r["method"] == "vat":
+            other.append(f"α {r['alpha']}, ε {r['eps']}")
+        if r.get("optimizer__weight_decay"):
+            other.append(f"wd {r['optimizer__weight_decay']}")
+        if r.get("hidden", "256,256") != "256,256":
+            other.append(f"hidden {r['hidden']}")
+        l1 = r["final"].get("hard_l1")
+        lines.append(
+            f"| {r['dataset']} | {r['bag']} | {r['method']} | {r['batch_size']} "
+            f"| {r['max_epochs']} | {r['lr']:g} | {r['schedule']} "
+            f"| {'; '.join(other) or '–'} | {'–' if l1 is None else f'{l1:.3f}'} "
+            f"| {100 * r['final']['accuracy']:.1f} | {r['fit_seconds']:.0f} "
+            f"| {r['tag']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", default="fashion")
+    parser.add_argument("--bag", default="256", help="16, 64, 256, kmeans or sup")
+    parser.add_argument(
+        "--method", default="dllp", help="dllp, vat, pi, rot, or sup (supervised)"
+    )
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--schedule", choices=["none", "step", "cos"], default="none")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--alpha", type=float, default=0.05, help="VAT weight")
+    parser.add_argument("--eps", type=float, default=1.0, help="VAT radius")
+    parser.add_argument("--hidden", default="256,256")
+    parser.add_argument("--every", type=int, default=5, help="score every N epochs")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--tag", default="")
+    parser.add_argument("--fashion-dir", type=Path, default=FASHION_DIR)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument(
+        "--markdown", action="store_true", help="only rewrite tuning.md"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    jsonl, md = args.out / "tuning.jsonl", args.out / "tuning.md"
+    if not args.markdown:
+        record = run(args)
+        print(json.dumps(record), flush=True)
+        with jsonl.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+    records = [json.loads(line) for line in jsonl.read_text().splitlines() if line]
+    md.write_text(markdown(records))
+    return records
+
+
+if __name__ == "__main__":
+    main()
