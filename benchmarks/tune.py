@@ -10,8 +10,9 @@ scores the other 10 % of the bags, every ``--every`` epochs:
 * ``accuracy``: the instance accuracy of the held-out rows (for information,
   an LLP user would not have it).
 
-``--bag sup --method sup`` trains the supervised bound on 90 % of the rows
-(every row its own bag) and reports only the accuracy of the other 10 %.
+``--method sup`` trains the supervised bound (instance labels) on the same
+rows and reports only the accuracy of the held-out ones; with ``--bag sup``
+the split is of single rows instead of bags.
 Each run appends one JSON line to ``results/tuning.jsonl``; ``--markdown``
 rewrites ``results/tuning.md`` from it.
 
@@ -129,10 +130,10 @@ def run(args):
         "tag": args.tag,
         "dataset": args.dataset,
         "bag": args.bag,
-        "method": args.method,
         "seed": args.seed,
         "schedule": args.schedule,
         **{k: v for k, v in params.items() if k != "module__hidden_sizes"},
+        "method": args.method,  # "sup" for the supervised bound
         "hidden": args.hidden,
         "fit_seconds": round(seconds, 1),
         "n_train": int(train.sum()),

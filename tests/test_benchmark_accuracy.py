@@ -43,8 +43,8 @@ def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
         # bags of 256 > base batch 128: twice the epochs
         epochs = 20 if record["bagging"] == "uniform-256" else 10
         assert record["epochs"] == hp["max_epochs"] == epochs
-        # random bags: at least 8 per batch; K-means and supervised: base 128
-        batch = {"uniform-64": 512, "uniform-256": 2048}
+        # bags of 256 > base batch 128: 8 per batch; the others: base 128
+        batch = {"uniform-256": 2048}
         assert hp["batch_size"] == batch.get(record["bagging"], 128)
         assert hp["lr_schedule"] == "cosine"
         assert record["n_train"] == 600
@@ -82,12 +82,13 @@ def test_resume_skips_finished_runs(accuracy_module, tmp_path):
     assert table.count("* `python benchmarks/accuracy.py") == 2  # 2 invocations
 
 
-def test_training_for_packs_eight_bags(accuracy_module):
+def test_training_for_packs_eight_large_bags(accuracy_module):
     base = {"max_epochs": 20, "batch_size": 128, "lr": 1e-3}
     training_for = accuracy_module.training_for
     assert training_for(base, "supervised") == base
     assert training_for(base, "uniform-16") == base
-    assert training_for(base, "uniform-64") == {**base, "batch_size": 512}
+    assert training_for(base, "uniform-64") == base  # 2 bags per base batch
+    assert training_for(base, "uniform-128") == {**base, "batch_size": 1024}
     assert training_for(base, "uniform-256") == {
         **base,
         "batch_size": 2048,
@@ -95,7 +96,8 @@ def test_training_for_packs_eight_bags(accuracy_module):
     }
     assert training_for(base, "kmeans") == base
     wide = {**base, "batch_size": 256}
-    assert training_for(wide, "uniform-16") == wide  # already 16 bags
+    assert training_for(wide, "uniform-64") == wide
+    assert training_for(wide, "uniform-256") == {**wide, "batch_size": 2048}
 
 
 def test_cosine_schedule_reaches_zero(accuracy_module, monkeypatch):
