@@ -112,6 +112,7 @@ def run(args):
         "lr": args.lr,
         "batch_size": args.batch_size,
         "module__hidden_sizes": tuple(int(h) for h in args.hidden.split(",")),
+        "module__dropout": args.dropout,
         "max_bag_size": 1024,
         "optimizer__weight_decay": args.weight_decay,
     }
@@ -168,6 +169,8 @@ def markdown(records):
             other.append(f"α {r['alpha']}, ε {r['eps']}")
         if r.get("optimizer__weight_decay"):
             other.append(f"wd {r['optimizer__weight_decay']}")
+        if r.get("module__dropout"):
+            other.append(f"dropout {r['module__dropout']}")
         if r.get("hidden", "256,256") != "256,256":
             other.append(f"hidden {r['hidden']}")
         l1 = r["final"].get("hard_l1")
@@ -197,6 +200,7 @@ def parse_args(argv=None):
     parser.add_argument("--alpha", type=float, default=0.05, help="VAT weight")
     parser.add_argument("--eps", type=float, default=1.0, help="VAT radius")
     parser.add_argument("--hidden", default="256,256")
+    parser.add_argument("--dropout", type=float, default=0.0, help="MLP dropout")
     parser.add_argument("--every", type=int, default=5, help="score every N epochs")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tag", default="")

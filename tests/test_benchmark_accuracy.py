@@ -119,3 +119,15 @@ def test_cosine_schedule_reaches_zero(accuracy_module, monkeypatch):
     (clf,) = fitted
     lrs = [group["lr"] for group in clf.optimizer_.param_groups]
     assert max(lrs) < 1e-6
+
+
+def test_selected_settings_apply_to_their_cell_only(accuracy_module):
+    args = accuracy_module.parse_args(
+        ["--datasets", "fashion", "digits", "--methods", "vat", "--seeds", "0"]
+    )
+    alphas = {
+        (t["dataset"], t["bagging"]): accuracy_module.hyperparameters(t)["alpha"]
+        for t in accuracy_module.make_tasks(args)
+    }
+    assert alphas.pop(("fashion", "uniform-16")) == 0.1
+    assert set(alphas.values()) == {accuracy_module.VAT_ALPHA}
