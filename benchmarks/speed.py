@@ -281,21 +281,25 @@ class BareLoop:
         r_adv = VAT_PARAMS["eps"] * torch.nn.functional.normalize(grad, dim=1)
         return self._kl(target, self.model(x + r_adv))
 
+    def batch(self, pairs):
+        """Host tensors ``x, segments, bag_props`` of a sampler batch."""
+        torch = self.torch
+        # the sampler keeps every bag contiguous: segments are run ids
+        pair_bags = self.pair_bags[pairs]
+        new_bag = np.empty(len(pairs), dtype=bool)
+        new_bag[0] = True
+        np.not_equal(pair_bags[1:], pair_bags[:-1], out=new_bag[1:])
+        segments = torch.from_numpy(np.cumsum(new_bag) - 1)
+        x = self.X[torch.from_numpy(self.members[pairs])]
+        bag_props = self.bag_props[torch.from_numpy(pair_bags[new_bag])]
+        return x, segments, bag_props
+
     def epoch(self):
         torch = self.torch
         self.model.train()
         total = torch.zeros((), device=self.device)
         for pairs in self.sampler:
-            # the sampler keeps every bag contiguous: segments are run ids
-            pair_bags = self.pair_bags[pairs]
-            new_bag = np.empty(len(pairs), dtype=bool)
-            new_bag[0] = True
-            np.not_equal(pair_bags[1:], pair_bags[:-1], out=new_bag[1:])
-            segments = np.cumsum(new_bag) - 1
-            x = self.X[torch.from_numpy(self.members[pairs])].to(self.device)
-            segments = torch.from_numpy(segments).to(self.device)
-            bag_props = self.bag_props[torch.from_numpy(pair_bags[new_bag])]
-            bag_props = bag_props.to(self.device)
+            x, segments, bag_props = (t.to(self.device) for t in self.batch(pairs))
 
             self.optimizer.zero_grad(set_to_none=True)
             logits = self.model(x)
@@ -598,13 +602,7 @@ def _micro_costs(llp, bare, method, device):
     loader = clf.get_iterator(dataset, training=True)
 
     def bare_index():
-        pair_bags = bare.pair_bags[pairs]
-        new_bag = np.empty(len(pairs), dtype=bool)
-        new_bag[0] = True
-        np.not_equal(pair_bags[1:], pair_bags[:-1], out=new_bag[1:])
-        torch.from_numpy(np.cumsum(new_bag) - 1)
-        bare.X[torch.from_numpy(bare.members[pairs])]
-        bare.bag_props[torch.from_numpy(pair_bags[new_bag])]
+        bare.batch(pairs)
 
     def loader_epoch():
         for _ in loader:
@@ -672,7 +670,6 @@ def _micro_costs(llp, bare, method, device):
 
 def run_profile(cfg, out_dir):
     """cProfile one epoch of each engine, and time the data pipelines alone."""
-    import torch
 
     device = _setup_torch(cfg["threads"], cfg["device"])
     X, bags, props, _ = make_bags(cfg["rows"], cfg["bagging"], cfg.get("bag_size"))
@@ -721,13 +718,7 @@ def run_profile(cfg, out_dir):
         llp_data_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         for pairs in bare.sampler:
-            pair_bags = bare.pair_bags[pairs]
-            new_bag = np.empty(len(pairs), dtype=bool)
-            new_bag[0] = True
-            np.not_equal(pair_bags[1:], pair_bags[:-1], out=new_bag[1:])
-            torch.from_numpy(np.cumsum(new_bag) - 1)
-            bare.X[torch.from_numpy(bare.members[pairs])]
-            bare.bag_props[torch.from_numpy(pair_bags[new_bag])]
+            bare.batch(pairs)
         bare_data_s = time.perf_counter() - t0
 
         us = 1e6 / n_batches
