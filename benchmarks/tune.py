@@ -31,10 +31,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, LRScheduler
+from skorch.callbacks import Callback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy import FASHION_DIR, RESULTS_DIR, load_dataset, make_bags  # noqa: E402
+from accuracy import (  # noqa: E402
+    FASHION_DIR,
+    RESULTS_DIR,
+    load_dataset,
+    lr_schedule_callback,
+    make_bags,
+)
 
 from sklearn_llp import LLPClassifier  # noqa: E402
 from sklearn_llp.metrics import hard_l1_error  # noqa: E402
@@ -61,17 +67,8 @@ class HeldOutScores(Callback):
         self.curve.append(point)
 
 
-def schedule(name, epochs):
-    """A skorch learning-rate callback, or None."""
-    if name == "none":
-        return None
-    if name == "step":  # the paper's: x0.2 at 80 % of the epochs
-        return LRScheduler(
-            policy="MultiStepLR", milestones=[int(0.8 * epochs)], gamma=0.2
-        )
-    if name == "cos":
-        return LRScheduler(policy="CosineAnnealingLR", T_max=epochs)
-    raise ValueError(f"unknown schedule {name!r}")
+#: ``--schedule`` values (as recorded) and the names of ``accuracy.py``.
+SCHEDULES = {"none": None, "step": "step", "cos": "cosine"}
 
 
 def run(args):
@@ -102,7 +99,7 @@ def run(args):
         args.epochs,
     )
     callbacks = [("held_out", scores)]
-    lr_callback = schedule(args.schedule, args.epochs)
+    lr_callback = lr_schedule_callback(SCHEDULES[args.schedule], args.epochs)
     if lr_callback is not None:
         callbacks.append(("lr_schedule", lr_callback))
     method = "dllp" if args.method == "sup" else args.method
@@ -194,7 +191,7 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--schedule", choices=["none", "step", "cos"], default="none")
+    parser.add_argument("--schedule", choices=list(SCHEDULES), default="none")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--alpha", type=float, default=0.05, help="VAT weight")
