@@ -179,14 +179,29 @@ MAX_BAG_SIZE = 1024
 #: against the defaults 0.05 / 1 (0.171), 0.1 / 3 (0.165), 0.2 / 2 (0.165)
 #: and 0.5 / 6 (0.181). In bags of 64 (piloted at batch 512) and 256 the
 #: defaults won (0.136 against 0.142; 0.090-0.091 against 0.101), so every
-#: other cell keeps them.
-SELECTED = {("fashion", "uniform-16", "vat"): {"alpha": 0.1, "eps": 2.0}}
+#: other cell keeps them. Seeds 1 and 2 confirmed alpha 0.1 / eps 2 on bags of
+#: 16 (mean over seeds 0-2: 0.166 against 0.172). Epochs on bags of 16, per
+#: method, mean over seeds 0-2 (20 / 40 epochs): VAT 0.166 / 0.164 (40 at
+#: lr 5e-4: 0.165), Pi 0.174 / 0.170, DLLP 0.173 / 0.173, ROT 0.168 / 0.173;
+#: the supervised bound on the same rows 90.3 / 90.1 % accuracy, so it stays
+#: at 20. Differences this small are within the spread between seeds.
+SELECTED = {
+    ("fashion", "uniform-16", "vat"): {"alpha": 0.1, "eps": 2.0, "max_epochs": 40},
+    ("fashion", "uniform-16", "pi"): {"max_epochs": 40},
+}
 #: Training settings selected per cell the same way, for every method of it.
 #: Adult in bags of 256 (24 % +- 3 % positives in every bag): with 8 bags a
 #: step, the base 10 epochs (150 steps) never leave the class prior (held-out
 #: hard L1 0.491, the prior's); 40 epochs neither; 80 epochs 0.363 (batch
 #: 2048) / 0.183 (1024); 160 epochs 0.178; 2 bags a step for 40 epochs 0.206.
-SELECTED_TRAINING = {("adult", "uniform-256"): {"max_epochs": 160}}
+#: Fashion-MNIST in bags of 256 (DLLP, 8 bags a step, seeds 0-2, mean held-out
+#: hard L1): 40 epochs at lr 1e-3 0.118 (0.090 / 0.137 / 0.126: seed 0 was
+#: the lucky split), 80 epochs at lr 5e-4 0.097, 80 epochs with dropout 0.5
+#: 0.100.
+SELECTED_TRAINING = {
+    ("adult", "uniform-256"): {"max_epochs": 160},
+    ("fashion", "uniform-256"): {"max_epochs": 80, "lr": 5e-4},
+}
 #: Batches of random bags as large as the base batch hold this many bags:
 #: one bag per step makes a noisy proportion gradient (see the pilots above).
 BAGS_PER_BATCH = 8
@@ -613,6 +628,30 @@ def summary(records):
     return out
 
 
+def _epochs_note(recs, bagging):
+    """Label suffix giving a row's epochs where they differ from the bound's."""
+    base = {r["epochs"] for r in recs if r["method"] == SUPERVISED}
+    epochs = {
+        m: {r["epochs"] for r in recs if r["bagging"] == bagging and r["method"] == m}
+        for m in LLP_METHODS
+    }
+    epochs = {m: e for m, e in epochs.items() if e}
+    if not base or all(e == base for e in epochs.values()):
+        return ""
+    distinct = {frozenset(e) for e in epochs.values()}
+    if len(distinct) == 1:
+        return f" ({', '.join(map(str, sorted(next(iter(distinct)))))} epochs)"
+    return (
+        " ("
+        + "; ".join(
+            f"{METHOD_LABELS[m]} {', '.join(map(str, sorted(e)))}"
+            for m, e in epochs.items()
+            if e != base
+        )
+        + " epochs)"
+    )
+
+
 def _metric_table(records, metric, title):
     lines = [
         title,
@@ -644,12 +683,8 @@ def _metric_table(records, metric, title):
                 cell = _cell(values[m])
                 cells.append(f"**{cell}**" if m == best else cell)
             label = bagging_label(bagging, recs)
-            row_epochs = sorted({r["epochs"] for r in recs if r["bagging"] == bagging})
-            base_epochs = sorted(
-                {r["epochs"] for r in recs if r["method"] == SUPERVISED}
-            )
-            if bagging is not None and base_epochs and row_epochs != base_epochs:
-                label += f" ({', '.join(map(str, row_epochs))} epochs)"
+            if bagging is not None:
+                label += _epochs_note(recs, bagging)
             cells.append(_cell(sup))
             lines.append(
                 f"| {DATASET_LABELS[dataset]} ({n_train:,} train) | {label} | "

@@ -149,16 +149,22 @@ def markdown(records):
         "Training bags split 90 / 10 by bag (the test split is never used); "
         "hard L1 of the held-out bags (the selection criterion, lower is "
         "better) and accuracy of their rows (%, for information) after the "
-        "last epoch; one seed. Rows sorted by setting, then hard L1.",
+        "last epoch. The seed draws the bags, the split and the initial "
+        "weights. Rows sorted by setting, then seed, then hard L1.",
         "",
-        "| data set | bags | method | batch | epochs | lr | schedule | other "
-        "| held-out hard L1 | held-out accuracy | fit s | tag |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| data set | bags | method | seed | batch | epochs | lr | schedule "
+        "| other | held-out hard L1 | held-out accuracy | fit s | tag |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = {"16": 0, "64": 1, "256": 2, "kmeans": 3, "sup": 4}
 
     def key(r):
-        return (r["dataset"], order.get(r["bag"], 9), r["final"].get("hard_l1", 0))
+        return (
+            r["dataset"],
+            order.get(r["bag"], 9),
+            r["seed"],
+            r["final"].get("hard_l1", 0),
+        )
 
     for r in sorted(records, key=key):
         other = []
@@ -172,7 +178,8 @@ def markdown(records):
             other.append(f"hidden {r['hidden']}")
         l1 = r["final"].get("hard_l1")
         lines.append(
-            f"| {r['dataset']} | {r['bag']} | {r['method']} | {r['batch_size']} "
+            f"| {r['dataset']} | {r['bag']} | {r['method']} | {r['seed']} "
+            f"| {r['batch_size']} "
             f"| {r['max_epochs']} | {r['lr']:g} | {r['schedule']} "
             f"| {'; '.join(other) or '–'} | {'–' if l1 is None else f'{l1:.3f}'} "
             f"| {100 * r['final']['accuracy']:.1f} | {r['fit_seconds']:.0f} "

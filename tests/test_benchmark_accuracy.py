@@ -131,3 +131,20 @@ def test_selected_settings_apply_to_their_cell_only(accuracy_module):
     }
     assert alphas.pop(("fashion", "uniform-16")) == 0.1
     assert set(alphas.values()) == {accuracy_module.VAT_ALPHA}
+
+
+def test_selected_training_applies_to_every_method_of_its_cell(accuracy_module):
+    args = accuracy_module.parse_args(["--datasets", "fashion", "--seeds", "0"])
+    settings = {
+        (t["bagging"], t["method"]): accuracy_module.hyperparameters(t)
+        for t in accuracy_module.make_tasks(args)
+    }
+    for method in accuracy_module.LLP_METHODS:
+        # bags of 256: 8 bags a step, the pilots' 80 epochs at lr 5e-4
+        cell = settings.pop(("uniform-256", method))
+        assert (cell["batch_size"], cell["max_epochs"], cell["lr"]) == (2048, 80, 5e-4)
+    # bags of 16: VAT and the Pi-model were selected 40 epochs
+    for method in ("vat", "pi"):
+        assert settings.pop(("uniform-16", method))["max_epochs"] == 40
+    # every other cell, the supervised bound included, keeps the base settings
+    assert {(p["max_epochs"], p["lr"]) for p in settings.values()} == {(20, 1e-3)}
