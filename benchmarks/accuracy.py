@@ -173,9 +173,10 @@ PI_ALPHA = 1.0
 PI_NOISE_STD = 0.15
 ROT_ALPHA = 0.5
 MAX_BAG_SIZE = 1024
-#: Method settings selected per cell, as the paper selects them: among the
-#: settings piloted on a cell (``results/tuning.md``), the one with the lowest
-#: held-out hard L1. Fashion-MNIST, VAT, bags of 16: alpha 0.1 / eps 2 (0.164)
+#: Settings of one method selected per cell, as the paper selects them (any
+#: ``LLPClassifier`` parameter, applied last by ``hyperparameters``): among
+#: the settings piloted on a cell (``results/tuning.md``), the one with the
+#: lowest held-out hard L1. Fashion-MNIST, VAT, bags of 16: alpha 0.1 / eps 2 (0.164)
 #: against the defaults 0.05 / 1 (0.171), 0.1 / 3 (0.165), 0.2 / 2 (0.165)
 #: and 0.5 / 6 (0.181). In bags of 64 (piloted at batch 512) and 256 the
 #: defaults won (0.136 against 0.142; 0.090-0.091 against 0.101), so every
