@@ -187,7 +187,11 @@ MAX_BAG_SIZE = 1024
 #: the supervised bound on the same rows 90.3 / 90.1 % accuracy, so it stays
 #: at 20. Differences this small are within the spread between seeds.
 SELECTED = {
-    ("fashion", "uniform-16", "vat"): {"alpha": 0.1, "eps": 2.0, "max_epochs": 40},
+    ("fashion", "uniform-16", "vat"): {
+        "method__alpha": 0.1,
+        "method__eps": 2.0,
+        "max_epochs": 40,
+    },
     ("fashion", "uniform-16", "pi"): {"max_epochs": 40},
 }
 #: Training settings selected per cell the same way, for every method of it.
@@ -439,11 +443,17 @@ def hyperparameters(task):
         "lr_schedule": train.get("schedule"),
     }
     if task["method"] == "vat":
-        params.update(alpha=VAT_ALPHA, eps=train["vat_eps"], rampup=RAMPUP)
+        params.update(
+            method__alpha=VAT_ALPHA, method__eps=train["vat_eps"], method__rampup=RAMPUP
+        )
     elif task["method"] == "pi":
-        params.update(alpha=PI_ALPHA, noise_std=PI_NOISE_STD, rampup=RAMPUP)
+        params.update(
+            method__alpha=PI_ALPHA,
+            method__noise_std=PI_NOISE_STD,
+            method__rampup=RAMPUP,
+        )
     elif task["method"] == "rot":
-        params.update(rot_alpha=ROT_ALPHA)
+        params.update(method__rot_alpha=ROT_ALPHA)
     params.update(SELECTED.get((task["dataset"], task["bagging"], task["method"]), {}))
     return params
 
@@ -772,7 +782,15 @@ def markdown(output):
         rot = [h for h in hp if h["method"] == "rot"]
 
         def values(key, hps=hp):
-            found = sorted({json.dumps(h[key]) for h in hps if key in h})
+            # records before the method__ prefix name the bare hyperparameter
+            old = key.removeprefix("method__")
+            found = sorted(
+                {
+                    json.dumps(h.get(key, h.get(old)))
+                    for h in hps
+                    if key in h or old in h
+                }
+            )
             return ", ".join(found) if found else "–"
 
         seeds = sorted({r["seed"] for r in recs})
@@ -782,9 +800,9 @@ def markdown(output):
             f"| {values('max_epochs')} | {values('lr')} | {values('lr_schedule')} "
             f"| {values('batch_size')} "
             f"| {values('module__hidden_sizes')} "
-            f"| {values('alpha', vat)} / {values('eps', vat)} "
-            f"| {values('alpha', pi)} / {values('noise_std', pi)} "
-            f"| {values('rot_alpha', rot)} "
+            f"| {values('method__alpha', vat)} / {values('method__eps', vat)} "
+            f"| {values('method__alpha', pi)} / {values('method__noise_std', pi)} "
+            f"| {values('method__rot_alpha', rot)} "
             f"| {np.mean([r['fit_seconds'] for r in recs]):.1f} |"
         )
     lines += [

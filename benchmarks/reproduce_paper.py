@@ -351,9 +351,12 @@ def hyperparameter_grid(method, dataset, alphas=None):
     if method == "vanilla":
         return [{}]
     if method == "vat":
-        return [{"alpha": a, "eps": VAT_EPS[dataset]} for a in (alphas or VAT_ALPHAS)]
+        return [
+            {"method__alpha": a, "method__eps": VAT_EPS[dataset]}
+            for a in (alphas or VAT_ALPHAS)
+        ]
     if method == "rot":
-        return [{"rot_alpha": a} for a in (alphas or ROT_ALPHAS)]
+        return [{"method__rot_alpha": a} for a in (alphas or ROT_ALPHAS)]
     raise ValueError(f"unknown method {method!r}; use one of {METHODS}")
 
 

@@ -114,7 +114,7 @@ def run(args):
         "optimizer__weight_decay": args.weight_decay,
     }
     if method == "vat":
-        params.update(alpha=args.alpha, eps=args.eps)
+        params.update(method__alpha=args.alpha, method__eps=args.eps)
     clf = LLPClassifier(
         random_state=args.seed, verbose=0, callbacks=callbacks, **params
     )

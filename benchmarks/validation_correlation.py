@@ -7,10 +7,10 @@ validated on held-out *bags*, so a bag-level error is useful for model
 selection only if it tracks the instance-level test error across models.
 
 For every bag setting (random bags of 16 and of 64, and K-means bags of
-similar images), the training images are put into bags, 10 % of the bags
-are held out whole as validation bags (``BagShuffleSplit(test_size=0.1)``),
-and a grid of ``LLPClassifier`` models (DLLP and LLP-VAT with several
-consistency weights, learning rates and training lengths) is trained on the
+similar images), the training images are put into bags, about 10 % of the
+rows are held out in whole bags as validation bags
+(``BagShuffleSplit(test_size=0.1)``), and a grid of ``LLPClassifier`` models
+(DLLP and LLP-VAT with several consistency weights, learning rates and training lengths) is trained on the
 other bags. Every model gets the four bag errors of :mod:`sklearn_llp.metrics`
 (hard/soft L1 and KL) on the validation bags and its error rate on a test
 split with instance labels. The script reports the Pearson correlation
@@ -103,15 +103,15 @@ def model_grid(quick):
         methods, epochs, lrs, hidden = METHODS_FULL, EPOCHS_FULL, LRS_FULL, HIDDEN_FULL
     grid = []
     for (method, alpha), max_epochs, lr in product(methods, epochs, lrs):
-        grid.append(
-            {
-                "method": method,
-                "alpha": alpha,
-                "max_epochs": max_epochs,
-                "lr": lr,
-                "module__hidden_sizes": hidden,
-            }
-        )
+        params = {
+            "method": method,
+            "max_epochs": max_epochs,
+            "lr": lr,
+            "module__hidden_sizes": hidden,
+        }
+        if alpha is not None:
+            params["method__alpha"] = alpha
+        grid.append(params)
     return grid
 
 
@@ -178,7 +178,7 @@ def run_setting(name, X_train, y_train, X_test, y_test, grid, seed, log):
         }
         rows.append(row)
         log(
-            f"  {params['method']:<4} alpha={params['alpha']!s:<5} "
+            f"  {params['method']:<4} alpha={params.get('method__alpha')!s:<5} "
             f"lr={params['lr']:<7g} epochs={params['max_epochs']:<3} "
             f"hard_l1={row['valid_hard_l1']:.3f} test_error={test_error:.3f}"
         )

@@ -14,7 +14,7 @@ each group's share of incomes above $50K kept:
   holds every group's proportions and looks the test groups up by the bag
   ids in ``y``, so it works in scikit-learn's default configuration
   (metadata routing off); ``error_score="raise"`` surfaces any scorer error;
-- the grid: DLLP and LLP-VAT (``alpha`` 0.05 and 0.5), each for 10 and 30
+- the grid: DLLP and LLP-VAT (``method__alpha`` 0.05 and 0.5), each for 10 and 30
   epochs (6 candidates, 18 fits and one refit).
 
 It prints the cross-validation table (mean hard L1 error of the held-out
@@ -63,7 +63,8 @@ torch.set_num_threads(1)  # small networks: one thread is enough
 
 def candidate_name(params):
     method = params["llpclassifier__method"]
-    name = "DLLP" if method == "dllp" else f"VAT α={params['llpclassifier__alpha']}"
+    alpha = params.get("llpclassifier__method__alpha")
+    name = "DLLP" if method == "dllp" else f"VAT α={alpha}"
     return f"{name}, {params['llpclassifier__max_epochs']} ep"
 
 
@@ -105,7 +106,7 @@ def main(argv=None):
         {"llpclassifier__method": ["dllp"], "llpclassifier__max_epochs": epochs},
         {
             "llpclassifier__method": ["vat"],
-            "llpclassifier__alpha": [0.05, 0.5],
+            "llpclassifier__method__alpha": [0.05, 0.5],
             "llpclassifier__max_epochs": epochs,
         },
     ]

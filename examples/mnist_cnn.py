@@ -10,7 +10,7 @@ only every bag's digit proportions, and 1,000 are kept for testing.
 
 The module class takes ``n_classes``, so the classifier fills it in; its
 other arguments are ``module__*`` parameters. LLP-VAT perturbs the images
-in pixel units: ``eps=3.0`` is an L2 radius of 3 over the 784 pixels (the
+in pixel units: ``method__eps=3.0`` is an L2 radius of 3 over the 784 pixels (the
 LLP-VAT paper used 1 on SVHN and 6 on CIFAR-10). LLP-VAT and DLLP train
 for 20 epochs (Adam, lr 3e-3) and are compared with the same network trained
 on the individual labels (``props=None``). ``mnist_cnn.png`` shows LLP-VAT's
@@ -160,7 +160,7 @@ def main(argv=None):
         clf = LLPClassifier(
             SmallCNN,
             method=method,
-            eps=3.0,
+            **({"method__eps": 3.0} if method == "vat" else {}),
             max_epochs=epochs,
             lr=3e-3,
             random_state=args.seed,

@@ -8,9 +8,9 @@ bags three ways:
 
 - DLLP, the proportion loss alone;
 - the Pi-model (``method="pi"``), plus consistency under Gaussian input noise
-  (``noise_std=0.15``, ``alpha=1``);
+  (``method__noise_std=0.15``, ``method__alpha=1``);
 - LLP-VAT (``method="vat"``), plus consistency under adversarial
-  perturbations (``eps=0.2``, ``alpha=3``);
+  perturbations (``method__eps=0.2``, ``method__alpha=3``);
 
 each for 600 full-batch epochs (Adam, lr 5e-3). The figure
 ``plot_two_moons.png`` shows every model's decision regions (``predict_proba``
@@ -52,8 +52,8 @@ torch.set_num_threads(1)  # small networks: one thread is enough
 NOISE = 0.1
 METHODS = {
     "DLLP": dict(method="dllp"),
-    "Π-model": dict(method="pi", alpha=1.0, noise_std=0.15),
-    "LLP-VAT": dict(method="vat", alpha=3.0, eps=0.2),
+    "Π-model": dict(method="pi", method__alpha=1.0, method__noise_std=0.15),
+    "LLP-VAT": dict(method="vat", method__alpha=3.0, method__eps=0.2),
 }
 
 

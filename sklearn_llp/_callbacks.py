@@ -5,7 +5,7 @@ import torch
 from skorch.callbacks import Callback
 
 from .metrics import BAG_METRICS
-from .metrics._bag_metrics import _bag_errors_from_codes
+from .metrics._bag_metrics import errors_of_pairs
 
 
 class BagValidationErrors(Callback):
@@ -28,16 +28,34 @@ class BagValidationErrors(Callback):
             return
         target = batch[1]
         pairs = y_pred.detach()
+        weights = target.get("weights")
         if "members" in target:  # overlapping bags: one row per bag member
-            pairs = pairs[target["members"].to(pairs.device)]
-        proba = torch.softmax(pairs.float(), dim=1).cpu().numpy()
+            members = target["members"].to(pairs.device)
+            pairs = pairs[members]
+            if weights is not None:
+                weights = weights[members.cpu()]
+        proba = torch.softmax(pairs.float(), dim=1).cpu().numpy().astype(np.float64)
         bag_props = target["bag_props"].cpu().numpy().astype(np.float64)
         segments = target["segments"].cpu().numpy()
-        errors = _bag_errors_from_codes(segments, bag_props, proba)
-        n_bags = len(bag_props)
+        bag_weights = target.get("bag_weights")
+        bag_weights = (
+            np.ones(len(bag_props))
+            if bag_weights is None
+            else bag_weights.cpu().numpy().astype(np.float64)
+        )
+        if not np.isfinite(proba).all():  # a diverged network: no fake score
+            errors = dict.fromkeys(BAG_METRICS, np.nan)
+        else:
+            errors = errors_of_pairs(
+                segments,
+                bag_props,
+                proba,
+                weights=None if weights is None else weights.numpy().astype(float),
+                bag_weights=bag_weights,
+            )
         for name, value in errors.items():
-            self.sums_[name] += value * n_bags
-        self.n_bags_ += n_bags
+            self.sums_[name] += value * bag_weights.sum()
+        self.n_bags_ += bag_weights.sum()
 
     def on_epoch_end(self, net, dataset_valid=None, **kwargs):
         if dataset_valid is None or not self.n_bags_:

@@ -1,16 +1,22 @@
 """``LLPClassifier``: a scikit-learn classifier trained from label proportions."""
 
 import inspect
+import math
 import re
+import sys
+import warnings
 from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, validate_parameter_constraints
+from sklearn.utils._param_validation import (
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _num_samples,
@@ -19,6 +25,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 from skorch import NeuralNet
+from skorch.callbacks import BatchScoring, EpochScoring
 from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 
@@ -31,10 +38,12 @@ from ._data import (
     as_tensor,
     bag_loader,
 )
-from .methods import BagBatch, LLPMethod, make_method, proportion_loss
+from .exceptions import FitDivergedError, ModelResetWarning
+from .methods import BagBatch, LLPMethod, make_method, method_params
 from .metrics import hard_l1_error
+from .model_selection import BagShuffleSplit
 from .modules import MLP
-from .utils import check_bag_membership
+from .utils import Bags, check_bags
 
 # Base-class parameters that have no meaning here: the method is the loss,
 # batches are whole bags, validation holds out whole bags and probabilities
@@ -48,12 +57,44 @@ _UNUSED_SKORCH_PARAMS = (
     "predict_nonlinearity",
 )
 
+# Attributes a fit sets from the data; restored if that fit fails before
+# training starts, so a failed refit never leaves a half-updated model.
+_DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "_input_shape_")
+
 
 def resolve_device(device):
     """``"auto"`` is CUDA when available, else the CPU."""
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
+
+
+class _Callbacks(list):
+    """The default callbacks, to which a tuple of user callbacks can be added
+    (skorch concatenates ``defaults + callbacks``, which needs lists)."""
+
+    def __add__(self, other):
+        return list(self) + list(other)
+
+
+def _sklearn_cross_val_predict_method(depth=12):
+    """The ``method`` of scikit-learn's ``cross_val_predict`` if it is our
+    caller (a few frames up, through a Pipeline too), else None.
+
+    That function label-encodes ``y`` and, for probabilities, reshapes them
+    to one column per distinct ``y``: per bag id here.
+    """
+    frame = sys._getframe(1)
+    for _ in range(depth):
+        if frame is None:
+            return None
+        if (
+            frame.f_code.co_name == "_fit_and_predict"
+            and frame.f_globals.get("__name__") == "sklearn.model_selection._validation"
+        ):
+            return frame.f_locals.get("method")
+        frame = frame.f_back
+    return None
 
 
 class LLPClassifier(ClassifierMixin, NeuralNet):
@@ -74,26 +115,15 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         as ``module__n_features``/``module__n_classes``; other arguments are
         ``module__*`` parameters (e.g. ``module__hidden_sizes=(64,)``).
     method : str or LLPMethod, default="vat"
-        The training loss: ``"dllp"`` (proportion loss only), ``"vat"``
-        (LLP-VAT: proportion loss plus virtual adversarial consistency),
-        ``"pi"`` (Pi-model consistency), ``"rot"`` (optimal-transport
-        pseudo-labels) or an :class:`~sklearn_llp.methods.LLPMethod`
-        instance, which carries its own hyperparameters.
-    alpha : float, default=None
-        Maximum consistency weight of ``"vat"`` and ``"pi"``; None keeps the
-        method's default (0.05 for VAT, 1.0 for Pi).
-    eps : float, default=None
-        VAT perturbation radius in input units; None keeps VAT's default 1.0.
-    rampup : float, default=None
-        Fraction of the planned optimizer steps over which the consistency
-        weight ramps up as ``alpha * exp(-5 (1 - t/T)^2)``; None keeps the
-        method's default 0.4.
-    noise_std : float, default=None
-        Gaussian input noise of ``"pi"``; None keeps its default 0.15.
-    rot_alpha : float, default=None
-        Weight of the proportion loss in ``"rot"``; None keeps its default.
-        A hyperparameter the chosen method does not use, or any of these set
-        beside a method object, is ignored with a warning.
+        The training loss, a component like ``module``: ``"dllp"``
+        (proportion loss only), ``"vat"`` (LLP-VAT: proportion loss plus
+        virtual adversarial consistency), ``"pi"`` (Pi-model consistency),
+        ``"rot"`` (optimal-transport pseudo-labels) or an
+        :class:`~sklearn_llp.methods.LLPMethod` instance. Its hyperparameters
+        are ``method__*`` parameters, e.g. ``method__alpha=0.1``; they
+        override an instance's own values (the instance itself is cloned,
+        never modified) and are validated before any training. A fresh
+        method is built once per ``fit``/``partial_fit``.
     classes : array-like, default=None
         Class labels in the column order of ``props``; default: the columns
         of a per-bag table, else ``0..n_classes-1``.
@@ -102,18 +132,19 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         many, so the memory of a step is bounded while every instance is used
         over the epochs. None never subsamples.
     validation_fraction : float, default=None
-        Fraction of the bags held out (whole) for validation: every epoch the
-        history records ``valid_loss`` (proportion loss) and the bag errors
+        Fraction of the **rows** held out for validation, in whole bags (whole
+        groups of connected bags when bags overlap), drawn by
+        :class:`~sklearn_llp.model_selection.BagShuffleSplit`: the held-out
+        rows exceed the fraction by less than one bag. Every epoch the history
+        records ``valid_loss`` (proportion loss) and the bag errors
         ``valid_hard_l1``, ``valid_soft_l1``, ``valid_hard_kl`` and
         ``valid_soft_kl`` (see :mod:`sklearn_llp.metrics`), which skorch's
         ``EarlyStopping``/``Checkpoint`` can monitor. None trains on all bags.
-        The paper selects models by the hard L1 error of held-out bags but
-        warns against early stopping on it; both are opt-in here. Bags that
-        share instances are held out together (whole connected groups); the
-        split is drawn once per ``fit`` and kept by ``partial_fit``.
+        The split is drawn once per ``fit`` and kept by ``partial_fit``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the network's initialisation, the bag shuffling and the random
-        perturbations; an int makes a CPU fit reproducible.
+        Seeds the network's initialisation, the bag shuffling, the validation
+        split and the random perturbations; an int makes a CPU fit
+        reproducible for a given number of torch threads.
     optimizer : torch optimizer class, default=torch.optim.Adam
     lr : float, default=1e-3
         Learning rate.
@@ -124,26 +155,27 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         is reached, so a batch may exceed it by less than one bag. With
         large bags, make room for several bags per step (e.g. 8 times the bag
         size): a bag at least as large as ``batch_size`` is a step of its
-        own, and the proportion gradient of a single bag is noisy. On
-        Fashion-MNIST in bags of 256, one bag per step reached 74.6 % held-out
-        accuracy in 40 epochs, 8 bags per step (``batch_size=2048``) 82.4 %
-        (``benchmarks/tune.py``). Random bags gain most, their proportions
-        differing little; for groups of similar rows (K-means bags) the
-        default did as well as packing 8 bags.
+        own, and the proportion gradient of a single bag is noisy.
     predict_batch_size : int, default=4096
         Rows per forward pass in ``predict`` and ``predict_proba``.
-    callbacks : list of skorch callbacks, default=None
+    callbacks : list or tuple of skorch callbacks, default=None
         Extra callbacks, e.g. ``skorch.callbacks.ProgressBar("count")``.
+        skorch's ``EpochScoring``/``BatchScoring`` score instances against
+        labels, which LLP data do not have, and are refused; the bag errors
+        of ``validation_fraction`` are recorded instead.
     warm_start : bool, default=False
-        Continue from the current weights on ``fit``.
+        Continue from the current weights on ``fit``; the data must have the
+        fitted model's classes and features (else ``fit`` raises and the
+        model is left as it was).
     verbose : int, default=1
         1 prints skorch's epoch table; 0 is silent.
     device : str, default="auto"
         ``"auto"`` trains on CUDA when available, else on the CPU; or any
-        torch device string.
+        torch device string. ``set_params(device=...)`` on a fitted model
+        moves its network and optimizer state there.
     **kwargs
-        ``module__*``, ``optimizer__*`` and ``callbacks__*`` parameters, as in
-        skorch.
+        ``method__*``, ``module__*``, ``optimizer__*`` and ``callbacks__*``
+        parameters, as in skorch.
 
     Attributes
     ----------
@@ -171,6 +203,14 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
     sklearn_llp.methods.VAT : The LLP-VAT loss.
     sklearn_llp.methods.DLLP : The proportion loss alone.
 
+    Notes
+    -----
+    A fit whose loss becomes NaN or infinite stops with
+    :class:`~sklearn_llp.exceptions.FitDivergedError`. ``set_params`` of
+    ``module__*`` on a fitted model re-initialises the network (skorch's
+    behaviour): a :class:`~sklearn_llp.exceptions.ModelResetWarning` says so
+    and the model counts as not fitted until the next ``fit``.
+
     Examples
     --------
     >>> from sklearn.datasets import load_digits
@@ -193,14 +233,12 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
     __metadata_request__partial_fit = {"props": True}
     __metadata_request__score = {"props": True}
 
+    # ``method`` is a component like ``module``: ``method__*`` parameters
+    prefixes_ = [*NeuralNet.prefixes_, "method"]
+
     _parameter_constraints = {
         "module": [callable, None],
         "method": [str, LLPMethod],
-        "alpha": [Interval(Real, 0, None, closed="left"), None],
-        "eps": [Interval(Real, 0, None, closed="left"), None],
-        "rampup": [Interval(Real, 0, 1, closed="both"), None],
-        "noise_std": [Interval(Real, 0, None, closed="left"), None],
-        "rot_alpha": [Interval(Real, 0, 1, closed="both"), None],
         "classes": ["array-like", None],
         "max_bag_size": [Interval(Integral, 1, None, closed="left"), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
@@ -209,6 +247,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         "max_epochs": [Interval(Integral, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "predict_batch_size": [Interval(Integral, 1, None, closed="left")],
+        "callbacks": [list, tuple, StrOptions({"disable"}), None],
         "device": [str, torch.device],
     }
 
@@ -217,11 +256,6 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         module=None,
         *,
         method="vat",
-        alpha=None,
-        eps=None,
-        rampup=None,
-        noise_std=None,
-        rot_alpha=None,
         classes=None,
         max_bag_size=1024,
         validation_fraction=None,
@@ -255,11 +289,6 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         for name in _UNUSED_SKORCH_PARAMS:
             delattr(self, name)
         self.method = method
-        self.alpha = alpha
-        self.eps = eps
-        self.rampup = rampup
-        self.noise_std = noise_std
-        self.rot_alpha = rot_alpha
         self.classes = classes
         self.max_bag_size = max_bag_size
         self.validation_fraction = validation_fraction
@@ -267,7 +296,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         self.predict_batch_size = predict_batch_size
 
     # ------------------------------------------------------------------
-    # context: device and seeds
+    # context: device, seeds, rollback
     # ------------------------------------------------------------------
     @contextmanager
     def _on_device(self):
@@ -301,6 +330,20 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             steps = getattr(self, "n_train_steps_", 0)
             self._seed_ = int(rng.randint(np.iinfo(np.int32).max) + steps) % (2**31)
 
+    @contextmanager
+    def _rollback_on_error(self):
+        """Restore the data attributes if validation fails half-way."""
+        saved = {
+            name: vars(self)[name] for name in _DATA_ATTRIBUTES if name in vars(self)
+        }
+        try:
+            yield
+        except BaseException:
+            for name in _DATA_ATTRIBUTES:
+                vars(self).pop(name, None)
+            vars(self).update(saved)
+            raise
+
     # ------------------------------------------------------------------
     # data
     # ------------------------------------------------------------------
@@ -326,54 +369,93 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             )
         return X
 
-    def _training_dataset(self, X, y, props, reset, classes=None):
-        """Validate ``X``, bags and proportions into a :class:`BagDataset`."""
-        X = self._validate_X(X, reset)
-        classes = classes if reset else self.classes_
-        if props is None:
+    def _label_bags(self, y, n_samples, classes, sample_weight):
+        """Supervised data: every row its own bag, with a one-hot proportion."""
+        labels = column_or_1d(y, warn=True)
+        check_classification_targets(labels)
+        if labels.shape[0] != n_samples:
+            raise ValueError(
+                f"y must hold one class label per row of X when props is None; "
+                f"got shape {labels.shape} for {n_samples} rows."
+            )
+        label_classes, codes = np.unique(labels, return_inverse=True)
+        if classes is None:
+            classes = label_classes
+        classes = np.asarray(classes)
+        onehot = (classes[:, None] == label_classes).T * 1.0
+        if np.any(onehot.sum(1) != 1):
+            unknown = label_classes[onehot.sum(1) != 1][:5].tolist()
+            raise ValueError(
+                f"y holds labels that are not in classes {classes.tolist()}, e.g. "
+                f"{unknown}."
+            )
+        bags = check_bags(np.arange(n_samples), sample_weight=sample_weight)
+        rows = bags.ids  # rows of weight 0 are dropped
+        bags.props = onehot[codes.ravel()[rows]]
+        bags.classes = classes
+        if bags.weights is not None:
+            # each row is its own bag: its weight weighs its cross-entropy
+            bags.bag_weights = bags.weights[rows]
+            if np.count_nonzero(bags.props.sum(axis=0)) < 2:
+                raise ValueError(
+                    "sample_weight leaves rows of a single class with a positive "
+                    "weight; at least 2 classes are needed."
+                )
+        return bags
+
+    def _training_bags(self, X, y, props, sample_weight, classes):
+        """Validate bags and proportions (or labels) against ``X``."""
+        n_samples = _num_samples(X)
+        if props is None and not isinstance(y, Bags):
             if y is None:
                 raise ValueError(
                     f"{type(self).__name__} requires y to be passed, but the target "
                     "y is None: pass bag ids as y with props, or class labels as y."
                 )
-            labels = column_or_1d(y, warn=True)
-            check_classification_targets(labels)
-            if labels.shape[0] != X.shape[0]:
-                raise ValueError(
-                    f"y must hold one class label per row of X when props is None; "
-                    f"got shape {labels.shape} for {X.shape[0]} rows."
-                )
-            label_classes, codes = np.unique(labels, return_inverse=True)
-            if classes is None:
-                classes = label_classes
-            bag_props = (np.asarray(classes)[:, None] == label_classes).T * 1.0
-            bag_props = bag_props[codes.ravel()]
-            if np.any(bag_props.sum(1) != 1):
-                raise ValueError("y holds labels that are not in classes.")
-            members = np.arange(X.shape[0])
-            indptr = np.arange(X.shape[0] + 1)
-            classes = np.asarray(classes)
-        else:
-            indptr, members, _, bag_props, classes = check_bag_membership(
-                y, props, X.shape[0], classes=classes
+            return self._label_bags(y, n_samples, classes, sample_weight), True
+        bags = check_bags(
+            y,
+            props,
+            n_samples=n_samples,
+            classes=classes,
+            sample_weight=sample_weight,
+            require_props=True,
+            min_bags=2,
+        )
+        if bags.props is None:
+            raise ValueError("bags is a Bags object without proportions.")
+        return bags, False
+
+    def _continued_bags(self, X, y, props, sample_weight):
+        """Bags for a fit that continues the fitted network: its classes."""
+        try:
+            bags, on_labels = self._training_bags(
+                X, y, props, sample_weight, classes=self.classes_
             )
-        if reset:
-            self.classes_ = classes
-        elif len(classes) != len(self.classes_) or np.any(classes != self.classes_):
+        except ValueError as exc:
             raise ValueError(
-                f"props has classes {list(classes)} but the model was fitted on "
-                f"{list(self.classes_)}."
+                f"{exc} The fitted model has classes {self.classes_.tolist()}; "
+                "warm_start=True and partial_fit continue training it, so new data "
+                "must have the same classes (set warm_start=False to train "
+                "afresh)."
+            ) from exc
+        if len(bags.classes) != len(self.classes_) or np.any(
+            bags.classes != self.classes_
+        ):
+            raise ValueError(
+                f"props has classes {bags.classes.tolist()} but the model was "
+                f"fitted on {self.classes_.tolist()}."
             )
-        if reset and len(self.classes_) < 2:
-            raise ValueError("y holds a single class; at least 2 are needed.")
-        return BagDataset(as_tensor(X), indptr, members, bag_props)
+        return bags, on_labels
 
     @property
     def _default_callbacks(self):
-        return [
-            *super()._default_callbacks,
-            ("valid_bag_errors", BagValidationErrors()),
-        ]
+        return _Callbacks(
+            [
+                *super()._default_callbacks,
+                ("valid_bag_errors", BagValidationErrors()),
+            ]
+        )
 
     def get_dataset(self, X, y=None):
         """Our datasets pass through; anything else is wrapped for prediction."""
@@ -382,35 +464,31 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         return ArrayDataset(as_tensor(X))
 
     def get_split_datasets(self, X, y=None, **fit_params):
-        """Hold out ``validation_fraction`` of the bags, whole."""
+        """Hold out ``validation_fraction`` of the rows, in whole bags.
+
+        Called once per ``fit``/``partial_fit``; the method then sees the
+        training bags (:meth:`LLPMethod.prepare`).
+        """
         dataset = self.get_dataset(X)
-        if not self.validation_fraction or not isinstance(dataset, BagDataset):
+        if not isinstance(dataset, BagDataset):
             return dataset, None
-        n_bags = len(dataset.bag_props)
-        n_valid = int(round(self.validation_fraction * n_bags))
-        if not 1 <= n_valid < n_bags:
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} of {n_bags} bags "
-                f"holds out {n_valid}; at least one bag must be on each side."
+        dataset_train, dataset_valid = dataset, None
+        if self.validation_fraction:
+            splitter = BagShuffleSplit(
+                n_splits=1,
+                test_size=self.validation_fraction,
+                random_state=self._split_seed_,
             )
-        # bags that share instances (overlapping bags) go to one side together
-        component = dataset.bag_components()
-        order = np.random.RandomState(self._split_seed_).permutation(
-            component.max() + 1
-        )
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        bag_order = np.argsort(rank[component], kind="stable")
-        valid = np.zeros(n_bags, dtype=bool)
-        valid[bag_order[:n_valid]] = True
-        # never cut a component: take all of the last one reached
-        valid |= np.isin(component, component[valid])
-        if valid.all():
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction}: the bags form "
-                "too few groups of connected (overlapping) bags to hold some out."
-            )
-        return dataset.select_bags(~valid), dataset.select_bags(valid)
+            try:
+                train, valid = next(splitter.split_bags(dataset.bags))
+            except ValueError as exc:
+                raise ValueError(
+                    f"validation_fraction={self.validation_fraction}: {exc}"
+                ) from None
+            dataset_train = dataset.select_bags(train)
+            dataset_valid = dataset.select_bags(valid)
+        self.method_.prepare(dataset_train.bags, np.random.RandomState(self._seed_))
+        return dataset_train, dataset_valid
 
     def get_iterator(self, dataset, training=False):
         """Whole-bag batches for bag datasets, large row batches otherwise."""
@@ -430,34 +508,47 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
     # ------------------------------------------------------------------
     # initialisation
     # ------------------------------------------------------------------
+    def _n_classes_known(self):
+        if hasattr(self, "classes_"):
+            return len(self.classes_)
+        if self.classes is not None:
+            return len(self.classes)
+        return None
+
     def initialize_module(self):
         """Build the module, sized from the data where it asks for it."""
         kwargs = self.get_params_for("module")
         module = MLP if self.module is None else self.module
         if not isinstance(module, torch.nn.Module):
             accepted = inspect.signature(module).parameters
+            shape = getattr(self, "_input_shape_", None)
             if "n_features" in accepted and "n_features" not in kwargs:
-                if len(self._input_shape_) != 1:
+                if shape is None:
+                    raise ValueError(_UNSIZED.format(name=type(self).__name__))
+                if len(shape) != 1:
                     raise ValueError(
                         f"The default MLP takes 2-D X; X has rows of shape "
-                        f"{self._input_shape_}. Pass a module for it."
+                        f"{shape}. Pass a module for it."
                     )
-                kwargs["n_features"] = self._input_shape_[0]
+                kwargs["n_features"] = shape[0]
             if "n_classes" in accepted and "n_classes" not in kwargs:
-                kwargs["n_classes"] = len(self.classes_)
+                if self._n_classes_known() is None:
+                    raise ValueError(_UNSIZED.format(name=type(self).__name__))
+                kwargs["n_classes"] = self._n_classes_known()
         self.module_ = self.initialized_instance(module, kwargs)
         return self
 
     def initialize_criterion(self):
-        """The loss comes from the method object."""
-        self.method_ = make_method(
-            self.method,
-            alpha=self.alpha,
-            eps=self.eps,
-            rampup=self.rampup,
-            noise_std=self.noise_std,
-            rot_alpha=self.rot_alpha,
-        )
+        """No criterion: the loss is the method, built by :meth:`initialize_method`."""
+        return self
+
+    def initialize_method(self):
+        """Build ``method_`` from ``method`` and the ``method__*`` parameters.
+
+        Called once at the start of every ``fit`` and ``partial_fit``;
+        override it to build a method in another way.
+        """
+        self.method_ = make_method(self.method, self.get_params_for("method"))
         return self
 
     def get_metadata_routing(self):
@@ -477,9 +568,8 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             self.get_params(deep=False),
             caller_name=type(self).__name__,
         )
-        make_method(self.method)  # unknown names fail before any work
 
-    def fit(self, X, y=None, props=None, **fit_params):
+    def fit(self, X, y=None, props=None, sample_weight=None, **fit_params):
         """Train from bags and proportions, or from labels if ``props=None``.
 
         Parameters
@@ -487,18 +577,29 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         X : array-like or sparse matrix of shape (n_samples, n_features)
             Instances (numeric; use a ``ColumnTransformer`` for categorical
             columns). Rows of higher-dimensional arrays go to a custom module.
-        y : array-like of shape (n_samples,), sparse matrix or list of arrays
-            The bag id (int or str) of every row; with ``props=None``, the
-            class label of every row (ordinary supervised learning). Bags
-            that overlap are given as a sparse ``(n_samples, n_bags)``
-            membership matrix or a list of ``n_bags`` arrays of row indices.
+        y : array-like, DataFrame, sparse matrix, list of arrays or Bags
+            The bag of every row: an id (int, str, bool, timestamp) or a
+            composite key (a tuple, or a DataFrame of key columns); the id
+            ``-1`` is refused, it marks rows in no bag. Bags that overlap are
+            given as a sparse ``(n_samples, n_bags)`` membership matrix or a
+            list of ``n_bags`` arrays of row indices. A
+            :class:`~sklearn_llp.utils.Bags` (from
+            :func:`~sklearn_llp.utils.check_bags`) carries its proportions.
+            With ``props=None`` (and no ``Bags``), ``y`` holds the class label
+            of every row (ordinary supervised learning).
         props : array-like, DataFrame, Series or dict, default=None
             Label proportions: sample-aligned ``(n_samples, n_classes)``
             (each row its bag's proportions), a 1-D positive-class fraction
-            for two classes, or a per-bag table indexed by bag id; with
-            overlapping bags, one row per bag ``(n_bags, n_classes)`` or a
-            table keyed by ``0..n_bags-1``. Rows must sum to 1 within
-            ``sklearn_llp.utils.PROPS_SUM_TOL`` (0.01).
+            for two classes, or a per-bag table indexed by bag id (a pandas
+            object with the default index ``0..n-1`` is read by row); with
+            overlapping bags, one row per bag ``(n_bags, n_classes)``. Rows
+            must sum to 1 within ``sklearn_llp.utils.PROPS_SUM_TOL`` (0.01).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of every row (e.g. survey weights): a bag's predicted
+            proportions are the weighted mean of its rows' probabilities
+            (an integer weight counts as that many copies of the row), and
+            the consistency losses are weighted means; every bag counts once.
+            ``props`` are taken as the bags' (weighted) proportions as given.
         **fit_params
             Passed to the module's ``forward``.
 
@@ -506,34 +607,23 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         -------
         self : LLPClassifier
         """
-        return self._fit(X, y, props, self.classes, fit_params)
+        return self._fit(X, y, props, sample_weight, fit_params, partial=False)
 
-    def _fit(self, X, y, props, classes, fit_params):
-        self._check_params()
-        dataset = self._training_dataset(X, y, props, reset=True, classes=classes)
-        self._input_shape_ = tuple(dataset.X.shape[1:])
-        if not self.warm_start or not self.initialized_:
-            self.n_train_steps_ = 0
-        self.total_steps_ = None
-        self._draw_seed()
-        # one validation split per fit, kept by partial_fit
-        self._split_seed_ = (
-            self._seed_
-            if self._seed_ is not None
-            else int(check_random_state(None).randint(np.iinfo(np.int32).max))
-        )
-        with self._on_device(), self._seeded():
-            # a warm start skips initialize(): rebuild the method anyway, so
-            # set_params(method=..., alpha=...) always takes effect
-            self.initialize_criterion()
-            return super().fit(dataset, None, **fit_params)
-
-    def partial_fit(self, X, y=None, props=None, classes=None, **fit_params):
+    def partial_fit(
+        self, X, y=None, props=None, classes=None, sample_weight=None, **fit_params
+    ):
         """Train ``max_epochs`` more epochs without re-initialising.
 
-        Takes the same data as :meth:`fit`; the consistency ramp-up goes on
-        from the steps already taken. ``classes`` is accepted for
-        scikit-learn's API and must match ``classes_`` if given.
+        Parameters
+        ----------
+        X, y, props, sample_weight
+            As in :meth:`fit`; the data must have the fitted model's classes
+            and features.
+        classes : array-like, default=None
+            Accepted for scikit-learn's API; must match ``classes_`` if the
+            model is fitted, else it is used like the ``classes`` parameter.
+        **fit_params
+            Passed to the module's ``forward``.
 
         Returns
         -------
@@ -541,26 +631,101 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         """
         if isinstance(X, BagDataset):  # called back by NeuralNet.fit
             return super().partial_fit(X, y, **fit_params)
-        self._check_params()
-        fitted = self.initialized_ and hasattr(self, "classes_")
         if (
             classes is not None
-            and fitted
+            and self.__sklearn_is_fitted__()
             and not np.array_equal(classes, self.classes_)
         ):
             raise ValueError("classes must match classes_ of the fitted model.")
-        if not fitted:
-            classes = self.classes if classes is None else classes
-            return self._fit(X, y, props, classes, fit_params)
-        dataset = self._training_dataset(X, y, props, reset=False)
+        return self._fit(X, y, props, sample_weight, fit_params, True, classes)
+
+    def _fit(self, X, y, props, sample_weight, fit_params, partial, classes=None):
+        if props is not None and _sklearn_cross_val_predict_method() in (
+            "predict_proba",
+            "predict_log_proba",
+            "decision_function",
+        ):
+            raise TypeError(_CROSS_VAL_PREDICT)
+        self._check_params()
+        method = make_method(self.method, self.get_params_for("method"))
+        fitted = self.__sklearn_is_fitted__()
+        continuing = fitted and (partial or self.warm_start)
+        with self._rollback_on_error():
+            X = self._validate_X(X, reset=not continuing)
+            if continuing:
+                bags, on_labels = self._continued_bags(X, y, props, sample_weight)
+            else:
+                classes = self.classes if classes is None else classes
+                bags, on_labels = self._training_bags(
+                    X, y, props, sample_weight, classes
+                )
+                if len(bags.classes) < 2:
+                    raise ValueError("y holds a single class; at least 2 are needed.")
+            # everything is valid: commit
+            self._input_shape_ = tuple(X.shape[1:])
+        dataset = BagDataset(as_tensor(X), bags)
+        self.classes_ = bags.classes
+        self._fit_on_labels_ = on_labels
+        self._weights_stale_ = False
+        self.method_ = method
+        if not continuing:
+            self.n_train_steps_ = 0
+            self._split_seed_ = None  # one validation split per fit
+        if not (continuing and partial):
+            self.total_steps_ = None  # planned by the first training iterator
         self._draw_seed()
+        if self._split_seed_ is None:
+            self._split_seed_ = (
+                self._seed_
+                if self._seed_ is not None
+                else int(check_random_state(None).randint(np.iinfo(np.int32).max))
+            )
         with self._on_device(), self._seeded():
-            self.initialize_criterion()
+            if not continuing and not (partial and self.initialized_):
+                self.initialize()
             return super().partial_fit(dataset, None, **fit_params)
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        for name, callback in self.callbacks_:
+            if isinstance(callback, (EpochScoring, BatchScoring)):
+                raise TypeError(
+                    f"callbacks: {type(callback).__name__} ({name!r}) scores "
+                    "instance predictions against labels, which LLP data do not "
+                    "have (y holds bag ids). Use validation_fraction: the history "
+                    "then records the held-out bag errors valid_hard_l1, "
+                    "valid_soft_l1, valid_hard_kl and valid_soft_kl, which "
+                    "EarlyStopping and Checkpoint can monitor."
+                )
+
+    def on_batch_end(self, net, batch=None, training=False, **kwargs):
+        # the loss is already on the host (skorch's history), no extra copy
+        if not training:
+            return
+        loss = self.history[-1, "batches", -1, "train_loss"]
+        if math.isfinite(loss):
+            return
+        epoch = len(self.history)
+        batch_index = len(self.history[-1, "batches"])
+        self._weights_stale_ = True  # unusable: not fitted any more
+        raise FitDivergedError(
+            f"The training loss became {loss} at epoch {epoch}, batch "
+            f"{batch_index}: the fit diverged and the network's weights are no "
+            f"longer usable. Likely causes: a learning rate too large for this "
+            f"network (lr={self.lr}), a method hyperparameter out of its range "
+            "(method__*), or features on very different scales (standardise X). "
+            "Fit again with a smaller lr."
+        )
 
     def _bag_batch(self, target):
         target = to_tensor(target, device=self.device)
-        return BagBatch(target["segments"], target["bag_props"], target.get("members"))
+        return BagBatch(
+            target["segments"],
+            target["bag_props"],
+            target.get("members"),
+            target.get("weights"),
+            target.get("bag_weights"),
+            target.get("bag_index"),
+        )
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The method's loss in training, the proportion loss in validation."""
@@ -571,7 +736,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
                 f"there are {bags.bag_props.shape[1]} classes."
             )
         if not training:
-            return proportion_loss(bags.take(y_pred), bags.segments, bags.bag_props)
+            return bags.proportion_loss(y_pred)
         return self.method_.get_loss(
             self.module_, X, y_pred, bags, self.n_train_steps_, self.total_steps_
         )
@@ -618,16 +783,30 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         X = self._validate_X(X, reset=False)
         with self._on_device():
             logits = self.forward(ArrayDataset(as_tensor(X)), training=False)
-        return torch.softmax(logits.float(), dim=1).numpy()
+        proba = torch.softmax(logits.float(), dim=1).numpy()
+        if not np.isfinite(proba).all():
+            raise ValueError(
+                "The network predicts NaN or infinite probabilities: its weights "
+                "are not finite (a diverged fit, or weights loaded from one). "
+                "Fit again, e.g. with a smaller lr."
+            )
+        return proba
 
     def score(self, X, y, props=None, sample_weight=None):
-        """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if ``props=None``.
+        """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.
 
         The hard L1 error is the mean over bags of ``||p - p_hat||_1`` where
         ``p_hat`` is the fraction of the bag's instances predicted as each
         class (the paper's model-selection criterion); when every bag is a
-        single instance the score equals the accuracy. With ``props=None``,
-        ``y`` holds class labels and the score is the accuracy.
+        single instance the score equals the accuracy.
+
+        A model fitted on bags needs ``props``: ``score(X, bags)`` raises,
+        because ``y`` then holds bag ids and an accuracy against them would
+        be meaningless. (In GridSearchCV with metadata routing off, where the
+        default scoring calls ``score(X, y)``, pass
+        ``scoring=make_bag_scorer("hard_l1", bags=bags, props=props)``.) A
+        model fitted on labels (``props=None`` in ``fit``) scores accuracy
+        against the labels ``y`` when ``props`` is None.
 
         Parameters
         ----------
@@ -636,24 +815,27 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             Bag ids (with ``props``) or class labels (without).
         props : array-like, DataFrame, Series or dict, default=None
             Label proportions in any form :meth:`fit` accepts.
-        sample_weight : None
-            Accepted for scikit-learn's API with ``props=None`` only.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of every row within its bag (with ``props``), or of every
+            row in the accuracy (without).
 
         Returns
         -------
         score : float
             In [0, 1], greater is better.
         """
-        if props is None:
+        check_is_fitted(self)
+        if props is None and not isinstance(y, Bags):
+            if not self._fit_on_labels_:
+                raise ValueError(_SCORE_WITHOUT_PROPS.format(name=type(self).__name__))
             return super().score(X, y, sample_weight=sample_weight)
-        if not sp.issparse(y) and not isinstance(y, (list, tuple)):
-            if len(y) != _num_samples(X):
-                raise ValueError(
-                    f"bags has {len(y)} entries but X has {_num_samples(X)} rows."
-                )
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported with props.")
-        error = hard_l1_error(y, props, self.predict_proba(X), classes=self.classes_)
+        error = hard_l1_error(
+            y,
+            props,
+            self.predict_proba(X),
+            classes=self.classes_,
+            sample_weight=sample_weight,
+        )
         return 1.0 - error / 2.0
 
     def predict(self, X):
@@ -671,8 +853,71 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         return self.classes_[proba.argmax(axis=1)]
 
     # ------------------------------------------------------------------
-    # persistence and scikit-learn plumbing
+    # parameters, persistence and scikit-learn plumbing
     # ------------------------------------------------------------------
+    def get_params(self, deep=True, **kwargs):
+        params = super().get_params(deep=deep, **kwargs)
+        if deep:
+            # the hyperparameters the method will be built with
+            try:
+                defaults = method_params(self.method)
+            except ValueError:  # an unknown name fails in fit, not here
+                defaults = {}
+            effective = {**defaults, **self.get_params_for("method")}
+            params.update({f"method__{k}": v for k, v in effective.items()})
+        return params
+
+    def set_params(self, **kwargs):
+        """Set parameters; ``method__*`` apply from the next ``fit``.
+
+        ``device`` moves a fitted network and its optimizer state to the new
+        device. ``module__*`` (and ``module``, ``compile``) re-initialise a
+        fitted network, as in skorch: a
+        :class:`~sklearn_llp.exceptions.ModelResetWarning` says so and the
+        model counts as not fitted until the next ``fit``.
+
+        Returns
+        -------
+        self : LLPClassifier
+        """
+        for key in [k for k in kwargs if k == "method" or k.startswith("method__")]:
+            setattr(self, key, kwargs.pop(key))
+            if key != "method":
+                self._params_to_validate.add(key)
+        fitted = self.__sklearn_is_fitted__()
+        resets = sorted(
+            k
+            for k in kwargs
+            if k.split("__")[0] in (*self._modules, "module", "compile")
+        )
+        if "device" in kwargs:
+            super().set_params(device=kwargs.pop("device"))
+            if self.initialized_:
+                self._move_to_device()
+        with self._on_device():  # skorch may re-initialise the module here
+            super().set_params(**kwargs)
+        if fitted and resets and self.initialized_:
+            self._weights_stale_ = True
+            warnings.warn(
+                f"set_params({', '.join(resets)}) re-initialised the trained "
+                "network (skorch re-creates the module): the model is no longer "
+                "fitted. Call fit again, or set these parameters before fitting.",
+                ModelResetWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _move_to_device(self):
+        """Move the network and the optimizer state to ``device``."""
+        device = resolve_device(self.device)
+        for name in self._modules:
+            getattr(self, name + "_").to(device)
+        for name in self._optimizers:
+            optimizer = getattr(self, name + "_", None)
+            if optimizer is not None:
+                # load_state_dict casts the state to the parameters' devices
+                optimizer.load_state_dict(optimizer.state_dict())
+
     def initialize(self):
         with self._on_device():
             return super().initialize()
@@ -681,15 +926,34 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         with self._on_device():
             yield from super().forward_iter(X, training=training, device=device)
 
-    def set_params(self, **kwargs):
-        if "device" in kwargs:
-            super().set_params(device=kwargs.pop("device"))
-        with self._on_device():  # skorch may re-initialise the module here
-            return super().set_params(**kwargs)
-
     def load_params(self, *args, **kwargs):
+        """Load parameters saved by ``save_params`` (see skorch).
+
+        On a model that was never fitted, call ``initialize()`` first with
+        ``module__n_features`` and ``classes`` (or ``module__n_classes``)
+        set, so that the network can be built before its weights are loaded;
+        the model then predicts with the loaded weights.
+        """
         with self._on_device():
-            return super().load_params(*args, **kwargs)
+            super().load_params(*args, **kwargs)
+        if kwargs.get("f_params") is not None or kwargs.get("checkpoint") is not None:
+            self._weights_stale_ = False
+        if not hasattr(self, "classes_"):
+            n_features = self.get_params_for("module").get("n_features")
+            if n_features is not None and not hasattr(self, "n_features_in_"):
+                self.n_features_in_ = n_features
+            if not hasattr(self, "_input_shape_") and n_features is not None:
+                self._input_shape_ = (n_features,)
+            self.classes_ = (
+                np.asarray(self.classes)
+                if self.classes is not None
+                else np.arange(self._n_classes_known() or _module_outputs(self))
+            )
+            self._fit_on_labels_ = False
+            steps = [row.get("train_batch_count", 0) for row in self.history]
+            self.n_train_steps_ = int(sum(steps))
+            self.total_steps_ = None
+        return self
 
     def __setstate__(self, state):
         requested = state.get("device", "auto")
@@ -703,10 +967,48 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         return [name for name in super()._get_param_names() if name[0] != "_"]
 
     def __sklearn_is_fitted__(self):
-        return bool(self.initialized_) and hasattr(self, "classes_")
+        return (
+            bool(self.initialized_)
+            and hasattr(self, "classes_")
+            and not getattr(self, "_weights_stale_", False)
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def _module_outputs(net):
+    """Number of logits of the module: the classes of a loaded model."""
+    last = [p for p in net.module_.parameters() if p.dim() >= 1][-1]
+    return int(last.shape[0])
+
+
+_UNSIZED = (
+    "{name} sizes its network from the data in fit. To initialize() a model "
+    "that was never fitted (e.g. before load_params), pass "
+    "module__n_features=<number of columns of X> and classes=[...] (or "
+    "module__n_classes=<number of classes>)."
+)
+
+_SCORE_WITHOUT_PROPS = (
+    "{name}.score(X, y) got no props, but the model was fitted on bags, so y "
+    "holds bag ids and an accuracy against them would be meaningless. Pass the "
+    "proportions: score(X, bags, props). Inside GridSearchCV or cross_validate "
+    "with metadata routing off (scikit-learn's default, where the default "
+    "scoring calls score(X, y)), pass scoring=make_bag_scorer('hard_l1', "
+    "bags=bags, props=props) from sklearn_llp.metrics, or enable metadata "
+    "routing (sklearn.set_config(enable_metadata_routing=True)) and pass "
+    "props=props to the search's fit."
+)
+
+_CROSS_VAL_PREDICT = (
+    "scikit-learn's cross_val_predict with method='predict_proba' treats y as "
+    "class labels; here y holds bag ids, so it would return one probability "
+    "column per bag, most of them zero. Use "
+    "sklearn_llp.model_selection.cross_val_predict(estimator, X, bags, props, "
+    "method='predict_proba'), which returns (n_samples, n_classes) "
+    "probabilities, or method='predict' for labels."
+)

@@ -7,7 +7,6 @@ loader's ``batch_size=None`` mode), so no Python code runs per instance.
 import numpy as np
 import scipy.sparse as sp
 import torch
-from scipy.sparse.csgraph import connected_components
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
 
@@ -25,54 +24,66 @@ def take_rows(X, idx):
     return X[torch.as_tensor(idx)]
 
 
+def _optional_tensor(values):
+    return None if values is None else torch.as_tensor(values, dtype=torch.float32)
+
+
 class BagDataset(torch.utils.data.Dataset):
-    """Instances and the bags they belong to, indexed by bag-member pairs.
+    """Instances and their validated bags, indexed by (bag, row) pairs.
 
-    Bags may overlap: the data set is a list of (bag, instance) pairs, bag
-    after bag. ``dataset[pairs]`` returns the distinct instances of those
-    pairs and the batch's bag structure::
+    The data set is the list of (bag, row) pairs of a
+    :class:`~sklearn_llp.utils.Bags`, bag after bag. ``dataset[pairs]``
+    returns the distinct rows of those pairs and the batch's bag structure::
 
-        X[instances], {"segments": bag of every pair (numbered from 0),
-                       "members": instance of every pair (row of the batch;
-                                   absent for disjoint bags: row i is pair i),
-                       "bag_props": proportions of the batch's bags}
+        X[rows], {"segments": bag of every pair (numbered from 0),
+                  "members": row of the batch of every pair (absent for
+                             disjoint bags: row i is pair i),
+                  "bag_props": proportions of the batch's bags,
+                  "weights": sample weight of every row (if weighted),
+                  "bag_weights": weight of every bag (if weighted),
+                  "bag_index": index of every batch bag in ``bags``}
 
     ``pairs`` must hold each bag's pairs in one contiguous run, as
     :class:`BagBatchSampler` yields them. A bag mean is then a gather by
-    ``members`` and a segment sum by
-    ``segments`` -- a sparse product -- for disjoint and overlapping bags
-    alike. Disjoint bags have one pair per instance, and their batches list
-    the instances in pair order (no ``members``).
+    ``members`` and a segment sum by ``segments`` -- a sparse product -- for
+    disjoint and overlapping bags alike. Disjoint bags have one pair per row,
+    and their batches list the rows in pair order (no ``members``).
 
     Parameters
     ----------
     X : Tensor of shape (n_samples, ...) or CSR matrix
-    indptr : ndarray of shape (n_bags + 1,)
-        Bag ``j`` holds rows ``members[indptr[j]:indptr[j + 1]]``.
-    members : ndarray of shape (n_pairs,)
-    bag_props : ndarray of shape (n_bags, n_classes)
+    bags : Bags
+        Validated bags with proportions.
     """
 
-    def __init__(self, X, indptr, members, bag_props):
+    def __init__(self, X, bags):
         self.X = X
-        self.indptr = np.asarray(indptr, dtype=np.int64)
-        self.members = np.asarray(members, dtype=np.int64)
-        self.bag_props = torch.as_tensor(bag_props, dtype=torch.float32)
-        self.pair_bags = np.repeat(np.arange(len(self.indptr) - 1), np.diff(indptr))
-        self.overlapping = len(np.unique(self.members)) < len(self.members)
+        self.bags = bags
+        self.bag_props = torch.as_tensor(bags.props, dtype=torch.float32)
+        self.weights = _optional_tensor(bags.weights)
+        self.bag_weights = _optional_tensor(bags.bag_weights)
+
+    @property
+    def pair_bags(self):
+        return self.bags.pair_bags
+
+    @property
+    def overlapping(self):
+        return self.bags.overlapping
 
     def __len__(self):
-        return len(self.members)
+        return len(self.bags.members)
 
     def __getitem__(self, pairs):
         target = {}
+        members = self.bags.members[pairs]
         if self.overlapping:
-            rows, members = np.unique(self.members[pairs], return_inverse=True)
+            rows, members = np.unique(members, return_inverse=True)
             target["members"] = torch.from_numpy(members.ravel())
         else:
             # rows in pair order: logits line up with segments one to one,
             # so no "members" gather is needed
-            rows = self.members[pairs]
+            rows = members
         # the sampler keeps each bag's pairs together: number the runs
         bag_of_pair = self.pair_bags[pairs]
         new_bag = np.empty(len(pairs), dtype=bool)
@@ -81,26 +92,17 @@ class BagDataset(torch.utils.data.Dataset):
         segments = np.cumsum(new_bag) - 1
         bags_present = bag_of_pair[new_bag]
         target["segments"] = torch.from_numpy(segments)
-        target["bag_props"] = self.bag_props[torch.from_numpy(bags_present)]
+        target["bag_index"] = torch.from_numpy(bags_present)
+        target["bag_props"] = self.bag_props[target["bag_index"]]
+        if self.weights is not None:
+            target["weights"] = self.weights[torch.from_numpy(rows)]
+        if self.bag_weights is not None:
+            target["bag_weights"] = self.bag_weights[target["bag_index"]]
         return take_rows(self.X, rows), target
-
-    def bag_components(self):
-        """Connected group of every bag: bags sharing instances are linked."""
-        n_bags = len(self.indptr) - 1
-        if not self.overlapping:
-            return np.arange(n_bags)
-        membership = sp.csr_matrix(
-            (np.ones(len(self.members)), (self.pair_bags, self.members))
-        )
-        adjacency = membership @ membership.T
-        return connected_components(adjacency, directed=False)[1]
 
     def select_bags(self, bag_mask):
         """The sub-dataset of the bags where ``bag_mask`` is True."""
-        sizes = np.diff(self.indptr)[bag_mask]
-        indptr = np.concatenate([[0], np.cumsum(sizes)])
-        members = self.members[bag_mask[self.pair_bags]]
-        return BagDataset(self.X, indptr, members, self.bag_props[bag_mask])
+        return BagDataset(self.X, self.bags.select(bag_mask))
 
 
 class BagBatchSampler(Sampler):

@@ -14,7 +14,7 @@ from sklearn_llp.bags import (
     label_proportions,
 )
 from sklearn_llp.bags._kmeans import MINIBATCH_THRESHOLD
-from sklearn_llp.utils import check_bag_data
+from sklearn_llp.utils import check_bags
 
 
 def same_partition(a, b):
@@ -108,10 +108,10 @@ def test_uniform_make_bags_marks_dropped_rows(data):
     assert not np.isnan(props[~dropped]).any()
     np.testing.assert_allclose(props[~dropped].sum(axis=1), 1.0)
     # the kept rows are valid LLP data; the full arrays are rejected loudly
-    codes, bag_ids, bag_props, _ = check_bag_data(bags[~dropped], props[~dropped], 100)
-    assert len(bag_ids) == 10
-    with pytest.raises(ValueError, match="NaN"):
-        check_bag_data(bags, props, 103)
+    checked = check_bags(bags[~dropped], props[~dropped], n_samples=100)
+    assert len(checked.ids) == 10
+    with pytest.raises(ValueError, match="bags holds the id -1"):
+        check_bags(bags, props, n_samples=103)
 
 
 def test_make_bags_props_match_counts(data):

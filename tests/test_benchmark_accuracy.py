@@ -53,7 +53,7 @@ def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
     supervised = next(r for r in records if r["method"] == "supervised")
     assert supervised["accuracy"] > 0.5
     vat = next(r for r in records if r["method"] == "vat")
-    assert vat["hyperparameters"]["eps"] > 0
+    assert vat["hyperparameters"]["method__eps"] > 0
     bags16 = next(r for r in records if r["bagging"] == "uniform-16")["bags"]
     assert bags16["bag_size_min"] == bags16["bag_size_max"] == 16
     assert data["invocations"][-1]["complete"]
@@ -126,7 +126,9 @@ def test_selected_settings_apply_to_their_cell_only(accuracy_module):
         ["--datasets", "fashion", "digits", "--methods", "vat", "--seeds", "0"]
     )
     alphas = {
-        (t["dataset"], t["bagging"]): accuracy_module.hyperparameters(t)["alpha"]
+        (t["dataset"], t["bagging"]): accuracy_module.hyperparameters(t)[
+            "method__alpha"
+        ]
         for t in accuracy_module.make_tasks(args)
     }
     assert alphas.pop(("fashion", "uniform-16")) == 0.1

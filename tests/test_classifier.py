@@ -14,6 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import LRScheduler, ProgressBar
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp.methods import DLLP, VAT
 from sklearn_llp.modules import MLP
 
 
@@ -103,7 +104,7 @@ def test_clone_and_params(small_bags):
     assert not any(name.startswith("_") for name in params)
     twin = clone(clf)
     assert twin.get_params()["module__hidden_sizes"] == (8,)
-    twin.set_params(method="vat", eps=2.0, module__hidden_sizes=(4,))
+    twin.set_params(method="vat", method__eps=2.0, module__hidden_sizes=(4,))
     X, bags, props, _ = small_bags
     twin.set_params(max_epochs=1, verbose=0).fit(X, bags, props)
     assert twin.module_.layers[0].out_features == 4
@@ -200,19 +201,18 @@ def test_batchnorm_statistics_see_only_clean_passes(small_bags):
     """With VAT, BatchNorm running stats must equal those of a DLLP fit."""
     X, bags, props, _ = small_bags
     stats = {}
-    for method in ("dllp", "vat"):
+    for method in (DLLP(), VAT(alpha=1.0, rampup=0.0)):
         clf = LLPClassifier(
             TinyNet,
             method=method,
-            alpha=1.0,
-            rampup=0.0,
             max_epochs=1,
             verbose=0,
             random_state=0,
             lr=1e-12,
         ).fit(X, bags, props)
         bn = clf.module_.net[1]
-        stats[method] = (bn.running_mean.clone(), int(bn.num_batches_tracked))
+        name = type(method).__name__.lower()
+        stats[name] = (bn.running_mean.clone(), int(bn.num_batches_tracked))
     # lr ~ 0: same weights, so the same clean batches give the same statistics
     torch.testing.assert_close(stats["dllp"][0], stats["vat"][0])
     assert stats["dllp"][1] == stats["vat"][1]

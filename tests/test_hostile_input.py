@@ -12,7 +12,7 @@ renders the catalogue, with the error each input gets, as
 What is invariant, and why:
 
 * The *validated structure* -- the set of bags as (member rows,
-  proportions), from :func:`~sklearn_llp.utils.check_bag_membership` -- is
+  proportions), from :func:`~sklearn_llp.utils.check_bags` -- is
   invariant under any relabelling of the bag ids (ints to strings, permuted
   ids), any row order (members mapped through the permutation) and any form
   of ``props`` (sample-aligned, DataFrame, dict). Only the *order* of the
@@ -60,7 +60,7 @@ from sklearn_llp.metrics import (
     soft_l1_error,
 )
 from sklearn_llp.model_selection import BagKFold, BagShuffleSplit, subset_membership
-from sklearn_llp.utils import check_bag_membership
+from sklearn_llp.utils import check_bags
 
 SETTINGS = dict(
     deadline=None,
@@ -130,10 +130,12 @@ def _structure(indptr, members, bag_props, rows=None):
 
 
 def _validated(bags, props, n_samples, **kwargs):
-    indptr, members, bag_ids, bag_props, classes = check_bag_membership(
-        bags, props, n_samples, **kwargs
+    checked = check_bags(bags, props, n_samples=n_samples, **kwargs)
+    return (
+        _structure(checked.indptr, checked.members, checked.props),
+        checked.ids,
+        checked.classes,
     )
-    return _structure(indptr, members, bag_props), bag_ids, classes
 
 
 def _table_forms(ids, bag_props, n_samples):
@@ -164,10 +166,11 @@ def test_validated_structure_ignores_ids_row_order_and_props_form(layout, string
 
     # Shuffle the rows: the same bags, with members renumbered.
     order = layout.rng.permutation(n)
-    indptr, members, _, shuffled_props, _ = check_bag_membership(
-        ids[codes][order], layout.props[order], n
+    shuffled = check_bags(ids[codes][order], layout.props[order], n_samples=n)
+    assert (
+        _structure(shuffled.indptr, shuffled.members, shuffled.props, rows=order)
+        == expected
     )
-    assert _structure(indptr, members, shuffled_props, rows=order) == expected
 
     # The same bags as lists of rows or as a membership matrix.
     lists = [np.flatnonzero(codes == j) for j in range(layout.n_bags)]
@@ -564,7 +567,7 @@ CATALOGUE = [
         "a single bag",
         "LLP().fit(X, np.zeros(8), np.tile([0.5, 0.5], (8, 1)))",
         ValueError,
-        r"bags holds a single bag",
+        r"bags holds 1 bag\(s\); LLP needs at least 2",
     ),
     # ------------------------------------------------------------ fit: props
     Malformed(
@@ -774,10 +777,11 @@ CATALOGUE = [
     # ------------------------------------------------------- fit: parameters
     Malformed(
         "fit",
-        "validation_fraction holding out no bag",
-        "LLP(validation_fraction=0.01).fit(X, bags, props)",
+        "validation_fraction with all bags connected",
+        "LLP(validation_fraction=0.5).fit(X, [np.arange(5), np.arange(4, 8)], "
+        "per_bag[:2])",
         ValueError,
-        r"validation_fraction=0.01 of 4 bags holds out 0",
+        r"validation_fraction=0.5: BagShuffleSplit needs at least 2 bags",
     ),
     Malformed(
         "fit",
@@ -856,10 +860,17 @@ CATALOGUE = [
     ),
     Malformed(
         "score",
-        "sample_weight with props",
-        "fitted().score(X, bags, props, sample_weight=np.ones(8))",
+        "no props for a model fitted on bags",
+        "fitted().score(X, bags)",
         ValueError,
-        r"sample_weight is not supported with props",
+        r"score\(X, y\) got no props, but the model was fitted on bags",
+    ),
+    Malformed(
+        "score",
+        "sample_weight of the wrong length",
+        "fitted().score(X, bags, props, sample_weight=np.ones(7))",
+        ValueError,
+        r"sample_weight has shape \(7,\) but X has 8 rows",
     ),
     # ------------------------------------------------------------- metrics
     Malformed(
@@ -960,7 +971,7 @@ CATALOGUE = [
         "more folds than bags",
         "next(BagKFold(5).split(X, bags))",
         ValueError,
-        r"n_splits=5 greater than the number of groups: 4",
+        r"BagKFold needs at least 5 bags .* in y form 4",
     ),
     Malformed(
         "splitters",
@@ -974,21 +985,21 @@ CATALOGUE = [
         "groups shorter than X",
         "next(BagKFold(2).split(X, groups=bags[:7]))",
         ValueError,
-        r"groups has 7 bag ids but X has 8 rows",
+        r"groups has 7 entries but X has 8 rows",
     ),
     Malformed(
         "splitters",
         "2-D groups",
         "next(BagShuffleSplit(2).split(X, groups=np.eye(8)))",
         ValueError,
-        r"got groups of shape \(8, 8\)",
+        r"groups must be 1-D with one bag id per row of X; got shape \(8, 8\)",
     ),
     Malformed(
         "splitters",
         "overlapping bags all connected, 2 folds",
         "next(BagKFold(2).split(X, groups=[np.arange(5), np.arange(4, 8)]))",
         ValueError,
-        r"bags in groups form 1",
+        r"bags in groups form 1:",
     ),
     Malformed(
         "splitters",

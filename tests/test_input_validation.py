@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.utils import check_bag_data
+from sklearn_llp.utils import check_bags
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_rows_not_summing_to_one_state_the_tolerance(data):
 
 def test_rounded_rows_are_accepted_and_renormalised(data):
     X, bags, props = data
-    codes, _, bag_props, _ = check_bag_data(bags, props * 1.005, len(X))
+    bag_props = check_bags(bags, props * 1.005, n_samples=len(X)).props
     np.testing.assert_allclose(bag_props.sum(1), 1.0)
 
 
@@ -119,7 +119,7 @@ def test_missing_bags_or_props():
     with pytest.raises(ValueError, match="requires y to be passed"):
         LLPClassifier(verbose=0).fit(X)
     with pytest.raises(TypeError, match="bags is None"):
-        check_bag_data(None, np.ones((4, 2)) / 2, 4)
+        check_bags(None, np.ones((4, 2)) / 2, n_samples=4)
 
 
 def test_two_dimensional_bags(data):
@@ -145,8 +145,8 @@ def test_bad_hyperparameter_names_the_parameter(data):
     X, bags, props = data
     with pytest.raises(ValueError, match="'max_bag_size' parameter"):
         _fit(X, bags, props, max_bag_size=0)
-    with pytest.raises(ValueError, match="'eps' parameter"):
-        _fit(X, bags, props, eps=-1.0)
+    with pytest.raises(ValueError, match="'method__eps' parameter"):
+        _fit(X, bags, props, method__eps=-1.0)
 
 
 def test_module_with_wrong_output_size(data):
@@ -169,7 +169,7 @@ def test_categorical_X_needs_encoding(data):
 
 def test_props_forms_agree(data):
     X, bags, props = data
-    reference = check_bag_data(bags, props, 8)[2]
+    reference = check_bags(bags, props, n_samples=8).props
     table = pd.DataFrame(props[[0, 2, 4, 6]], index=[0, 1, 2, 3])
     as_dict = {b: props[2 * b] for b in range(4)}
     fraction = props[:, 1]
@@ -181,7 +181,7 @@ def test_props_forms_agree(data):
         series,
         {b: props[2 * b, 1] for b in range(4)},
     ):
-        np.testing.assert_allclose(check_bag_data(bags, form, 8)[2], reference)
+        np.testing.assert_allclose(check_bags(bags, form, n_samples=8).props, reference)
 
 
 def test_classes_come_from_table_columns_not_bag_ids(data):
@@ -199,8 +199,11 @@ def test_classes_come_from_table_columns_not_bag_ids(data):
 
 def test_classes_parameter_reorders_table_columns(data):
     X, bags, props = data
-    table = pd.DataFrame(props[[0, 2, 4, 6]], columns=["no", "yes"])
-    _, _, bag_props, classes = check_bag_data(bags, table, 8, classes=["yes", "no"])
+    table = pd.DataFrame(
+        props[[0, 2, 4, 6]], columns=["no", "yes"], index=pd.Index(range(4), name="bag")
+    )
+    checked = check_bags(bags, table, n_samples=8, classes=["yes", "no"])
+    bag_props, classes = checked.props, checked.classes
     assert classes.tolist() == ["yes", "no"]
     np.testing.assert_allclose(bag_props, props[[0, 2, 4, 6]][:, ::-1])
 
@@ -208,19 +211,20 @@ def test_classes_parameter_reorders_table_columns(data):
 def test_sample_aligned_dataframe_is_not_mistaken_for_a_table():
     # Its RangeIndex holds every bag id, yet it has one row per sample.
     props = pd.DataFrame([[0.5, 0.5], [0.5, 0.5], [1, 0], [1, 0]])
-    bag_props = check_bag_data([0, 0, 1, 1], props, 4)[2]
+    bag_props = check_bags([0, 0, 1, 1], props, n_samples=4).props
     np.testing.assert_allclose(bag_props, [[0.5, 0.5], [1, 0]])
 
 
 def test_one_row_per_sample_indexed_by_shuffled_bag_ids_is_ambiguous():
     table = pd.DataFrame([[1, 0], [0, 1], [0.0, 1.0]], index=["c", "a", "b"])
     with pytest.raises(ValueError, match="reads both as sample-aligned"):
-        check_bag_data(["a", "b", "c"], table, 3)
+        check_bags(["a", "b", "c"], table, n_samples=3)
 
 
 def test_dict_of_dicts_names_the_classes(data):
     X, bags, props = data
     table = pd.DataFrame(props[[0, 2, 4, 6]], columns=["no", "yes"])
-    _, _, bag_props, classes = check_bag_data(bags, table.to_dict("index"), 8)
+    checked = check_bags(bags, table.to_dict("index"), n_samples=8)
+    bag_props, classes = checked.props, checked.classes
     assert classes.tolist() == ["no", "yes"]
     np.testing.assert_allclose(bag_props, props[[0, 2, 4, 6]])

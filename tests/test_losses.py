@@ -1,5 +1,6 @@
 """Every loss against a hand computation."""
 
+import copy
 import math
 
 import numpy as np
@@ -151,3 +152,64 @@ def test_dllp_and_vat_methods_by_hand():
     torch.manual_seed(1)
     expected = dllp + 0.3 * vat_loss(model, X, logits.detach(), eps=2.0)
     assert vat.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def _exact_hessian_direction(model, X, d):
+    """``H d`` per row in float64: H the Hessian of r -> KL(f(x) || f(x + r))
+    at r = 0, by double backward."""
+    model64 = copy.deepcopy(model).double()
+    X64, d64 = X.double(), d.double()
+    with torch.no_grad():
+        target = model64(X64)
+    r = torch.zeros_like(X64, requires_grad=True)
+    kl = kl_divergence_with_logits(target, model64(X64 + r), reduction="none").sum()
+    (grad,) = torch.autograd.grad(kl, r, create_graph=True)
+    (hd,) = torch.autograd.grad((grad * d64).sum(), r)
+    return hd / hd.norm(dim=1, keepdim=True)
+
+
+def _confident_mlp(X, y, steps):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(X.shape[1], 256),
+        torch.nn.ReLU(),
+        torch.nn.Linear(256, 256),
+        torch.nn.ReLU(),
+        torch.nn.Linear(256, 10),
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for step in range(steps):
+        rows = torch.arange(step * 64, step * 64 + 64) % len(X)
+        loss = torch.nn.functional.cross_entropy(model(X[rows]), y[rows])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model
+
+
+@pytest.mark.parametrize("scale", [1.0, 16.0])  # standardised and raw-pixel scale
+@pytest.mark.parametrize("steps", [0, 300])  # untrained, and confident
+def test_vat_direction_matches_the_exact_hessian_vector_product(steps, scale):
+    """The float32 power iteration points where float64 ``H d`` points."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = torch.tensor((X - X.mean(0)) / (X.std(0) + 1e-8) * scale, dtype=torch.float32)
+    y = torch.tensor(y)
+    model = _confident_mlp(X, y, steps)
+    batch = X[:256]
+    with torch.no_grad():
+        target = model(batch)
+    if steps:  # most rows predicted with probability > 0.99
+        assert (target.softmax(1).max(1).values > 0.99).float().mean() > 0.5
+    torch.manual_seed(1)
+    r_adv = vat_perturbation(model, batch, target, eps=1.0)
+    torch.manual_seed(1)
+    d = l2_normalize(torch.randn_like(batch))
+    cos = (r_adv.double() * _exact_hessian_direction(model, batch, d)).sum(1).abs()
+    assert cos.mean() > 0.97 and torch.quantile(cos, 0.05) > 0.95
+    # the paper's xi = 1e-6 is float32 noise: the test can tell the difference
+    torch.manual_seed(1)
+    paper = vat_perturbation(model, batch, target, eps=1.0, xi=1e-6)
+    paper_cos = (paper.double() * _exact_hessian_direction(model, batch, d)).sum(1)
+    assert paper_cos.abs().mean() < 0.9

@@ -320,7 +320,10 @@ def test_scorer_greater_is_better(metric):
 def test_scorers_request_props_under_routing():
     for scorer in SCORERS.values():
         request = get_routing_for_object(scorer)
-        assert request.consumes("score", ["props", "sample_weight"]) == {"props"}
+        assert request.consumes("score", ["props", "sample_weight"]) == {
+            "props",
+            "sample_weight",
+        }
     table_scorer = make_bag_scorer(bags=HAND_BAGS, props=HAND_PROPS)
     assert table_scorer.get_metadata_routing().consumes("score", ["props"]) == {"props"}
 
@@ -359,7 +362,7 @@ def test_table_scorer_matches_columns_to_classes_by_name():
         -HAND_EXPECTED["soft_kl"]
     )
     wrong = table.rename(columns={"pos": "cat", "neg": "dog"})
-    with pytest.raises(ValueError, match="do not match the estimator's classes_"):
+    with pytest.raises(ValueError, match="do not match classes"):
         BagScorer("soft_kl", props_table=wrong)(estimator, HAND_X, HAND_BAGS)
 
 

@@ -8,7 +8,7 @@ import torch
 from sklearn_llp import LLPClassifier
 from sklearn_llp._data import BagBatchSampler, BagDataset, as_tensor
 from sklearn_llp.methods import segment_mean
-from sklearn_llp.utils import check_bag_membership
+from sklearn_llp.utils import check_bags
 
 
 def _random_overlapping(n_samples, n_bags, seed):
@@ -23,9 +23,10 @@ def test_batch_bag_means_equal_a_loop_over_memberships():
     rng = np.random.RandomState(0)
     lists = _random_overlapping(40, 15, seed=0)
     props = rng.dirichlet(np.ones(3), size=15)
-    indptr, members, _, bag_props, _ = check_bag_membership(lists, props, 40)
+    checked = check_bags(lists, props, n_samples=40)
+    bag_props = checked.props
     X = rng.normal(size=(40, 3))
-    dataset = BagDataset(as_tensor(X), indptr, members, bag_props)
+    dataset = BagDataset(as_tensor(X), checked)
     assert dataset.overlapping
     sampler = BagBatchSampler(dataset.pair_bags, batch_size=20, random_state=0)
     seen_bags = 0
@@ -41,7 +42,7 @@ def test_batch_bag_means_equal_a_loop_over_memberships():
             np.testing.assert_allclose(means[local], expected, rtol=1e-5)
             np.testing.assert_allclose(target["bag_props"][local], bag_props[bag])
         # every instance of the batch is computed once
-        assert len(rows) == len(np.unique(dataset.members[pairs]))
+        assert len(rows) == len(np.unique(dataset.bags.members[pairs]))
         seen_bags += len(target["bag_props"])
     assert seen_bags == 15
 
@@ -52,10 +53,12 @@ def test_membership_forms_agree():
     for j, rows in enumerate(lists):
         matrix[rows, j] = 1
     props = np.array([[1.0, 0], [0.5, 0.5], [0, 1.0]])
-    from_lists = check_bag_membership(lists, props, 5)
-    from_matrix = check_bag_membership(matrix.tocsr(), props, 5)
-    for a, b in zip(from_lists, from_matrix):
-        np.testing.assert_array_equal(a, b)
+    from_lists = check_bags(lists, props, n_samples=5)
+    from_matrix = check_bags(matrix.tocsr(), props, n_samples=5)
+    for name in ("indptr", "members", "ids", "props", "classes"):
+        np.testing.assert_array_equal(
+            getattr(from_lists, name), getattr(from_matrix, name)
+        )
 
 
 def test_disjoint_bags_give_identical_fits_as_ids_or_as_membership(small_bags):
@@ -95,12 +98,12 @@ def test_overlapping_bags_learn_digits(digits_bags):
 )
 def test_bad_membership(bags, props, match):
     with pytest.raises((ValueError, TypeError), match=match):
-        check_bag_membership(bags, np.asarray(props, dtype=float), 4)
+        check_bags(bags, np.asarray(props, dtype=float), n_samples=4)
 
 
 def test_membership_matrix_with_wrong_number_of_rows():
     with pytest.raises(ValueError, match="membership matrix\\) has 3 rows"):
-        check_bag_membership(sp.eye(3, 2, format="csr"), np.eye(2), 4)
+        check_bags(sp.eye(3, 2, format="csr"), np.eye(2), n_samples=4)
 
 
 def test_overlapping_bags_with_rot_and_validation(small_bags):

@@ -76,8 +76,8 @@ def test_cifar10_and_svhn_cells_end_to_end(tmp_path):
         ("svhn", "kmeans", 8, "vanilla"),
     }
     vat = cells["cifar10", "uniform", 16, "vat"]
-    assert [r["params"]["alpha"] for r in vat["runs"]] == [0.5, 0.05]
-    assert all(r["params"]["eps"] == 6.0 for r in vat["runs"])
+    assert [r["params"]["method__alpha"] for r in vat["runs"]] == [0.5, 0.05]
+    assert all(r["params"]["method__eps"] == 6.0 for r in vat["runs"])
     best = min(vat["runs"], key=lambda r: r["valid_hard_l1"])
     assert vat["selected"] == best["params"]
     assert vat["test_acc"] == best["test_acc"]

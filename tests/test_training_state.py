@@ -6,7 +6,9 @@ import torch
 from skorch.callbacks import Callback
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp._data import BagDataset, as_tensor
 from sklearn_llp.methods import VAT, proportion_loss
+from sklearn_llp.utils import check_bags
 
 
 class ValidRows(Callback):
@@ -28,7 +30,7 @@ def test_warm_start_fit_uses_changed_method_parameters(small_bags):
     clf = LLPClassifier(max_epochs=1, verbose=0, warm_start=True).fit(X, bags, props)
     clf.set_params(method="dllp").fit(X, bags, props)
     assert type(clf.method_).__name__ == "DLLP"
-    clf.set_params(method="vat", alpha=0.5).fit(X, bags, props)
+    clf.set_params(method="vat", method__alpha=0.5).fit(X, bags, props)
     assert clf.method_.alpha == 0.5
 
 
@@ -58,10 +60,10 @@ def test_validation_never_shares_instances_with_training_bags(small_bags):
     )
     valid_rows = dict(clf.fit(X, lists, props).callbacks_)["ValidRows"].rows
     dataset_train, dataset_valid = clf.get_split_datasets(
-        clf._training_dataset(X, lists, props, reset=False)
+        BagDataset(as_tensor(X), check_bags(lists, props, n_samples=len(X)))
     )
-    train_rows = set(np.unique(dataset_train.members).tolist())
-    valid_members = set(np.unique(dataset_valid.members).tolist())
+    train_rows = set(np.unique(dataset_train.bags.members).tolist())
+    valid_members = set(np.unique(dataset_valid.bags.members).tolist())
     assert train_rows.isdisjoint(valid_members)
     assert len(valid_rows) == len(valid_members) > 0
 
@@ -71,7 +73,7 @@ def test_everything_connected_cannot_be_held_out(small_bags):
     lists = [np.arange(0, 70), np.arange(60, 120), np.arange(30, 90)]
     props = np.stack([np.bincount(y[r], minlength=3) / len(r) for r in lists])
     clf = LLPClassifier(max_epochs=1, verbose=0, validation_fraction=0.3)
-    with pytest.raises(ValueError, match="too few groups of connected"):
+    with pytest.raises(ValueError, match="needs at least 2 bags .*got 1"):
         clf.fit(X, lists, props)
 
 
@@ -114,13 +116,14 @@ def test_proportion_loss_keeps_a_gradient_when_saturated():
     assert logits.grad.abs().sum() > 0.1
 
 
-def test_ignored_hyperparameters_warn(small_bags):
+def test_hyperparameters_the_method_does_not_take_are_an_error(small_bags):
     X, bags, props, _ = small_bags
-    with pytest.warns(UserWarning, match=r"\['eps'\] ignored: method='dllp'"):
-        LLPClassifier(method="dllp", eps=2.0, max_epochs=1, verbose=0).fit(
+    with pytest.raises(ValueError, match=r"\['method__eps'\] are not .* of DLLP"):
+        LLPClassifier(method="dllp", method__eps=2.0, max_epochs=1, verbose=0).fit(
             X, bags, props
         )
-    with pytest.warns(UserWarning, match="a method object carries its own"):
-        LLPClassifier(method=VAT(), alpha=0.5, max_epochs=1, verbose=0).fit(
-            X, bags, props
-        )
+    # method__* override a method object's own values; the object is cloned
+    vat = VAT()
+    clf = LLPClassifier(method=vat, method__alpha=0.5, max_epochs=1, verbose=0)
+    clf.fit(X, bags, props)
+    assert clf.method_.alpha == 0.5 and vat.alpha == VAT().alpha

@@ -5,12 +5,13 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..utils import check_bag_data, check_bags
-
-#: Bag id of a row that belongs to no bag (e.g. dropped by
-#: ``UniformBagGenerator(drop_last=True)`` or unseen by
-#: ``FeatureBagGenerator.transform``).
-UNBAGGED = -1
+from ..utils import check_bags
+from ..utils._validation import (
+    UNBAGGED,
+    _check_weights,
+    _id_array,
+    attach_props_table,
+)
 
 
 def _unbagged_mask(bags):
@@ -20,7 +21,7 @@ def _unbagged_mask(bags):
     return np.zeros(bags.shape, dtype=bool)
 
 
-def label_proportions(bags, y, classes=None):
+def label_proportions(bags, y, classes=None, sample_weight=None):
     """Class proportions of every bag, as a per-bag table.
 
     Parameters
@@ -35,6 +36,10 @@ def label_proportions(bags, y, classes=None):
         labels of ``y`` (all rows, including those of bag ``-1``). Every
         label of a bagged row must be in ``classes``; a class absent from a
         bag gets proportion 0.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weight of every row (e.g. survey weights): the proportions are then
+        the weighted class shares of each bag, as a weighted census table
+        publishes them.
 
     Returns
     -------
@@ -70,14 +75,19 @@ def label_proportions(bags, y, classes=None):
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row; got {y.shape}.")
-    bags = np.asarray(bags)
-    check_bags(bags, len(y))
+    ids = _id_array(bags)
+    if ids.shape != y.shape:
+        raise ValueError(
+            f"bags has {len(ids)} entries but y has {len(y)} labels; give one bag "
+            "id per row."
+        )
     if pd.isna(y).any():
         raise ValueError("y contains missing labels (None/NaN).")
-    kept = ~_unbagged_mask(bags)
+    weights = _check_weights(sample_weight, len(y))
+    kept = ~_unbagged_mask(ids)
     if not kept.any():
         raise ValueError("Every row has bag id -1 (no bag); no proportion to compute.")
-    codes, bag_ids = check_bags(bags[kept], int(kept.sum()))
+    validated = check_bags(ids[kept])
     classes = np.unique(y) if classes is None else np.asarray(classes)
     if classes.ndim != 1 or len(classes) == 0:
         raise ValueError("classes must be a non-empty 1-D list of labels.")
@@ -91,11 +101,15 @@ def label_proportions(bags, y, classes=None):
         raise ValueError(
             f"y holds labels that are not in classes {classes.tolist()}, e.g. {shown}."
         )
-    counts = np.zeros((len(bag_ids), len(classes)))
-    np.add.at(counts, (codes, class_codes), 1.0)
+    counts = np.zeros((validated.n_bags, len(classes)))
+    row_weights = np.ones(kept.sum()) if weights is None else weights[kept]
+    np.add.at(counts, (validated.codes, class_codes), row_weights)
+    if np.any(counts.sum(axis=1) == 0):
+        raise ValueError("sample_weight gives a bag a total weight of 0.")
+    index = pd.Index(validated.ids, name="bag", tupleize_cols=False)
     return pd.DataFrame(
         counts / counts.sum(axis=1, keepdims=True),
-        index=pd.Index(bag_ids, name="bag"),
+        index=index,
         columns=pd.Index(classes, name="class"),
     )
 
@@ -126,15 +140,14 @@ def expand_proportions(table, bags):
     ------
     ValueError
         If a bag id of ``bags`` has no row in ``table`` (the message names
-        them), fewer than two distinct bags occur, every sample has bag
-        ``-1``, or the proportions are invalid.
+        them), every sample has bag ``-1``, or the proportions are invalid.
     TypeError
         If ``table`` is not a DataFrame, Series or dict.
 
     See Also
     --------
     label_proportions : The per-bag table of labelled data.
-    sklearn_llp.utils.check_bag_data : The validation applied to the table.
+    sklearn_llp.utils.check_bags : The validation applied to the table.
 
     Examples
     --------
@@ -147,29 +160,18 @@ def expand_proportions(table, bags):
            [0.9, 0.1],
            [nan, nan]])
     """
-    if isinstance(table, (pd.DataFrame, pd.Series)):
-        index = table.index
-    elif isinstance(table, Mapping):
-        index = pd.Index(list(table.keys()))
-    else:
+    if not isinstance(table, (pd.DataFrame, pd.Series, Mapping)):
         raise TypeError(
             "table must be a per-bag DataFrame (as returned by label_proportions), "
             f"a Series or a dict; got {type(table).__name__}."
         )
-    bags = np.asarray(bags)
-    check_bags(bags, len(bags))
-    unbagged = _unbagged_mask(bags)
+    ids = _id_array(bags)
+    if ids.ndim != 1:
+        raise ValueError(f"bags must be 1-D with one bag id per row; got {ids.shape}.")
+    unbagged = _unbagged_mask(ids)
     if unbagged.all():
         raise ValueError("Every entry of bags is -1 (no bag).")
-    kept = bags[~unbagged]
-    present = np.unique(kept)
-    missing = present[~pd.Index(present).isin(index)]
-    if len(missing):
-        raise ValueError(
-            f"table has no row for {len(missing)} bag id(s) that occur in bags: "
-            f"{missing[:10].tolist()}{' ...' if len(missing) > 10 else ''}."
-        )
-    codes, _, bag_props, _ = check_bag_data(kept, table, len(kept))
-    props = np.full((len(bags), bag_props.shape[1]), np.nan)
-    props[~unbagged] = bag_props[codes]
+    validated = attach_props_table(check_bags(ids[~unbagged]), table, name="table")
+    props = np.full((len(ids), validated.n_classes), np.nan)
+    props[~unbagged] = validated.props[validated.codes]
     return props

@@ -1,7 +1,10 @@
 """LLP training methods: each turns a batch of whole bags into a loss.
 
 ``LLPClassifier(method=...)`` takes a registered name (``"dllp"``,
-``"vat"``, ``"pi"``, ``"rot"``) or an :class:`LLPMethod` instance.
+``"vat"``, ``"pi"``, ``"rot"``) or an :class:`LLPMethod` instance; its
+hyperparameters are ``method__*`` parameters of the classifier
+(``LLPClassifier(method="vat", method__alpha=0.1)``), so ``set_params``,
+``clone`` and ``GridSearchCV(param_grid={"method__alpha": [...]})`` reach them.
 """
 
 from ._base import (
@@ -18,9 +21,15 @@ from ._losses import (
     l2_normalize,
     proportion_loss,
     segment_mean,
+    weighted_mean,
 )
 from ._pi import PiModel, pi_loss
-from ._registry import available_methods, make_method, register_method
+from ._registry import (
+    available_methods,
+    make_method,
+    method_params,
+    register_method,
+)
 from ._rot import ROT, pseudo_label_loss, sinkhorn_pseudo_labels
 from ._vat import VAT, vat_loss, vat_perturbation
 
@@ -38,6 +47,7 @@ __all__ = [
     "kl_divergence_with_logits",
     "l2_normalize",
     "make_method",
+    "method_params",
     "perturbation_mode",
     "pi_loss",
     "proportion_loss",
@@ -47,4 +57,5 @@ __all__ = [
     "sinkhorn_pseudo_labels",
     "vat_loss",
     "vat_perturbation",
+    "weighted_mean",
 ]

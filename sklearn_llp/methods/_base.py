@@ -1,12 +1,14 @@
 """The method interface: one small object computes the loss of a batch."""
 
 from contextlib import contextmanager
+from numbers import Real
 from typing import NamedTuple
 
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
 
-from ._losses import exp_rampup, proportion_loss
+from ._losses import exp_rampup, proportion_loss, weighted_mean
 
 
 class BagBatch(NamedTuple):
@@ -26,17 +28,39 @@ class BagBatch(NamedTuple):
     members : LongTensor of shape (n_pairs,) or None, default=None
         Instance (row of the batch) of every pair; None means one pair per
         instance, in order (disjoint bags).
+    weights : Tensor of shape (n_instances,) or None, default=None
+        Sample weight of every instance (row of the batch); None weighs all
+        equally. Bag means are weighted means.
+    bag_weights : Tensor of shape (n_bags,) or None, default=None
+        Weight of every bag in means over bags; None counts each bag once.
+    bag_index : LongTensor of shape (n_bags,) or None, default=None
+        Index of every bag of the batch in the training
+        :class:`~sklearn_llp.utils.Bags` passed to :meth:`LLPMethod.prepare`
+        (for methods that keep per-bag state).
     """
 
     segments: torch.Tensor
     bag_props: torch.Tensor
     members: torch.Tensor | None = None
+    weights: torch.Tensor | None = None
+    bag_weights: torch.Tensor | None = None
+    bag_index: torch.Tensor | None = None
 
     def take(self, per_instance):
         """Rows of a per-instance tensor for every pair (bag member)."""
-        if self.members is None:
+        if self.members is None or per_instance is None:
             return per_instance
         return per_instance[self.members]
+
+    def proportion_loss(self, logits):
+        """:func:`proportion_loss` of the batch's bags from instance logits."""
+        return proportion_loss(
+            self.take(logits),
+            self.segments,
+            self.bag_props,
+            self.take(self.weights),
+            self.bag_weights,
+        )
 
 
 class LLPMethod(BaseEstimator):
@@ -49,16 +73,59 @@ class LLPMethod(BaseEstimator):
 
     To add a method, subclass :class:`LLPMethod`, implement :meth:`get_loss`
     and either pass an instance as ``LLPClassifier(method=MyMethod())`` or
-    register a name with :func:`~sklearn_llp.methods.register_method`.
+    register a name with :func:`~sklearn_llp.methods.register_method`. A
+    method that needs the whole training set (class priors, bag sizes, a
+    grouping of the bags) overrides :meth:`prepare`, which the classifier
+    calls once per ``fit`` before the first step.
 
     Examples
     --------
-    >>> from sklearn_llp.methods import LLPMethod, proportion_loss
-    >>> class L2Prop(LLPMethod):
+    >>> from sklearn_llp.methods import LLPMethod
+    >>> class ScaledProportion(LLPMethod):
+    ...     def __init__(self, scale=1.0):
+    ...         self.scale = scale
+    ...
     ...     def get_loss(self, module, X, logits, bags, step, total_steps):
-    ...         pairs = bags.take(logits)
-    ...         return proportion_loss(pairs, bags.segments, bags.bag_props)
+    ...         return self.scale * bags.proportion_loss(logits)
     """
+
+    #: scikit-learn style constraints of the hyperparameters, checked by
+    #: :meth:`validate` before every fit.
+    _parameter_constraints: dict = {}
+
+    def validate(self):
+        """Check the hyperparameters against ``_parameter_constraints``.
+
+        Raises
+        ------
+        ValueError or TypeError
+            Naming the hyperparameter (as ``method__<name>``) and what is
+            wrong with it.
+        """
+        try:
+            self._validate_params()
+        except (ValueError, TypeError) as exc:
+            message = str(exc).replace("The '", "The 'method__", 1)
+            raise type(exc)(message) from None
+        return self
+
+    def prepare(self, bags, random_state):
+        """Hook: see the training bags once per ``fit``; no-op here.
+
+        Called by the classifier after the validation split and before the
+        first step of every ``fit`` and ``partial_fit``, on the fresh method
+        object built for that call. State computed here (attributes ending in
+        ``_``) is then available to :meth:`get_loss`, where
+        ``bags.bag_index`` maps the batch's bags to the bags given here.
+
+        Parameters
+        ----------
+        bags : Bags
+            The training bags (:class:`~sklearn_llp.utils.Bags`): their rows,
+            sizes, proportions ``bags.props``, weights and classes.
+        random_state : RandomState
+            Seeded from the classifier's ``random_state``.
+        """
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
         """Loss of one batch of whole bags.
@@ -91,27 +158,37 @@ class LLPMethod(BaseEstimator):
         return alpha * exp_rampup(step, int(round(rampup * total_steps)))
 
 
+#: Constraints shared by the consistency methods' ramped weight.
+_RAMP_CONSTRAINTS = {
+    "alpha": [Interval(Real, 0, None, closed="left")],
+    "rampup": [Interval(Real, 0, 1, closed="both")],
+}
+
+
 class ConsistencyMethod(LLPMethod):
     """Proportion loss plus a ramped-up consistency loss (LLP-VAT's recipe).
 
-    ``get_loss`` returns ``L_prop + w(t) * consistency_loss(...)`` with
+    ``get_loss`` returns ``L_prop + w(t) * mean(consistency_loss(...))`` with
     ``w(t) = alpha * exp(-5 (1 - t/T)^2)``, ``T = rampup * total_steps``;
     the consistency target is the clean prediction, held fixed
-    (:func:`clean_logits`). Subclasses set ``alpha`` and ``rampup`` and
+    (:func:`clean_logits`), and the mean over instances is weighted by the
+    sample weights if given. Subclasses set ``alpha`` and ``rampup`` and
     implement :meth:`consistency_loss`.
     """
 
     def consistency_loss(self, module, X, target_logits):
-        """Per-instance mean consistency loss against fixed clean logits."""
+        """Consistency loss of every instance, shape ``(n,)``, against fixed
+        clean logits."""
         raise NotImplementedError
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        loss = proportion_loss(bags.take(logits), bags.segments, bags.bag_props)
+        loss = bags.proportion_loss(logits)
         weight = self.rampup_weight(self.alpha, self.rampup, step, total_steps)
         if weight == 0.0:
             return loss
         target = clean_logits(module, X, logits)
-        return loss + weight * self.consistency_loss(module, X, target)
+        consistency = self.consistency_loss(module, X, target)
+        return loss + weight * weighted_mean(consistency, bags.weights)
 
 
 class DLLP(LLPMethod):
@@ -133,7 +210,7 @@ class DLLP(LLPMethod):
     """
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        return proportion_loss(bags.take(logits), bags.segments, bags.bag_props)
+        return bags.proportion_loss(logits)
 
 
 def _active_dropout(module):

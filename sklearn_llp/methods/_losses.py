@@ -15,8 +15,8 @@ import torch.nn.functional as F
 LOG_EPS = 1e-8
 
 
-def segment_mean(values, segments, n_segments):
-    """Mean of ``values`` rows within each segment.
+def segment_mean(values, segments, n_segments, weights=None):
+    """(Weighted) mean of ``values`` rows within each segment.
 
     Parameters
     ----------
@@ -25,24 +25,41 @@ def segment_mean(values, segments, n_segments):
     segments : LongTensor of shape (n,)
         Segment (bag) index in ``[0, n_segments)`` of every row.
     n_segments : int
-        Number of segments; every segment must hold at least one row.
+        Number of segments; every segment must hold at least one row (of
+        positive weight).
+    weights : Tensor of shape (n,), default=None
+        Weight of every row; None weighs rows equally.
 
     Returns
     -------
     Tensor of shape (n_segments, k)
     """
+    if weights is None:
+        weights = values.new_ones(values.shape[0])
+    else:
+        values = values * weights.unsqueeze(1)
     sums = values.new_zeros((n_segments, values.shape[1]))
     sums.index_add_(0, segments, values)
-    counts = values.new_zeros(n_segments)
-    counts.index_add_(0, segments, values.new_ones(values.shape[0]))
-    return sums / counts.unsqueeze(1)
+    totals = values.new_zeros(n_segments)
+    totals.index_add_(0, segments, weights)
+    return sums / totals.unsqueeze(1)
 
 
-def proportion_loss(logits, segments, bag_props):
+def weighted_mean(values, weights=None):
+    """Mean of a per-instance loss, weighted by ``weights`` if given."""
+    if weights is None:
+        return values.mean()
+    return (values * weights).sum() / weights.sum()
+
+
+def proportion_loss(logits, segments, bag_props, weights=None, bag_weights=None):
     """Cross-entropy between bag proportions and mean instance probabilities.
 
     ``-sum_j p_j log(mean_{x in bag} softmax(f(x))_j)``, averaged over bags.
-    With bags of one instance this is the ordinary cross-entropy.
+    With bags of one instance this is the ordinary cross-entropy. With
+    ``weights`` the bag mean is the weighted mean of its members'
+    probabilities (an integer weight counts as that many copies of the row);
+    every bag still counts once.
 
     Parameters
     ----------
@@ -51,17 +68,27 @@ def proportion_loss(logits, segments, bag_props):
         Bag index of every instance within the batch.
     bag_props : Tensor of shape (n_bags, k)
         Label proportions of the bags of the batch.
+    weights : Tensor of shape (n,), default=None
+        Sample weight of every instance.
+    bag_weights : Tensor of shape (n_bags,), default=None
+        Weight of every bag in the mean over bags (None: every bag once).
     """
     probs = F.softmax(logits, dim=1)
-    bag_probs = segment_mean(probs, segments, bag_props.shape[0])
-    return -(bag_props * torch.log(bag_probs + LOG_EPS)).sum(1).mean()
+    bag_probs = segment_mean(probs, segments, bag_props.shape[0], weights)
+    per_bag = -(bag_props * torch.log(bag_probs + LOG_EPS)).sum(1)
+    return weighted_mean(per_bag, bag_weights)
 
 
-def kl_divergence_with_logits(target_logits, logits):
-    """Mean over rows of ``KL(softmax(target_logits) || softmax(logits))``."""
+def kl_divergence_with_logits(target_logits, logits, reduction="mean"):
+    """``KL(softmax(target_logits) || softmax(logits))`` of every row.
+
+    ``reduction="mean"`` averages over rows, ``"none"`` returns one value
+    per row.
+    """
     target_log_probs = F.log_softmax(target_logits, dim=1)
     log_probs = F.log_softmax(logits, dim=1)
-    return (target_log_probs.exp() * (target_log_probs - log_probs)).sum(1).mean()
+    per_row = (target_log_probs.exp() * (target_log_probs - log_probs)).sum(1)
+    return per_row.mean() if reduction == "mean" else per_row
 
 
 def l2_normalize(d):

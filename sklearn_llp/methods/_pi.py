@@ -1,21 +1,26 @@
 """The Pi-model: proportion loss plus Gaussian-noise consistency."""
 
+from numbers import Real
+
 import torch
 import torch.nn.functional as F
+from sklearn.utils._param_validation import Interval
 
-from ._base import ConsistencyMethod, perturbation_mode
+from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 
 
-def pi_loss(module, X, target_logits, noise_std):
-    """Mean squared error between clean and noisy-input probabilities.
+def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
+    """Squared error between clean and noisy-input probabilities.
 
-    The squared error is summed over classes and averaged over instances;
-    the clean prediction is held fixed.
+    The squared error is summed over classes and, with ``reduction="mean"``,
+    averaged over instances (``"none"``: one value per instance); the clean
+    prediction is held fixed.
     """
     with perturbation_mode(module):
         noisy_logits = module(X + noise_std * torch.randn_like(X))
     target = F.softmax(target_logits, dim=1)
-    return ((F.softmax(noisy_logits, dim=1) - target) ** 2).sum(1).mean()
+    per_row = ((F.softmax(noisy_logits, dim=1) - target) ** 2).sum(1)
+    return per_row.mean() if reduction == "mean" else per_row
 
 
 class PiModel(ConsistencyMethod):
@@ -41,8 +46,13 @@ class PiModel(ConsistencyMethod):
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
-    >>> clf = LLPClassifier(method="pi", noise_std=0.3)
+    >>> clf = LLPClassifier(method="pi", method__noise_std=0.3)
     """
+
+    _parameter_constraints = {
+        **_RAMP_CONSTRAINTS,
+        "noise_std": [Interval(Real, 0, None, closed="left")],
+    }
 
     def __init__(self, alpha=1.0, noise_std=0.15, rampup=0.4):
         self.alpha = alpha
@@ -50,4 +60,4 @@ class PiModel(ConsistencyMethod):
         self.rampup = rampup
 
     def consistency_loss(self, module, X, target_logits):
-        return pi_loss(module, X, target_logits, self.noise_std)
+        return pi_loss(module, X, target_logits, self.noise_std, reduction="none")

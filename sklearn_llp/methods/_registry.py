@@ -1,6 +1,6 @@
-"""Method names known to ``LLPClassifier(method=...)``."""
+"""Method names known to ``LLPClassifier(method=...)`` and building a method."""
 
-import warnings
+from sklearn.base import clone
 
 from ._base import DLLP, LLPMethod
 from ._pi import PiModel
@@ -18,9 +18,8 @@ def register_method(name, method_class):
     name : str
         The name users pass as ``method``.
     method_class : type
-        A subclass of :class:`LLPMethod`. The classifier's method
-        hyperparameters (``alpha``, ``eps``, ...) that are not None and that
-        ``method_class.__init__`` accepts are passed to it.
+        A subclass of :class:`LLPMethod`; ``method__<name>`` parameters of the
+        classifier are passed to its ``__init__``.
     """
     if not (isinstance(method_class, type) and issubclass(method_class, LLPMethod)):
         raise TypeError("method_class must be a subclass of LLPMethod.")
@@ -32,34 +31,54 @@ def available_methods():
     return sorted(_METHODS)
 
 
-def make_method(method, **hyperparams):
-    """Resolve ``method`` (a name or an :class:`LLPMethod`) to an instance.
-
-    A name builds its registered class with those ``hyperparams`` that are not
-    None and that the class accepts; an instance is used as it is.
-    """
-    given = {k: v for k, v in hyperparams.items() if v is not None}
+def _method_class(method):
     if isinstance(method, LLPMethod):
-        if given:
-            warnings.warn(
-                f"{sorted(given)} ignored: a method object carries its own "
-                "hyperparameters; set them on the object.",
-                UserWarning,
-                stacklevel=3,
-            )
-        return method
+        return type(method)
     if isinstance(method, str) and method in _METHODS:
-        method_class = _METHODS[method]
-        accepted = method_class._get_param_names()
-        unused = sorted(set(given) - set(accepted))
-        if unused:
-            warnings.warn(
-                f"{unused} ignored: method={method!r} does not use them.",
-                UserWarning,
-                stacklevel=3,
-            )
-        return method_class(**{k: v for k, v in given.items() if k in accepted})
+        return _METHODS[method]
     raise ValueError(
         f"method={method!r} is not a known method; use one of "
         f"{available_methods()} or an LLPMethod instance."
     )
+
+
+def method_params(method):
+    """The hyperparameters ``method`` (a name or an object) is built with."""
+    if isinstance(method, LLPMethod):
+        return method.get_params(deep=False)
+    return _method_class(method)().get_params(deep=False)
+
+
+def make_method(method, params=None):
+    """A fresh, validated method from a name or an object and overrides.
+
+    Parameters
+    ----------
+    method : str or LLPMethod
+        A registered name (see :func:`available_methods`) or an instance,
+        which is cloned (the object passed is never modified).
+    params : dict, default=None
+        Hyperparameters that override the method's own (the classifier's
+        ``method__*`` parameters, without the prefix).
+
+    Returns
+    -------
+    method : LLPMethod
+        A new instance, its hyperparameters checked against its
+        ``_parameter_constraints``.
+    """
+    method_class = _method_class(method)
+    params = dict(params or {})
+    accepted = method_class._get_param_names()
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"{['method__' + name for name in unknown]} are not hyperparameters of "
+            f"{method_class.__name__}; it takes "
+            f"{['method__' + name for name in accepted] or 'none'}."
+        )
+    if isinstance(method, LLPMethod):
+        built = clone(method).set_params(**params)
+    else:
+        built = method_class(**params)
+    return built.validate()

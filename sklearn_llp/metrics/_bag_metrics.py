@@ -26,12 +26,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import rel_entr
 
+from ..utils import Bags, check_bags
 from ..utils._validation import (
-    _as_float_matrix,
-    _binary_from_fraction,
+    _id_array,
     _is_index_list,
-    check_bag_data,
-    check_bag_membership,
+    as_float_matrix,
+    binary_from_fraction,
 )
 
 #: Before a KL divergence is taken, the predicted proportion of every class
@@ -50,16 +50,11 @@ PROBA_SUM_TOL = 1e-3
 BAG_METRICS = ("hard_l1", "soft_l1", "hard_kl", "soft_kl")
 
 
-def _check_targets(bags, props, n_samples, classes=None):
-    """:func:`check_bag_data` that also accepts a single (held-out) bag."""
-    return check_bag_data(bags, props, n_samples, classes=classes, min_bags=1)
-
-
-def _check_proba(y_proba, n_samples, n_classes):
+def check_proba(y_proba, n_samples, n_classes):
     """Validate predicted probabilities; a 1-D array is P(second class)."""
-    y_proba = _as_float_matrix(y_proba, "y_proba")
+    y_proba = as_float_matrix(y_proba, "y_proba")
     if y_proba.ndim == 1:
-        y_proba = _binary_from_fraction(y_proba)
+        y_proba = binary_from_fraction(y_proba)
     if y_proba.ndim != 2:
         raise ValueError(
             f"y_proba must have shape (n_samples, n_classes); got {y_proba.shape}."
@@ -75,7 +70,10 @@ def _check_proba(y_proba, n_samples, n_classes):
             "the props columns (classes_)."
         )
     if not np.all(np.isfinite(y_proba)):
-        raise ValueError("y_proba contains NaN or infinite values.")
+        raise ValueError(
+            "y_proba contains NaN or infinite values (a model whose training "
+            "diverged?)."
+        )
     if y_proba.min(initial=0.0) < -PROBA_SUM_TOL:
         raise ValueError(
             "y_proba contains negative values; pass probabilities "
@@ -90,25 +88,29 @@ def _check_proba(y_proba, n_samples, n_classes):
     return np.clip(y_proba, 0.0, None) / sums[:, None]
 
 
-def _bag_means(codes, n_bags, y_proba, hard):
-    """Mean over every bag of one-hot predictions (hard) or probabilities.
+def _bag_means(segments, n_bags, y_proba, hard, weights=None):
+    """Weighted mean over every bag of one-hot predictions or probabilities.
 
     One ``np.bincount`` over the flattened (bag, class) index: no loop.
+    ``segments`` and ``y_proba`` have one row per (bag, member) pair.
     """
     n_classes = y_proba.shape[1]
-    counts = np.bincount(codes, minlength=n_bags).astype(np.float64)
+    if weights is None:
+        weights = np.ones(len(segments))
+    totals = np.bincount(segments, weights=weights, minlength=n_bags)
     if hard:
-        flat = codes * n_classes + np.argmax(y_proba, axis=1)
-        weights = None
+        flat = segments * n_classes + np.argmax(y_proba, axis=1)
+        values = weights
     else:
-        flat = (codes[:, None] * n_classes + np.arange(n_classes)).ravel()
-        weights = y_proba.ravel()
-    sums = np.bincount(flat, weights=weights, minlength=n_bags * n_classes)
-    return sums.reshape(n_bags, n_classes) / counts[:, None]
+        flat = (segments[:, None] * n_classes + np.arange(n_classes)).ravel()
+        values = (y_proba * weights[:, None]).ravel()
+    sums = np.bincount(flat, weights=values, minlength=n_bags * n_classes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums.reshape(n_bags, n_classes) / totals[:, None]
 
 
 def _l1(bag_props, estimate):
-    return float(np.abs(bag_props - estimate).sum(axis=1).mean())
+    return np.abs(bag_props - estimate).sum(axis=1)
 
 
 def _kl(bag_props, estimate):
@@ -116,26 +118,36 @@ def _kl(bag_props, estimate):
     estimate /= estimate.sum(axis=1, keepdims=True)
     per_bag = rel_entr(bag_props, estimate).sum(axis=1)
     # >= 0 by Gibbs' inequality; clip float rounding only.
-    return float(np.maximum(per_bag, 0.0).mean())
+    return np.maximum(per_bag, 0.0)
 
 
-def _bag_errors_from_codes(codes, bag_props, y_proba, metrics=BAG_METRICS):
-    """Bag errors from already validated, encoded inputs (no checks).
+def errors_of_pairs(
+    segments,
+    bag_props,
+    pair_proba,
+    metrics=BAG_METRICS,
+    weights=None,
+    bag_weights=None,
+):
+    """Bag errors from already validated (bag, member) pairs (no checks).
 
     The fast path for code that scores the same bags repeatedly (e.g. a
-    classifier's validation bags once per epoch): run :func:`check_bag_data`
-    once, then call this with its ``codes`` and ``bag_props``.
+    classifier's validation bags once per epoch).
 
     Parameters
     ----------
-    codes : ndarray of shape (n_samples,), dtype int
-        Index of every sample's bag in ``0..n_bags-1``, every bag occurring.
+    segments : ndarray of shape (n_pairs,), dtype int
+        Bag of every pair in ``0..n_bags-1``, every bag occurring.
     bag_props : ndarray of shape (n_bags, n_classes)
         Proportions of every bag, rows summing to 1.
-    y_proba : ndarray of shape (n_samples, n_classes)
-        Predicted probabilities, rows summing to 1.
+    pair_proba : ndarray of shape (n_pairs, n_classes)
+        Predicted probabilities of every pair's member, rows summing to 1.
     metrics : iterable of str, default=BAG_METRICS
         Which of ``"hard_l1"``, ``"soft_l1"``, ``"hard_kl"``, ``"soft_kl"``.
+    weights : ndarray of shape (n_pairs,), default=None
+        Sample weight of every pair's member.
+    bag_weights : ndarray of shape (n_bags,), default=None
+        Weight of every bag in the mean over bags (None: each bag once).
 
     Returns
     -------
@@ -148,9 +160,25 @@ def _bag_errors_from_codes(codes, bag_props, y_proba, metrics=BAG_METRICS):
     for metric in metrics:
         kind, distance = metric.split("_")
         if kind not in estimates:
-            estimates[kind] = _bag_means(codes, n_bags, y_proba, kind == "hard")
-        errors[metric] = (_l1 if distance == "l1" else _kl)(bag_props, estimates[kind])
+            estimates[kind] = _bag_means(
+                segments, n_bags, pair_proba, kind == "hard", weights
+            )
+        per_bag = (_l1 if distance == "l1" else _kl)(bag_props, estimates[kind])
+        errors[metric] = float(np.average(per_bag, weights=bag_weights))
     return errors
+
+
+def bag_errors_of(bags, y_proba, metrics=BAG_METRICS):
+    """Bag errors of validated :class:`~sklearn_llp.utils.Bags` (no checks)."""
+    weights = None if bags.weights is None else bags.weights[bags.members]
+    return errors_of_pairs(
+        bags.pair_bags,
+        bags.props,
+        y_proba[bags.members],
+        metrics,
+        weights,
+        bags.bag_weights,
+    )
 
 
 def _n_samples(bags, y_proba):
@@ -160,48 +188,43 @@ def _n_samples(bags, y_proba):
     does. Checked before the bags, so that a length mismatch names the two
     arguments that disagree.
     """
-    y_proba = _as_float_matrix(y_proba, "y_proba")
+    y_proba = as_float_matrix(y_proba, "y_proba")
     n_samples = y_proba.shape[0] if y_proba.ndim else 1
-    if sp.issparse(bags):
+    if isinstance(bags, Bags):
+        if bags.n_samples != n_samples:
+            raise ValueError(
+                f"bags covers {bags.n_samples} rows but y_proba has {n_samples}."
+            )
+    elif sp.issparse(bags):
         if bags.shape[0] != n_samples:
             raise ValueError(
                 f"bags (a membership matrix) has {bags.shape[0]} rows but y_proba "
                 f"has {n_samples}; it must be (n_samples, n_bags)."
             )
-    elif not _is_index_list(bags) and np.ndim(bags) == 1 and len(bags) != n_samples:
-        raise ValueError(
-            f"bags has {len(bags)} entries but y_proba has {n_samples} rows; "
-            "give one bag id per sample (row of y_proba)."
-        )
+    elif bags is not None and not _is_index_list(bags):
+        n_ids = len(_id_array(bags)) if np.ndim(bags) else 0
+        if n_ids != n_samples:
+            raise ValueError(
+                f"bags has {n_ids} entries but y_proba has {n_samples} rows; "
+                "give one bag id per sample (row of y_proba)."
+            )
     return n_samples
 
 
-def _pair_targets(bags, props, y_proba, classes):
-    """Validated (bag, instance) pairs: the bag of every pair, its instance
-    and every bag's proportions, for disjoint and overlapping bags alike.
-
-    Disjoint bags give their samples in a stable sort by bag, so the sums of
-    :func:`_bag_means` add every bag's members in their original order: the
-    errors are bit-identical to a per-sample encoding.
-    """
+def _errors(bags, props, y_proba, classes, metrics, sample_weight=None):
+    # bags go to the validator as given: converting a list here would hide
+    # mixed id types (0 and '0') from it
     n_samples = _n_samples(bags, y_proba)
-    indptr, members, _, bag_props, _ = check_bag_membership(
-        bags, props, n_samples, classes=classes, min_bags=1
+    bags = check_bags(
+        bags,
+        props,
+        n_samples=n_samples,
+        classes=classes,
+        sample_weight=sample_weight,
+        require_props=True,
     )
-    segments = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    return segments, members, bag_props, n_samples
-
-
-def _errors(bags, props, y_proba, classes, metrics):
-    # bags go to the validators as given: converting a list here would hide
-    # mixed id types (0 and '0') from check_bags
-    segments, members, bag_props, n_samples = _pair_targets(
-        bags, props, y_proba, classes
-    )
-    y_proba = _check_proba(y_proba, n_samples, bag_props.shape[1])
-    # gather every pair's probabilities, then segment sums per bag: the
-    # sparse product membership^T @ y_proba without building the matrix
-    return _bag_errors_from_codes(segments, bag_props, y_proba[members], metrics)
+    y_proba = check_proba(y_proba, n_samples, bags.n_classes)
+    return bag_errors_of(bags, y_proba, metrics)
 
 
 _PARAMETERS = """
@@ -214,7 +237,7 @@ _PARAMETERS = """
         indices of ``y_proba``.
     props : array-like or DataFrame or Series or dict
         Label proportions of the bags, in any form that
-        :func:`sklearn_llp.utils.check_bag_membership` accepts: with bag ids,
+        :func:`sklearn_llp.utils.check_bags` accepts: with bag ids,
         sample-aligned ``(n_samples, n_classes)``, a 1-D positive-class
         fraction (binary), or a per-bag table indexed by bag id; with
         overlapping bags, one row per bag ``(n_bags, n_classes)`` or a table
@@ -226,10 +249,14 @@ _PARAMETERS = """
     classes : array-like of shape (n_classes,), default=None
         Labels of the columns of ``y_proba`` (``estimator.classes_``); a
         ``props`` DataFrame is reordered to them by column label.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weight of every sample within its bag: a bag's estimate is the
+        weighted mean of its members' predictions (each bag still counts
+        once in the mean over bags).
 """
 
 
-def hard_l1_error(bags, props, y_proba, *, classes=None):
+def hard_l1_error(bags, props, y_proba, *, classes=None, sample_weight=None):
     """Mean over bags of the L1 error of the predicted-label proportions.
 
     For each bag, ``||p - q||_1`` with ``q`` the fraction of the bag's
@@ -255,10 +282,12 @@ def hard_l1_error(bags, props, y_proba, *, classes=None):
     >>> round(hard_l1_error(bags, props, y_proba), 6)
     0.5
     """
-    return _errors(bags, props, y_proba, classes, ("hard_l1",))["hard_l1"]
+    return _errors(bags, props, y_proba, classes, ("hard_l1",), sample_weight)[
+        "hard_l1"
+    ]
 
 
-def soft_l1_error(bags, props, y_proba, *, classes=None):
+def soft_l1_error(bags, props, y_proba, *, classes=None, sample_weight=None):
     """Mean over bags of the L1 error of the mean predicted probabilities.
 
     For each bag, ``||p - mean(y_proba)||_1`` over the bag's instances; then
@@ -282,10 +311,12 @@ def soft_l1_error(bags, props, y_proba, *, classes=None):
     >>> round(soft_l1_error(bags, props, y_proba), 6)
     0.5
     """
-    return _errors(bags, props, y_proba, classes, ("soft_l1",))["soft_l1"]
+    return _errors(bags, props, y_proba, classes, ("soft_l1",), sample_weight)[
+        "soft_l1"
+    ]
 
 
-def hard_kl_error(bags, props, y_proba, *, classes=None):
+def hard_kl_error(bags, props, y_proba, *, classes=None, sample_weight=None):
     """Mean over bags of KL(p || predicted-label proportions).
 
     For each bag, the Kullback-Leibler divergence ``sum_k p_k log(p_k / q_k)``
@@ -312,10 +343,12 @@ def hard_kl_error(bags, props, y_proba, *, classes=None):
     >>> hard_kl_error(bags, props, y_proba)
     0.0
     """
-    return _errors(bags, props, y_proba, classes, ("hard_kl",))["hard_kl"]
+    return _errors(bags, props, y_proba, classes, ("hard_kl",), sample_weight)[
+        "hard_kl"
+    ]
 
 
-def soft_kl_error(bags, props, y_proba, *, classes=None):
+def soft_kl_error(bags, props, y_proba, *, classes=None, sample_weight=None):
     """Mean over bags of KL(p || mean predicted probabilities).
 
     For each bag, the Kullback-Leibler divergence ``sum_k p_k log(p_k / q_k)``
@@ -344,10 +377,14 @@ def soft_kl_error(bags, props, y_proba, *, classes=None):
     >>> soft_kl_error(bags, props, y_proba)
     0.0
     """
-    return _errors(bags, props, y_proba, classes, ("soft_kl",))["soft_kl"]
+    return _errors(bags, props, y_proba, classes, ("soft_kl",), sample_weight)[
+        "soft_kl"
+    ]
 
 
-def bag_errors(bags, props, y_proba, *, classes=None, metrics=BAG_METRICS):
+def bag_errors(
+    bags, props, y_proba, *, classes=None, metrics=BAG_METRICS, sample_weight=None
+):
     """Several bag errors at once, validating and averaging only once.
 
     Parameters
@@ -358,7 +395,7 @@ def bag_errors(bags, props, y_proba, *, classes=None, metrics=BAG_METRICS):
         ``n_bags`` arrays of row indices.
     props : array-like or DataFrame or Series or dict
         Label proportions of the bags, in any form that
-        :func:`sklearn_llp.utils.check_bag_membership` accepts (one row per
+        :func:`sklearn_llp.utils.check_bags` accepts (one row per
         bag with overlapping bags). A single bag is accepted.
     y_proba : array-like of shape (n_samples, n_classes)
         Predicted class probabilities, columns in the order of ``classes``.
@@ -367,6 +404,8 @@ def bag_errors(bags, props, y_proba, *, classes=None, metrics=BAG_METRICS):
     metrics : iterable of str, default=BAG_METRICS
         Which errors to compute, among ``"hard_l1"``, ``"soft_l1"``,
         ``"hard_kl"`` and ``"soft_kl"``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weight of every sample within its bag (see :func:`hard_l1_error`).
 
     Returns
     -------
@@ -397,7 +436,7 @@ def bag_errors(bags, props, y_proba, *, classes=None, metrics=BAG_METRICS):
     unknown = [m for m in metrics if m not in BAG_METRICS]
     if unknown or not metrics:
         raise ValueError(f"metrics must be among {BAG_METRICS}; got {metrics}.")
-    return _errors(bags, props, y_proba, classes, metrics)
+    return _errors(bags, props, y_proba, classes, metrics, sample_weight)
 
 
 for _function in (hard_l1_error, soft_l1_error, hard_kl_error, soft_kl_error):

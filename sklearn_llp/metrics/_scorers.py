@@ -19,22 +19,18 @@ returns NaN on its own.
 
 from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
 from sklearn.utils.metadata_routing import MetadataRequest
+from sklearn.utils.validation import _num_samples
 
+from ..utils import check_bags
 from ..utils._validation import (
-    _as_float_matrix,
-    _check_prop_values,
     _table_to_frame,
-    check_bags,
+    as_float_matrix,
+    attach_props_table,
+    check_prop_values,
 )
-from ._bag_metrics import (
-    BAG_METRICS,
-    _bag_errors_from_codes,
-    _check_proba,
-    _check_targets,
-)
+from ._bag_metrics import BAG_METRICS, bag_errors_of, check_proba
 
 _NO_PROPS = (
     "{scorer} received no label proportions, so it cannot score bags. In "
@@ -50,36 +46,6 @@ _NO_PROPS = (
 )
 
 
-def _column_order(columns, n_classes, classes, what):
-    """Positions of the proportion columns in the order of ``classes``.
-
-    Columns named after the classes are matched by name; columns that are
-    unnamed (``None``) or the default ``0..n_classes-1`` are read in order.
-    """
-    order = np.arange(n_classes)
-    if classes is None:
-        return order
-    classes = np.asarray(classes).tolist()
-    if len(classes) != n_classes:
-        raise ValueError(
-            f"{what} has {n_classes} class columns but the estimator has "
-            f"{len(classes)} classes (classes_={classes})."
-        )
-    if columns is None:
-        return order
-    columns = list(columns)
-    if len(set(columns)) == n_classes and set(columns) == set(classes):
-        position = {column: i for i, column in enumerate(columns)}
-        return np.array([position[label] for label in classes])
-    if columns == list(range(n_classes)):
-        return order
-    raise ValueError(
-        f"{what} columns {columns} do not match the estimator's classes_ "
-        f"{classes}; name the columns after the classes, or leave them "
-        f"0..{n_classes - 1} to be read in the order of classes_."
-    )
-
-
 def _as_props_table(table):
     """Validate a per-bag table; return it as a float DataFrame."""
     if not isinstance(table, (pd.DataFrame, pd.Series, Mapping)):
@@ -91,14 +57,18 @@ def _as_props_table(table):
             "make_bag_scorer(metric, bags=bags, props=props) or "
             "bag_props_table(bags, props)."
         )
-    frame = _table_to_frame(table)
+    frame = _table_to_frame(table, "props_table")
     if frame.index.has_duplicates:
         raise ValueError("props_table repeats a bag id in its index.")
-    values = _as_float_matrix(frame.to_numpy(), "props_table")
+    values = as_float_matrix(frame.to_numpy(), "props_table")
     if values.ndim != 2 or values.shape[1] < 2:
         raise ValueError("props_table needs one column per class, 2 at least.")
-    values = _check_prop_values(values, "props_table")
+    values = check_prop_values(values, "props_table")
     columns = frame.columns if isinstance(table, pd.DataFrame) else None
+    if columns is not None and columns.has_duplicates:
+        raise ValueError(
+            f"props_table has duplicate class columns: {columns.tolist()}."
+        )
     return pd.DataFrame(values, index=frame.index, columns=columns)
 
 
@@ -131,14 +101,9 @@ def bag_props_table(bags, props, *, classes=None):
     >>> table.to_numpy().tolist()
     [[0.5, 0.5], [0.0, 1.0]]
     """
-    bags = np.asarray(bags)
-    n_samples = bags.shape[0] if bags.ndim else 1
-    _, bag_ids, bag_props, classes = _check_targets(
-        bags, props, n_samples, classes=classes
-    )
-    return pd.DataFrame(
-        bag_props, index=pd.Index(bag_ids, name="bag"), columns=list(classes)
-    )
+    bags = check_bags(bags, props, classes=classes, require_props=True)
+    index = pd.Index(bags.ids, name="bag", tupleize_cols=False)
+    return pd.DataFrame(bags.props, index=index, columns=list(bags.classes))
 
 
 class BagScorer:
@@ -217,7 +182,7 @@ class BagScorer:
             table = f", props_table=<{len(self.props_table)} bags>"
         return f"{type(self).__name__}(metric={self.metric!r}{table})"
 
-    def __call__(self, estimator, X, y=None, props=None):
+    def __call__(self, estimator, X, y=None, props=None, sample_weight=None):
         """Minus the bag error of ``estimator`` on the bags in ``y``.
 
         Parameters
@@ -232,6 +197,9 @@ class BagScorer:
             Proportions of the test bags (sample-aligned or a per-bag table);
             routed here under metadata routing. Takes precedence over
             ``props_table``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of every row within its bag (see
+            :func:`~sklearn_llp.metrics.hard_l1_error`).
 
         Returns
         -------
@@ -245,32 +213,25 @@ class BagScorer:
             )
         if props is None and self.props_table is None:
             raise ValueError(_NO_PROPS.format(scorer=repr(self), metric=self.metric))
-        y = np.asarray(y)
-        n_samples = y.shape[0] if y.ndim else 1
+        n_samples = _num_samples(X)
         classes = getattr(estimator, "classes_", None)
         if props is not None:
-            codes, _, bag_props, columns = _check_targets(y, props, n_samples)
-            if not isinstance(props, pd.DataFrame):
-                columns = None
-            order = _column_order(columns, bag_props.shape[1], classes, "props")
-        else:
-            codes, bag_ids = check_bags(y, n_samples)
-            table = self.props_table
-            missing = ~pd.Index(bag_ids).isin(table.index)
-            if missing.any():
-                raise ValueError(
-                    f"props_table of {self!r} has no row for {int(missing.sum())} "
-                    f"bag id(s) in y, e.g. {bag_ids[missing][:5].tolist()}; y must "
-                    "hold the bag id of every row of X."
-                )
-            bag_props = table.loc[bag_ids].to_numpy()
-            order = _column_order(
-                table.columns, bag_props.shape[1], classes, "props_table"
+            bags = check_bags(
+                y,
+                props,
+                n_samples=n_samples,
+                classes=classes,
+                sample_weight=sample_weight,
+                require_props=True,
             )
-        bag_props = bag_props[:, order]
-        proba = _check_proba(estimator.predict_proba(X), n_samples, bag_props.shape[1])
-        errors = _bag_errors_from_codes(codes, bag_props, proba, (self.metric,))
-        return -errors[self.metric]
+        else:
+            bags = attach_props_table(
+                check_bags(y, n_samples=n_samples, sample_weight=sample_weight),
+                self.props_table,
+                classes,
+            )
+        proba = check_proba(estimator.predict_proba(X), n_samples, bags.n_classes)
+        return -bag_errors_of(bags, proba, (self.metric,))[self.metric]
 
     def get_metadata_routing(self):
         """Request ``props`` for ``score``, as a scorer under metadata routing.
@@ -282,12 +243,13 @@ class BagScorer:
         """
         request = MetadataRequest(owner=repr(self))
         request.score.add_request(param="props", alias=True)
+        request.score.add_request(param="sample_weight", alias=True)
         return request
 
     def _accept_sample_weight(self):
         # Asked by GridSearchCV and _MultimetricScorer when sample_weight is
-        # passed with routing off: bag errors weight every bag equally.
-        return False
+        # passed with routing off: weights apply within every bag.
+        return True
 
 
 def make_bag_scorer(metric="hard_l1", *, props_table=None, bags=None, props=None):

@@ -6,106 +6,134 @@ the bag ids, which spreads the instances of every bag over all folds. Each
 training fold then holds part of every bag, with the whole bag's proportions,
 and each test fold scores fragments of bags against proportions that are not
 theirs, without any error or warning. The splitters here split by bag instead,
-taking the bag ids from ``groups`` or, when ``groups`` is not given, from
-``y``, so they work inside GridSearchCV and cross_validate with or without
-metadata routing.
+taking the bags from ``groups`` or, when ``groups`` is not given, from ``y``,
+so they work inside GridSearchCV and cross_validate with or without metadata
+routing.
 
-Overlapping bags (a sparse ``(n_samples, n_bags)`` membership matrix or a
-list of index arrays, as :meth:`LLPClassifier.fit` takes them) are split by
-the connected components of the bag-overlap graph: bags that share an
-instance, directly or through a chain of bags, form one group and stay on one
-side, so no instance and no bag is on both sides. :func:`subset_membership`
-gives the bags of each side, re-indexed to its rows.
+Bags that overlap (a sparse ``(n_samples, n_bags)`` membership matrix or a
+list of row-index arrays) are split by the connected components of the
+bag-overlap graph: bags that share a row, directly or through a chain of
+bags, form one group and stay on one side, so no row and no bag is on both
+sides. :func:`subset_membership` gives the bags of each side.
 """
+
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples
 
-from ..utils import check_membership
+from ..utils import Bags, check_bags
+from ..utils._validation import _is_index_list
 
 
-def _is_membership(bags):
-    """A sparse membership matrix or a list/tuple of 1-D index arrays."""
-    return sp.issparse(bags) or (
-        isinstance(bags, (list, tuple))
-        and len(bags) > 0
-        and all(np.ndim(rows) == 1 for rows in bags)
-    )
-
-
-def _bag_source(splitter, y, groups):
-    """The bags (``groups`` if given, else ``y``) and the argument's name."""
+def _validated_bags(splitter, X, y, groups):
+    """The bags (``groups`` if given, else ``y``), validated against ``X``."""
     name, bags = ("groups", groups) if groups is not None else ("y", y)
     if bags is None:
         raise ValueError(
             f"{type(splitter).__name__} needs the bag id of every sample: pass "
             "the bags as y (as in fit(X, bags, props)) or as groups."
         )
-    return name, bags
+    return check_bags(bags, n_samples=_num_samples(X), name=name), name
 
 
-def _bag_ids(splitter, X, y, groups):
-    """Bag id of every sample: ``groups`` if given, else ``y``."""
-    name, bags = _bag_source(splitter, y, groups)
-    bags = np.asarray(bags)
-    if bags.ndim != 1:
-        raise ValueError(
-            f"{type(splitter).__name__} needs one bag id per sample (1-D), or "
-            "overlapping bags as a sparse (n_samples, n_bags) membership matrix "
-            f"or a list of index arrays; got {name} of shape {bags.shape}."
-        )
-    n_samples = _num_samples(X)
-    if len(bags) != n_samples:
-        raise ValueError(
-            f"{name} has {len(bags)} bag ids but X has {n_samples} rows; "
-            f"{type(splitter).__name__} needs one bag id per row of X."
-        )
-    return bags
+def _too_few_groups(splitter, name, n_groups, needed):
+    return ValueError(
+        f"{type(splitter).__name__} needs at least {needed} bags (groups of "
+        f"connected bags, when bags overlap), but the bags in {name} form "
+        f"{n_groups}: bags that share an instance (directly or through other "
+        "bags) stay together. Lower n_splits, or use more bags or bags that "
+        "overlap less."
+    )
 
 
-def _as_membership(bags, n_samples, name):
-    """Validate overlapping bags into a CSC ``(n_samples, n_bags)`` matrix."""
-    return check_membership(bags, n_samples, name)
+def _group_target(size, n_groups, total_rows, what):
+    """Rows (float: a fraction of all rows) or groups (int) to draw."""
+    if isinstance(size, Integral) and not isinstance(size, bool):
+        if not 1 <= size < n_groups:
+            raise ValueError(
+                f"{what}={size} bags must be at least 1 and fewer than the "
+                f"{n_groups} bags (groups of connected bags)."
+            )
+        return "groups", int(size)
+    if isinstance(size, Real) and 0 < size < 1:
+        return "rows", float(size) * total_rows
+    raise ValueError(
+        f"{what} must be a float in (0, 1) (a fraction of the rows) or an int "
+        f"(a number of bags); got {size!r}."
+    )
 
 
-def _instance_groups(membership):
-    """Connected component of every instance in the instance-bag graph.
+def _draw_groups(order, group_rows, kind, target):
+    """Groups from ``order`` until ``target`` rows (or groups) are reached.
 
-    Nodes are the ``n_samples`` instances and the ``n_bags`` bags, with an
-    edge for every membership: two instances are in one component exactly
-    when a chain of bags links them. Returns the component of every
-    instance (``-1`` for an instance in no bag) and the number of components
-    that hold a bag.
+    A group is taken when it brings the row count closer to the target, so
+    the drawn rows exceed the target by less than half a group; if every
+    group is larger than twice the target, the smallest one is taken.
     """
-    n_samples = membership.shape[0]
-    graph = sp.bmat([[None, membership], [membership.T, None]], format="csr")
-    _, labels = connected_components(graph, directed=False)
-    bagged = np.diff(membership.tocsr().indptr) > 0
-    groups = np.where(bagged, labels[:n_samples], -1)
-    n_groups = len(np.unique(labels[n_samples:]))
-    return groups, n_groups
+    taken = np.zeros(len(group_rows), dtype=bool)
+    if kind == "groups":
+        taken[order[:target]] = True
+        return taken
+    rows = 0.0
+    for group in order:  # once per split, over groups: not in a training step
+        size = group_rows[group]
+        if size < 2 * (target - rows):
+            taken[group] = True
+            rows += size
+    if not taken.any():
+        candidates = order[np.argsort(group_rows[order], kind="stable")]
+        taken[candidates[0]] = True
+    return taken
 
 
-def _split_overlapping(split, splitter, X, bags, name, min_groups):
-    """Split the components of overlapping bags with ``split`` (the parent's).
+def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split"):
+    """One random split of groups of rows: boolean test and train masks.
 
-    Rows that belong to no bag carry no proportions and are on neither side.
+    Parameters
+    ----------
+    group_rows : ndarray of shape (n_groups,)
+        Rows of every group (a bag, or a group of connected bags).
+    test_size, train_size : float, int or None
+        Fraction of the rows (float) or number of groups (int); None is the
+        complement of the other (``test_size`` 0.1 when both are None).
+    rng : RandomState
+
+    Returns
+    -------
+    train, test : ndarray of bool, shape (n_groups,)
     """
-    n_samples = _num_samples(X)
-    groups, n_groups = _instance_groups(_as_membership(bags, n_samples, name))
-    if n_groups < min_groups:
+    n_groups = len(group_rows)
+    total = float(group_rows.sum())
+    if test_size is None and train_size is None:
+        test_size = 0.1
+    if n_groups < 2:
         raise ValueError(
-            f"{type(splitter).__name__} needs at least {min_groups} groups of "
-            f"connected bags, but the bags in {name} form {n_groups}: bags that "
-            "share an instance (directly or through other bags) stay together. "
-            "Lower n_splits or use bags that overlap less."
+            f"{splitter} needs at least 2 bags (groups of connected bags) to "
+            f"hold some out; got {n_groups}."
         )
-    rows = np.flatnonzero(groups >= 0)
-    for train, test in split(np.zeros((len(rows), 1)), None, groups[rows]):
-        yield rows[train], rows[test]
+    order = rng.permutation(n_groups)
+    if test_size is not None:
+        kind, target = _group_target(test_size, n_groups, total, "test_size")
+        test = _draw_groups(order, group_rows, kind, target)
+    if train_size is None:
+        train = ~test
+    else:
+        kind, target = _group_target(train_size, n_groups, total, "train_size")
+        rest = order if test_size is None else order[~test[order]]
+        train = _draw_groups(rest, group_rows, kind, target)
+        if test_size is None:
+            test = ~train
+    if not train.any() or not test.any():
+        raise ValueError(
+            f"{splitter} leaves no bag on one side: the bags form {n_groups} "
+            "group(s) of connected bags, too few or too large for "
+            f"test_size={test_size}, train_size={train_size}."
+        )
+    return train, test
 
 
 def subset_membership(bags, rows):
@@ -150,7 +178,7 @@ def subset_membership(bags, rows):
     >>> sub_bags, kept
     ([array([0, 1])], array([2]))
     """
-    if not _is_membership(bags):
+    if not (sp.issparse(bags) or _is_index_list(bags)):
         raise TypeError(
             "bags must be overlapping bags: a sparse (n_samples, n_bags) "
             "membership matrix or a list of arrays of row indices; with one bag "
@@ -176,26 +204,10 @@ def subset_membership(bags, rows):
     else:
         largest = max((int(np.max(b)) for b in bags if np.size(b)), default=-1)
         n_samples = max(largest, int(rows.max(initial=-1))) + 1
-    membership = _as_membership(bags, n_samples, "bags")
-    position = np.full(n_samples, -1, dtype=np.int64)
-    position[rows] = np.arange(len(rows))
-    sizes = np.diff(membership.indptr)
-    pair_bags = np.repeat(np.arange(len(sizes)), sizes)
-    pair_rows = position[membership.indices]
-    inside = np.bincount(pair_bags, weights=pair_rows >= 0, minlength=len(sizes))
-    kept = np.flatnonzero(inside == sizes)
-    keep_pair = np.isin(pair_bags, kept)
-    kept_sizes = sizes[kept]
-    indices = pair_rows[keep_pair]
-    if not sp.issparse(bags):
-        if not len(kept):
-            return [], kept
-        return np.split(indices, np.cumsum(kept_sizes)[:-1]), kept
-    indptr = np.concatenate([[0], np.cumsum(kept_sizes)])
-    sub = sp.csc_matrix(
-        (np.ones(len(indices)), indices, indptr), shape=(len(rows), len(kept))
-    )
-    return sub.asformat(bags.format), kept
+    sub, kept = check_bags(bags, n_samples=n_samples).restrict(rows)
+    if sp.issparse(bags):
+        return sub.membership().asformat(bags.format), kept
+    return np.split(sub.members, sub.indptr[1:-1]) if len(kept) else [], kept
 
 
 class BagKFold(GroupKFold):
@@ -232,7 +244,7 @@ class BagKFold(GroupKFold):
 
     See Also
     --------
-    BagShuffleSplit : Random held-out fractions of the bags.
+    BagShuffleSplit : Random held-out fractions of the rows, in whole bags.
     sklearn.model_selection.GroupKFold : The splitter this one extends.
 
     Examples
@@ -288,21 +300,27 @@ arrays, default=None
         test : ndarray
             Test set indices of the split.
         """
-        name, bags = _bag_source(self, y, groups)
-        if _is_membership(bags):
-            yield from _split_overlapping(
-                super().split, self, X, bags, name, self.n_splits
-            )
-        else:
-            yield from super().split(X, y, _bag_ids(self, X, y, groups))
+        bags, name = _validated_bags(self, X, y, groups)
+        row_group, group_rows = bags.component_rows()
+        if len(group_rows) < self.n_splits:
+            raise _too_few_groups(self, name, len(group_rows), self.n_splits)
+        rows = np.flatnonzero(row_group >= 0)
+        for train, test in super().split(rows[:, None], None, row_group[rows]):
+            yield rows[train], rows[test]
 
 
 class BagShuffleSplit(GroupShuffleSplit):
-    """Random train/test splits of the bags: no bag is ever split.
+    """Random train/test splits of the rows, in whole bags.
 
-    Each split holds out a random fraction of the bags, whole: 10 % by
-    default, the validation split of the LLP training protocol.
-    The bag ids are taken from ``groups`` if given, else from ``y``.
+    Each split holds out about ``test_size`` of the **rows** (10 % by
+    default, the validation split of the LLP training protocol), in whole
+    bags: bags are drawn in random order and taken while they bring the
+    held-out rows closer to the target, so the held-out rows exceed
+    ``test_size`` by less than half a bag -- or, if every bag is larger than
+    twice the target, the smallest bag is held out (less than one bag).
+    Counting rows rather than bags matters when bag sizes vary: with census
+    groups, 10 % of the bags can hold 40 % of the rows. The bag ids are
+    taken from ``groups`` if given, else from ``y``.
 
     Use it as ``cv=`` instead of an integer: with ``y=bags``, ``cv=5`` is a
     ``StratifiedKFold`` over the bag ids, which spreads every bag over all
@@ -314,28 +332,29 @@ class BagShuffleSplit(GroupShuffleSplit):
 
     Overlapping bags (a sparse membership matrix or a list of index arrays,
     as ``groups`` or ``y``) are split by the connected components of the
-    bag-overlap graph, as in :class:`BagKFold`: ``test_size`` and
-    ``train_size`` then count groups of connected bags, and
-    :func:`subset_membership` gives the bags of each side.
+    bag-overlap graph, as in :class:`BagKFold`: a group of connected bags
+    counts as one bag here, and :func:`subset_membership` gives the bags of
+    each side. ``LLPClassifier(validation_fraction=...)`` holds out its
+    validation bags with this splitter.
 
     Parameters
     ----------
     n_splits : int, default=5
         Number of re-shuffling and splitting iterations.
     test_size : float or int, default=None
-        Fraction (float) or number (int) of bags to hold out; a fraction is
-        rounded up, so at least one bag is held out. If None, the complement of
-        ``train_size``, or 0.1 when ``train_size`` is None too.
+        Fraction of the rows (float in (0, 1)) or number of bags (int) to
+        hold out. If None, the complement of ``train_size``, or 0.1 when
+        ``train_size`` is None too.
     train_size : float or int, default=None
-        Fraction or number of bags to train on. If None, the complement of
-        ``test_size``.
+        Fraction of the rows or number of bags to train on, drawn from the
+        bags not held out. If None, all of them.
     random_state : int, RandomState instance or None, default=None
         Seeds the draws; pass an int for reproducible splits.
 
     See Also
     --------
     BagKFold : K-fold over bags.
-    sklearn.model_selection.GroupShuffleSplit : The splitter this one extends.
+    sklearn.model_selection.GroupShuffleSplit : Counts groups, not rows.
 
     Examples
     --------
@@ -344,8 +363,8 @@ class BagShuffleSplit(GroupShuffleSplit):
     >>> bags = np.repeat(np.arange(20), 3)
     >>> X = np.zeros((len(bags), 1))
     >>> splitter = BagShuffleSplit(n_splits=2, random_state=0)
-    >>> [len(set(bags[test])) for _, test in splitter.split(X, bags)]
-    [2, 2]
+    >>> [len(test) for _, test in splitter.split(X, bags)]
+    [6, 6]
     """
 
     def __init__(
@@ -358,6 +377,30 @@ class BagShuffleSplit(GroupShuffleSplit):
             random_state=random_state,
         )
         self._default_test_size = 0.1
+
+    def split_bags(self, bags):
+        """Generate boolean train and test masks over the bags of a ``Bags``.
+
+        Parameters
+        ----------
+        bags : Bags
+            Validated bags (:func:`~sklearn_llp.utils.check_bags`).
+
+        Yields
+        ------
+        train, test : ndarray of bool, shape (n_bags,)
+        """
+        _, group_rows = bags.component_rows()
+        rng = check_random_state(self.random_state)
+        for _ in range(self.n_splits):
+            train, test = shuffle_split_groups(
+                group_rows,
+                self.test_size,
+                self.train_size,
+                rng,
+                splitter=type(self).__name__,
+            )
+            yield train[bags.components], test[bags.components]
 
     def split(self, X, y=None, groups=None):
         """Generate train and test indices, whole bags on each side.
@@ -381,8 +424,13 @@ arrays, default=None
         test : ndarray
             Test set indices of the split.
         """
-        name, bags = _bag_source(self, y, groups)
-        if _is_membership(bags):
-            yield from _split_overlapping(super().split, self, X, bags, name, 2)
-        else:
-            yield from super().split(X, y, _bag_ids(self, X, y, groups))
+        bags, name = _validated_bags(self, X, y, groups)
+        if bags.components.max() < 1:
+            raise _too_few_groups(self, name, 1, 2)
+        for train, test in self.split_bags(bags):
+            yield _rows_of(bags, train), _rows_of(bags, test)
+
+
+def _rows_of(bags: Bags, bag_mask):
+    """Sorted distinct rows of the bags where ``bag_mask`` is True."""
+    return np.unique(bags.members[bag_mask[bags.pair_bags]])

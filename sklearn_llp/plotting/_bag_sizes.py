@@ -4,6 +4,7 @@ import numpy as np
 
 from ..bags._proportions import _unbagged_mask
 from ..utils import check_bags
+from ..utils._validation import _id_array
 
 #: Up to this many distinct sizes, every integer size gets its own bar.
 _MAX_INTEGER_BINS = 50
@@ -61,12 +62,12 @@ def plot_bag_sizes(bags, ax=None, **hist_kwargs):
             "plot_bag_sizes needs matplotlib, an optional dependency: "
             "pip install sklearn-llp[plot]"
         ) from exc
-    bags = np.asarray(bags)
-    check_bags(bags, len(bags))
-    bags = bags[~_unbagged_mask(bags)]
-    if len(bags) == 0:
-        raise ValueError("bags holds no bag (every entry is -1 or it is empty).")
-    _, sizes = np.unique(bags, return_counts=True)
+    ids = _id_array(bags)
+    if ids.ndim == 1:
+        ids = ids[~_unbagged_mask(ids)]
+        if len(ids) == 0:
+            raise ValueError("bags holds no bag (every entry is -1 or it is empty).")
+    sizes = check_bags(ids).sizes
     if ax is None:
         _, ax = plt.subplots()
     low, high = int(sizes.min()), int(sizes.max())

@@ -1,19 +1,24 @@
-"""Validation helpers shared by the estimators, metrics and bag tools."""
+"""The validated bag data model shared by every part of the package.
 
+:func:`check_bags` reads bags and proportions in any accepted form and
+returns a :class:`Bags`, the one representation the classifier, metrics,
+scorers and splitters work on.
+"""
+
+from ._bags import Bags
 from ._validation import (
     PROPS_BAG_TOL,
+    PROPS_NEG_TOL,
     PROPS_SUM_TOL,
-    check_bag_data,
-    check_bag_membership,
+    UNBAGGED,
     check_bags,
-    check_membership,
 )
 
 __all__ = [
     "PROPS_BAG_TOL",
+    "PROPS_NEG_TOL",
     "PROPS_SUM_TOL",
-    "check_bag_data",
-    "check_bag_membership",
+    "UNBAGGED",
+    "Bags",
     "check_bags",
-    "check_membership",
 ]

@@ -1,0 +1,161 @@
+"""Sample weights (e.g. survey weights): weighted means inside bags.
+
+An integer weight must act as that many copies of the row, equal weights
+as no weights, and a weight of 0 as removing the row.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from sklearn_llp import LLPClassifier
+from sklearn_llp.bags import label_proportions
+from sklearn_llp.methods import proportion_loss, segment_mean
+from sklearn_llp.metrics import bag_errors, make_bag_scorer
+from sklearn_llp.utils import check_bags
+
+
+@pytest.fixture
+def weighted():
+    rng = np.random.RandomState(0)
+    y = rng.randint(0, 3, 90)
+    X = rng.normal(size=(90, 4)) + 2 * np.eye(3, 4)[y]
+    bags = np.repeat(np.arange(9), 10)
+    w = rng.randint(0, 4, 90)
+    w[::10] = 1  # no bag loses all of its rows
+    return X, y, bags, w
+
+
+def _repeat(w, *arrays):
+    return [np.repeat(a, w, axis=0) for a in arrays]
+
+
+def test_weighted_proportion_loss_equals_repeated_rows():
+    torch.manual_seed(0)
+    logits = torch.randn(6, 3)
+    segments = torch.tensor([0, 0, 0, 1, 1, 1])
+    props = torch.tensor([[0.2, 0.3, 0.5], [0.6, 0.4, 0.0]])
+    w = torch.tensor([2.0, 0.0, 1.0, 3.0, 1.0, 1.0])
+    rows = torch.repeat_interleave(torch.arange(6), w.long())
+    weighted = proportion_loss(logits, segments, props, w)
+    repeated = proportion_loss(logits[rows], segments[rows], props)
+    torch.testing.assert_close(weighted, repeated)
+    # by hand: bag 0 is (2 p0 + p2) / 3
+    p = logits.softmax(1)
+    bag0 = (2 * p[0] + p[2]) / 3
+    bag1 = (3 * p[3] + p[4] + p[5]) / 5
+    expected = -(props[0] * bag0.log()).sum() / 2 - (props[1] * bag1.log()).sum() / 2
+    torch.testing.assert_close(weighted, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        segment_mean(p, segments, 2, torch.full((6,), 2.5)),
+        segment_mean(p, segments, 2),
+    )
+
+
+def test_weighted_bag_errors_equal_repeated_rows(weighted):
+    X, y, bags, w = weighted
+    props = label_proportions(bags, y, sample_weight=w)
+    proba = np.random.RandomState(1).dirichlet(np.ones(3), size=len(y))
+    with_weights = bag_errors(bags, props, proba, sample_weight=w)
+    rep_bags, rep_proba = _repeat(w, bags, proba)
+    repeated = bag_errors(rep_bags, props, rep_proba)
+    for name, value in with_weights.items():
+        assert value == pytest.approx(repeated[name], abs=1e-12)
+    # the weighted proportions are those of the repeated rows
+    rep_y = np.repeat(y, w)
+    np.testing.assert_allclose(props, label_proportions(rep_bags, rep_y))
+
+
+def test_equal_weights_are_no_weights(weighted):
+    X, y, bags, _ = weighted
+    props = label_proportions(bags, y)
+    assert check_bags(bags, props, sample_weight=np.full(90, 2.5)).weights is None
+    fits = [
+        LLPClassifier(max_epochs=3, verbose=0, random_state=0, device="cpu")
+        .fit(X, bags, props, sample_weight=w)
+        .predict_proba(X)
+        for w in (None, np.full(90, 2.5))
+    ]
+    np.testing.assert_array_equal(*fits)
+
+
+@pytest.mark.parametrize("method", ["dllp", "vat", "rot"])
+def test_integer_weights_fit_like_repeated_rows(weighted, method):
+    X, y, bags, w = weighted
+    props = label_proportions(bags, y, sample_weight=w)
+    params = dict(
+        method=method,
+        max_epochs=15,
+        batch_size=10_000,  # one step per epoch over all bags: same batches
+        verbose=0,
+        random_state=0,
+        device="cpu",
+    )
+    if method == "vat":  # random directions depend on the number of rows
+        params.update(method__alpha=0.0)
+    weighted_fit = LLPClassifier(**params).fit(X, bags, props, sample_weight=w)
+    rep_X, rep_bags = _repeat(w, X, bags)
+    repeated_fit = LLPClassifier(**params).fit(rep_X, rep_bags, props)
+    np.testing.assert_allclose(
+        weighted_fit.predict_proba(X), repeated_fit.predict_proba(X), atol=1e-4
+    )
+
+
+def test_weights_change_the_fit_and_zero_removes_a_row(weighted):
+    X, y, bags, w = weighted
+    props = label_proportions(bags, y, sample_weight=w)
+    params = dict(method="dllp", max_epochs=5, verbose=0, random_state=0)
+    plain = LLPClassifier(**params).fit(X, bags, props).predict_proba(X)
+    fit = LLPClassifier(**params).fit(X, bags, props, sample_weight=w)
+    assert not np.allclose(plain, fit.predict_proba(X))
+    kept = w > 0
+    dropped = LLPClassifier(**params, batch_size=10_000)
+    dropped.fit(X[kept], bags[kept], props, sample_weight=w[kept])
+    zero = LLPClassifier(**params, batch_size=10_000)
+    zero.fit(X, bags, props, sample_weight=w)
+    np.testing.assert_allclose(
+        dropped.predict_proba(X), zero.predict_proba(X), atol=1e-5
+    )
+
+
+def test_supervised_weights_weigh_each_rows_cross_entropy(weighted):
+    X, y, _, w = weighted
+    params = dict(
+        method="dllp", max_epochs=10, batch_size=10_000, verbose=0, random_state=0
+    )
+    weighted_fit = LLPClassifier(**params).fit(X, y, sample_weight=w)
+    rep_X, rep_y = _repeat(w, X, y)
+    repeated_fit = LLPClassifier(**params).fit(rep_X, rep_y)
+    np.testing.assert_allclose(
+        weighted_fit.predict_proba(X), repeated_fit.predict_proba(X), atol=1e-4
+    )
+
+
+def test_score_and_scorer_take_sample_weight(weighted):
+    X, y, bags, w = weighted
+    props = label_proportions(bags, y, sample_weight=w)
+    clf = LLPClassifier(method="dllp", max_epochs=5, verbose=0, random_state=0)
+    clf.fit(X, bags, props, sample_weight=w)
+    errors = bag_errors(bags, props, clf.predict_proba(X), sample_weight=w)
+    score = clf.score(X, bags, props, sample_weight=w)
+    assert score == pytest.approx(1 - errors["hard_l1"] / 2)
+    scorer = make_bag_scorer("soft_l1", bags=bags, props=props)
+    assert scorer(clf, X, bags, sample_weight=w) == pytest.approx(-errors["soft_l1"])
+
+
+@pytest.mark.parametrize(
+    "sample_weight, match",
+    [
+        (np.zeros(90), "zero for every row"),
+        (-np.ones(90), "non-negative"),
+        (np.ones(89), r"sample_weight has shape \(89,\) but X has 90 rows"),
+        (np.full(90, np.nan), "finite"),
+    ],
+)
+def test_bad_weights(weighted, sample_weight, match):
+    X, y, bags, _ = weighted
+    props = label_proportions(bags, y)
+    with pytest.raises(ValueError, match=match):
+        LLPClassifier(max_epochs=1, verbose=0).fit(
+            X, bags, props, sample_weight=sample_weight
+        )
