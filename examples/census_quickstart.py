@@ -1,4 +1,5 @@
-"""Census quickstart: an income classifier learned from group-level rates.
+"""Census quickstart: an income classifier learned from group-level rates
+======================================================================
 
 The UCI Adult census extract (bundled) is split into train and test. The
 training people are grouped the way census tables are published -- here by
@@ -8,12 +9,32 @@ LLPClassifier) is fitted on those groups and their proportions alone, and
 compared on the test people with the same pipeline trained on individual
 labels and with the majority-class baseline.
 
-Runs offline in about 25 seconds on 2 idle CPU cores.
+The test people fall into the same kinds of groups (``groups.transform``),
+which gives *held-out groups* with known income shares: bags the model never
+trained on. ``census_quickstart.png`` plots every held-out group's predicted
+share of incomes above $50K against its true share
+(:func:`sklearn_llp.plotting.plot_bag_calibration`, marker area by group
+size) next to the test accuracy, F1 (>50K) and ROC AUC of the three models.
+
+What it shows (seed 0): test accuracy 0.839, F1 (>50K) 0.664, ROC AUC 0.897
+from group proportions, against 0.859, 0.674, 0.912 with individual labels
+and 0.761, 0, 0.5 for the majority class; on the 185 held-out groups the
+hard L1 error is 0.107 for both models, and the points follow the diagonal.
+
+Runs offline in about 25 seconds on 2 idle CPU cores; ``--quick`` (5,000
+training people, 3 epochs) in a few seconds.
+
+Usage: ``python examples/census_quickstart.py [--out DIR] [--quick]``.
 """
 
+import argparse
 import time
+from pathlib import Path
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
+import torch
 from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
@@ -22,8 +43,15 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import FeatureBagGenerator
+from sklearn_llp.bags import FeatureBagGenerator, label_proportions
 from sklearn_llp.datasets import load_adult
+from sklearn_llp.metrics import hard_l1_error
+from sklearn_llp.plotting import plot_bag_calibration
+
+matplotlib.use("Agg")  # draw to files, no display needed
+torch.set_num_threads(1)  # small networks: one thread is enough
+
+POSITIVE = ">50K"
 
 
 def preprocessor():
@@ -36,23 +64,79 @@ def preprocessor():
     )
 
 
-def report(name, model, X_test, y_test, seconds):
-    proba = model.predict_proba(X_test)[:, list(model.classes_).index(">50K")]
+def test_metrics(model, X_test, y_test):
+    """Accuracy, F1 of >50K and ROC AUC on the test people."""
+    proba = model.predict_proba(X_test)[:, list(model.classes_).index(POSITIVE)]
     pred = model.predict(X_test)
-    print(
-        f"{name:<34} accuracy {accuracy_score(y_test, pred):.3f}   "
-        f"F1(>50K) {f1_score(y_test, pred, pos_label='>50K'):.3f}   "
-        f"ROC AUC {roc_auc_score(y_test == '>50K', proba):.3f}   "
-        f"({seconds:.0f} s)"
+    return {
+        "accuracy": accuracy_score(y_test, pred),
+        "F1 (>50K)": f1_score(y_test, pred, pos_label=POSITIVE),
+        "ROC AUC": roc_auc_score(y_test == POSITIVE, proba),
+    }
+
+
+def plot(results, n_test, llp, X_groups, group_ids, group_table, path):
+    fig, (ax_cal, ax_bars) = plt.subplots(
+        1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1, 1.3]}
     )
+    plot_bag_calibration(
+        group_ids,
+        group_table,
+        llp.predict_proba(X_groups),
+        classes=llp.classes_,
+        class_index=POSITIVE,
+        ax=ax_cal,
+        show_hard=True,
+    )
+    ax_cal.set_title(
+        "LLP-VAT on held-out census groups (test people)\n" + ax_cal.get_title()
+    )
+    ax_cal.set_xlabel("True share of incomes >50K in the group")
+    ax_cal.set_ylabel("Predicted share of incomes >50K")
+
+    names = list(results)
+    metrics = list(results[names[0]])
+    width = 0.8 / len(names)
+    colours = ["tab:red", "tab:green", "tab:gray"]
+    for i, (name, colour) in enumerate(zip(names, colours)):
+        values = [results[name][metric] for metric in metrics]
+        bars = ax_bars.bar(
+            np.arange(len(metrics)) + (i - (len(names) - 1) / 2) * width,
+            values,
+            width,
+            label=name,
+            color=colour,
+        )
+        ax_bars.bar_label(bars, labels=[f"{v:.3f}" for v in values], fontsize=8)
+    ax_bars.set_xticks(np.arange(len(metrics)), metrics)
+    ax_bars.set_ylim(0, 1.05)
+    ax_bars.set_ylabel("Test score (axis from 0)")
+    ax_bars.set_title(f"Test scores of {n_test:,} people")
+    ax_bars.legend(loc="upper center", fontsize="small", ncols=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
+    parser.add_argument("--out", default=".", help="folder of the PNG")
+    parser.add_argument(
+        "--quick", action="store_true", help="5,000 training people, 3 epochs"
+    )
+    args = parser.parse_args(argv)
+    llp_epochs, supervised_epochs = (3, 2) if args.quick else (30, 10)
+    start = time.perf_counter()
+
     X, y = load_adult(return_X_y=True)
     y = y.astype(str)
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=0.3, stratify=y, random_state=0
     )
+    if args.quick:
+        X_train, _, y_train, _ = train_test_split(
+            X_train, y_train, train_size=5000, stratify=y_train, random_state=0
+        )
 
     # Census-style groups: age band x sex x education.
     groups = FeatureBagGenerator(["age", "sex", "education"], n_bins={"age": 6})
@@ -63,38 +147,65 @@ def main():
         "income shares are used.\n"
     )
 
-    start = time.perf_counter()
+    results, seconds = {}, {}
+    tic = time.perf_counter()
     llp = make_pipeline(
         preprocessor(),
         LLPClassifier(
-            classes=groups.classes_, max_epochs=30, random_state=0, verbose=0
+            classes=groups.classes_, max_epochs=llp_epochs, random_state=0, verbose=0
         ),
     )
     llp.fit(X_train, bags, llpclassifier__props=props)
-    report(
-        "LLP-VAT from group proportions",
-        llp,
-        X_test,
-        y_test,
-        time.perf_counter() - start,
-    )
+    seconds["LLP-VAT from group proportions"] = time.perf_counter() - tic
+    results["LLP-VAT from group proportions"] = test_metrics(llp, X_test, y_test)
 
     # The same pipeline given every person's label (props=None): the limit.
-    start = time.perf_counter()
+    tic = time.perf_counter()
     supervised = make_pipeline(
-        preprocessor(), LLPClassifier(max_epochs=10, random_state=0, verbose=0)
+        preprocessor(),
+        LLPClassifier(max_epochs=supervised_epochs, random_state=0, verbose=0),
     )
     supervised.fit(X_train, y_train)
-    report(
-        "same pipeline, individual labels",
-        supervised,
-        X_test,
-        y_test,
-        time.perf_counter() - start,
+    seconds["same pipeline, individual labels"] = time.perf_counter() - tic
+    results["same pipeline, individual labels"] = test_metrics(
+        supervised, X_test, y_test
     )
 
     majority = DummyClassifier().fit(X_train, y_train)
-    report("majority class", majority, X_test, y_test, 0)
+    seconds["majority class"] = 0.0
+    results["majority class"] = test_metrics(majority, X_test, y_test)
+
+    print(f"Test people ({len(X_test):,}):")
+    for name, scores in results.items():
+        print(
+            f"{name:<34} "
+            + "   ".join(f"{metric} {value:.3f}" for metric, value in scores.items())
+            + f"   ({seconds[name]:.0f} s)"
+        )
+
+    # Held-out groups: the test people grouped the same way. Combinations not
+    # seen in training get the bag id -1 and are left out.
+    test_bags = groups.transform(X_test)
+    in_group = test_bags >= 0
+    group_table = label_proportions(
+        test_bags[in_group], y_test[in_group], classes=groups.classes_
+    )
+    X_groups, group_ids = X_test[in_group], test_bags[in_group]
+    print(f"\nHeld-out groups: {len(group_table)} groups of test people")
+    for name, model in [("LLP-VAT", llp), ("supervised", supervised)]:
+        error = hard_l1_error(
+            group_ids,
+            group_table,
+            model.predict_proba(X_groups),
+            classes=model.classes_,
+        )
+        print(f"{name:<11} hard L1 error of the held-out groups {error:.3f}")
+
+    path = Path(args.out) / "census_quickstart.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plot(results, len(X_test), llp, X_groups, group_ids, group_table, path)
+    print(f"saved {path}  ({time.perf_counter() - start:.1f} s)")
+    return results
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Model selection without labels: GridSearchCV on census group rates.
+"""Model selection without labels: GridSearchCV on census group rates
+==================================================================
 
 In LLP no instance labels exist to validate with, so candidates are compared
 on held-out *bags*: the hard L1 error between each held-out bag's given
@@ -69,7 +70,7 @@ def candidate_name(params):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--out", default=".", help="folder of the PNG")
     parser.add_argument(
         "--quick", action="store_true", help="2,000 people, 2 and 5 epochs"

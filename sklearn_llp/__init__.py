@@ -9,9 +9,13 @@ bags
     Bag generators (uniform, K-means, by feature values) and proportion tables.
 datasets
     UCI Adult (census income), bundled for offline use.
+exceptions
+    The warnings and errors of the package.
+linear
+    Mean Map, a fast linear estimator from bag means (no PyTorch).
 methods
-    The training losses: DLLP, LLP-VAT, Pi-model, ROT, and the interface to
-    add one.
+    The training losses: DLLP, LLP-VAT, Pi-model, ROT, LLPFC, EasyLLP, and
+    the interface to add one.
 metrics
     Bag-level errors (hard/soft L1 and KL) and scorers for model selection.
 model_selection
@@ -19,10 +23,23 @@ model_selection
 modules
     PyTorch networks (the default MLP).
 plotting
-    Bag-size histograms (needs matplotlib).
+    Bag-size histograms and bag-level calibration (needs matplotlib).
+utils
+    The validated bag object (``Bags``) and its validator (``check_bags``).
 """
 
-from . import bags, datasets, methods, metrics, model_selection, modules, plotting
+from . import (
+    bags,
+    datasets,
+    exceptions,
+    linear,
+    methods,
+    metrics,
+    model_selection,
+    modules,
+    plotting,
+    utils,
+)
 from ._classifier import LLPClassifier
 
 __version__ = "0.1.0"
@@ -31,10 +48,13 @@ __all__ = [
     "LLPClassifier",
     "bags",
     "datasets",
+    "exceptions",
+    "linear",
     "methods",
     "metrics",
     "model_selection",
     "modules",
     "plotting",
+    "utils",
     "__version__",
 ]

@@ -4,6 +4,7 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
+from ._decision import decide
 from .metrics import BAG_METRICS
 from .metrics._bag_metrics import errors_of_pairs
 
@@ -11,17 +12,23 @@ from .metrics._bag_metrics import errors_of_pairs
 class BagValidationErrors(Callback):
     """Record the four bag errors of the held-out bags every epoch.
 
-    Validation batches hold whole bags, so the errors of each batch's bags
-    are computed from the predictions the validation step already made and
-    averaged over all held-out bags at the end of the epoch. The history gets
-    ``valid_hard_l1``, ``valid_soft_l1``, ``valid_hard_kl`` and
-    ``valid_soft_kl``; monitor them with skorch's ``EarlyStopping`` or
-    ``Checkpoint`` (e.g. ``monitor="valid_hard_l1_best"``).
+    Validation batches hold whole bags: the callback collects the predictions
+    the validation step already made and, at the end of the epoch, computes
+    the errors over all held-out bags. The hard errors label the rows with
+    the classifier's decision rule (``threshold``): for the prior-matched
+    rule, the labels whose class rates over the held-out rows match the
+    held-out bags' overall proportions, so that a model predicting one class
+    everywhere by ``argmax`` is still ranked by how well it orders the rows.
+
+    The history gets ``valid_hard_l1``, ``valid_soft_l1``, ``valid_hard_kl``
+    and ``valid_soft_kl`` and, for each, ``valid_<metric>_best``: True when
+    the epoch improves on every earlier one, ties on a hard error broken by
+    the soft error of the same distance. Monitor them with skorch's
+    ``EarlyStopping`` or ``Checkpoint`` (``monitor="valid_hard_l1_best"``).
     """
 
     def on_epoch_begin(self, net, **kwargs):
-        self.sums_ = dict.fromkeys(BAG_METRICS, 0.0)
-        self.n_bags_ = 0
+        self.batches_ = []
 
     def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
         if training:
@@ -34,38 +41,62 @@ class BagValidationErrors(Callback):
             pairs = pairs[members]
             if weights is not None:
                 weights = weights[members.cpu()]
-        proba = torch.softmax(pairs.float(), dim=1).cpu().numpy().astype(np.float64)
-        bag_props = target["bag_props"].cpu().numpy().astype(np.float64)
-        segments = target["segments"].cpu().numpy()
+        n_bags = len(target["bag_props"])
         bag_weights = target.get("bag_weights")
-        bag_weights = (
-            np.ones(len(bag_props))
-            if bag_weights is None
-            else bag_weights.cpu().numpy().astype(np.float64)
+        self.batches_.append(
+            (
+                torch.softmax(pairs.float(), dim=1).cpu().numpy(),
+                target["segments"].cpu().numpy(),
+                target["bag_props"].cpu().numpy(),
+                np.ones(len(pairs)) if weights is None else weights.cpu().numpy(),
+                np.ones(n_bags) if bag_weights is None else bag_weights.cpu().numpy(),
+            )
         )
+
+    def on_epoch_end(self, net, dataset_valid=None, **kwargs):
+        if dataset_valid is None or not getattr(self, "batches_", None):
+            return
+        proba, segments, bag_props, weights, bag_weights = _concatenate(self.batches_)
+        self.batches_ = []
         if not np.isfinite(proba).all():  # a diverged network: no fake score
             errors = dict.fromkeys(BAG_METRICS, np.nan)
         else:
+            totals = np.bincount(segments, weights=weights, minlength=len(bag_props))
+            prior = totals @ bag_props / totals.sum()
+            pred = decide(proba, net._offsets(proba, prior, weights))
             errors = errors_of_pairs(
-                segments,
-                bag_props,
-                proba,
-                weights=None if weights is None else weights.numpy().astype(float),
-                bag_weights=bag_weights,
+                segments, bag_props, proba, BAG_METRICS, weights, bag_weights, pred
             )
         for name, value in errors.items():
-            self.sums_[name] += value * bag_weights.sum()
-        self.n_bags_ += bag_weights.sum()
-
-    def on_epoch_end(self, net, dataset_valid=None, **kwargs):
-        if dataset_valid is None or not self.n_bags_:
-            return
-        for name, total in self.sums_.items():
-            is_best = _is_best(net.history, f"valid_{name}", total / self.n_bags_)
-            net.history.record(f"valid_{name}", total / self.n_bags_)
+            tie_break = (
+                "soft_" + name.split("_")[1] if name.startswith("hard") else None
+            )
+            is_best = _is_best(net.history, name, errors, tie_break)
+            net.history.record(f"valid_{name}", value)
             net.history.record(f"valid_{name}_best", is_best)
 
 
-def _is_best(history, key, value):
-    previous = [row[key] for row in history[:-1] if key in row]
-    return not previous or value < min(previous)
+def _concatenate(batches):
+    """The batches' arrays joined, bag numbers made global."""
+    offsets = np.cumsum([0] + [len(b[2]) for b in batches[:-1]])
+    return (
+        np.concatenate([b[0] for b in batches]).astype(np.float64),
+        np.concatenate([b[1] + o for b, o in zip(batches, offsets)]),
+        np.concatenate([b[2] for b in batches]).astype(np.float64),
+        np.concatenate([b[3] for b in batches]).astype(np.float64),
+        np.concatenate([b[4] for b in batches]).astype(np.float64),
+    )
+
+
+def _is_best(history, name, errors, tie_break):
+    """Lower than every earlier epoch; on a tie, lower ``tie_break`` error."""
+    key = (errors[name], errors[tie_break] if tie_break else 0.0)
+    if not np.isfinite(key[0]):
+        return False
+    previous = [
+        (row[f"valid_{name}"], row.get(f"valid_{tie_break}", 0.0) if tie_break else 0.0)
+        for row in history[:-1]
+        if f"valid_{name}" in row
+    ]
+    previous = [p for p in previous if np.isfinite(p[0])]
+    return not previous or key < min(previous)

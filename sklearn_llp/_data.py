@@ -17,6 +17,13 @@ def as_tensor(X):
     return torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32))
 
 
+def subset_rows(X, idx):
+    """Rows ``idx`` of ``X``, kept sparse if it is (for prediction)."""
+    if len(idx) == X.shape[0] and np.array_equal(idx, np.arange(len(idx))):
+        return X
+    return X[idx] if sp.issparse(X) else X[torch.as_tensor(idx)]
+
+
 def take_rows(X, idx):
     """Rows ``idx`` of ``X`` as a dense float32 tensor."""
     if sp.issparse(X):

@@ -3,8 +3,10 @@
 Each example's ``main(argv)`` is called in its reduced mode (``--quick`` or
 fewer epochs) with ``--out`` a temporary folder; the accuracies of such short
 runs are not checked, only that the script works and draws its picture.
+The documentation's gallery (``docs/conf.py``) runs them the same way.
 """
 
+import ast
 import importlib.util
 from pathlib import Path
 
@@ -38,6 +40,33 @@ def check_png(path, min_bytes=10_000):
     image = matplotlib.image.imread(path)
     assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 400
     assert image.std() > 0.01  # not a blank canvas
+
+
+@pytest.mark.slow
+def test_census_quickstart(tmp_path, capsys):
+    results = load_example("census_quickstart").main(
+        ["--out", str(tmp_path), "--quick"]
+    )
+    check_png(tmp_path / "census_quickstart.png")
+    assert list(results) == [
+        "LLP-VAT from group proportions",
+        "same pipeline, individual labels",
+        "majority class",
+    ]
+    for scores in results.values():
+        assert set(scores) == {"accuracy", "F1 (>50K)", "ROC AUC"}
+        assert all(0.0 <= value <= 1.0 for value in scores.values())
+    assert results["majority class"]["ROC AUC"] == 0.5
+    out = capsys.readouterr().out
+    assert "Held-out groups" in out and "hard L1" in out
+
+
+def test_digits_bags(tmp_path, capsys):
+    accuracies = load_example("digits_bags").main(["--out", str(tmp_path), "--quick"])
+    check_png(tmp_path / "digits_bags.png")
+    assert len(accuracies) == 3
+    assert all(0.0 <= accuracy <= 1.0 for accuracy in accuracies.values())
+    assert "test accuracy" in capsys.readouterr().out
 
 
 def test_plot_two_moons(tmp_path, capsys):
@@ -95,3 +124,26 @@ def test_mnist_cnn_module_shapes():
     torch = pytest.importorskip("torch")
     module = load_example("mnist_cnn").SmallCNN(n_classes=10)
     assert module(torch.zeros(3, 1, 28, 28)).shape == (3, 10)
+
+
+def example_paths():
+    return sorted(EXAMPLES.glob("*.py"))
+
+
+def test_every_example_png_is_checked():
+    """Each ``examples/*.py`` has a test above that checks the PNG it saves."""
+    source = Path(__file__).read_text(encoding="utf-8")
+    for path in example_paths():
+        assert f'check_png(tmp_path / "{path.stem}.png")' in source, path.name
+
+
+@pytest.mark.parametrize("path", example_paths(), ids=lambda path: path.stem)
+def test_example_docstring_is_a_gallery_page(path):
+    """sphinx-gallery takes the docstring's first line, underlined, as title;
+    ``main(argv)`` takes ``--out`` (and the gallery passes ``--quick``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    title, underline = ast.get_docstring(tree).splitlines()[:2]
+    assert title and set(underline) == {"="} and len(underline) >= len(title)
+    source = ast.unparse(tree)
+    assert "def main(argv=None)" in source
+    assert "'--out'" in source and "'--quick'" in source

@@ -102,16 +102,12 @@ def test_cross_val_predict_gives_one_column_per_class(problem, string_ids):
     assert proba.shape == (60, 2)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-5)
     # each fold's rows come from a model fitted on the other folds' bags
+    checked = check_bags(bags, props)
     for train, test in BagKFold(3).split(X, bags):
-        fold = clone(clf).fit(
-            X[train],
-            bags[train],
-            check_bags(bags, props)
-            .restrict(train)[0]
-            .props[check_bags(bags[train]).codes],
-        )
+        fold = clone(clf).fit(X[train], checked.restrict(train)[0])
         np.testing.assert_allclose(fold.predict_proba(X[test]), proba[test])
-    labels = cross_val_predict(clf, X, bags, props, cv=BagKFold(3))
+    argmax = clf.set_params(threshold="argmax")
+    labels = cross_val_predict(argmax, X, bags, props, cv=BagKFold(3))
     np.testing.assert_array_equal(labels, np.array([0, 1])[proba.argmax(axis=1)])
 
 
@@ -328,7 +324,7 @@ def test_bag_scorer_on_overlapping_bags(problem):
     X, _, _, y = problem
     lists = [np.arange(i, i + 8) for i in range(0, 52, 4)]
     per_bag = np.stack([np.bincount(y[r], minlength=2) / len(r) for r in lists])
-    clf = small().fit(X, lists, per_bag)
+    clf = small(threshold="argmax").fit(X, lists, per_bag)
     score = BagScorer("hard_l1")(clf, X, lists, props=per_bag)
     assert score == -hard_l1_error(lists, per_bag, clf.predict_proba(X))
     matrix = sp.csr_matrix(check_bags(lists, n_samples=60).membership())

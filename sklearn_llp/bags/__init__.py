@@ -7,14 +7,17 @@ proportions at once (``make_bags``) for simulation studies. The bag id
 """
 
 from ._feature import FeatureBagGenerator
+from ._identifiability import IdentifiabilityReport, check_identifiability
 from ._kmeans import KMeansBagGenerator
 from ._proportions import expand_proportions, label_proportions
 from ._uniform import UniformBagGenerator
 
 __all__ = [
     "FeatureBagGenerator",
+    "IdentifiabilityReport",
     "KMeansBagGenerator",
     "UniformBagGenerator",
+    "check_identifiability",
     "expand_proportions",
     "label_proportions",
 ]

@@ -126,9 +126,9 @@ class FeatureBagGenerator(_BaseBagGenerator):
         True for the rows that belong to a bag (all of them).
     n_bags_ : int
         Number of groups.
-    bag_ids_ : ndarray of shape (n_bags_,)
+    bag_ids_ : ndarray of shape (`n_bags_`,)
         The bag ids, ``0 .. n_bags_ - 1``.
-    bag_sizes_ : ndarray of shape (n_bags_,)
+    bag_sizes_ : ndarray of shape (`n_bags_`,)
         Number of rows of every bag, in the order of ``bag_ids_``.
     bag_labels_ : DataFrame of shape (n_bags_, n_columns)
         Row ``i`` holds the values (or, for binned columns, the
@@ -141,7 +141,7 @@ class FeatureBagGenerator(_BaseBagGenerator):
         Sorted distinct labels of ``y``; set by :meth:`make_bags` only.
     n_features_in_ : int
         Number of columns of the fitted ``X``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names of the fitted ``X`` when it is a DataFrame with string
         column names.
 

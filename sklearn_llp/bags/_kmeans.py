@@ -57,9 +57,9 @@ class KMeansBagGenerator(_BaseBagGenerator):
         True for the rows that belong to a bag (all of them).
     n_bags_ : int
         Number of non-empty clusters (at most ``n_clusters``).
-    bag_ids_ : ndarray of shape (n_bags_,)
+    bag_ids_ : ndarray of shape (`n_bags_`,)
         The cluster labels that occur in ``labels_``.
-    bag_sizes_ : ndarray of shape (n_bags_,)
+    bag_sizes_ : ndarray of shape (`n_bags_`,)
         Number of rows of every bag, in the order of ``bag_ids_``.
     pca_ : PCA or None
         The fitted projection, None when ``n_components`` is None.
@@ -69,7 +69,7 @@ class KMeansBagGenerator(_BaseBagGenerator):
         Sorted distinct labels of ``y``; set by :meth:`make_bags` only.
     n_features_in_ : int
         Number of features of the fitted ``X``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names of the fitted ``X`` when it is a DataFrame with string
         column names.
 

@@ -45,15 +45,15 @@ class UniformBagGenerator(_BaseBagGenerator):
         True for the rows that belong to a bag (``labels_ >= 0``).
     n_bags_ : int
         Number of bags.
-    bag_ids_ : ndarray of shape (n_bags_,)
+    bag_ids_ : ndarray of shape (`n_bags_`,)
         The bag ids, ``0 .. n_bags_ - 1``.
-    bag_sizes_ : ndarray of shape (n_bags_,)
+    bag_sizes_ : ndarray of shape (`n_bags_`,)
         Number of rows of every bag, in the order of ``bag_ids_``.
     classes_ : ndarray of shape (n_classes,)
         Sorted distinct labels of ``y``; set by :meth:`make_bags` only.
     n_features_in_ : int
         Number of features of the fitted ``X``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names of the fitted ``X`` when it is a DataFrame with string
         column names.
 

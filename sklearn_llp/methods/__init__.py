@@ -15,6 +15,8 @@ from ._base import (
     clean_logits,
     perturbation_mode,
 )
+from ._easyllp import EasyLLP, easyllp_loss
+from ._llpfc import LLPFC, forward_correction_loss, llpfc_transition_matrices
 from ._losses import (
     exp_rampup,
     kl_divergence_with_logits,
@@ -37,15 +39,20 @@ __all__ = [
     "BagBatch",
     "ConsistencyMethod",
     "DLLP",
+    "EasyLLP",
+    "LLPFC",
     "LLPMethod",
     "PiModel",
     "ROT",
     "VAT",
     "available_methods",
     "clean_logits",
+    "easyllp_loss",
     "exp_rampup",
+    "forward_correction_loss",
     "kl_divergence_with_logits",
     "l2_normalize",
+    "llpfc_transition_matrices",
     "make_method",
     "method_params",
     "perturbation_mode",

@@ -3,11 +3,20 @@
 from sklearn.base import clone
 
 from ._base import DLLP, LLPMethod
+from ._easyllp import EasyLLP
+from ._llpfc import LLPFC
 from ._pi import PiModel
 from ._rot import ROT
 from ._vat import VAT
 
-_METHODS = {"dllp": DLLP, "vat": VAT, "pi": PiModel, "rot": ROT}
+_METHODS = {
+    "dllp": DLLP,
+    "vat": VAT,
+    "pi": PiModel,
+    "rot": ROT,
+    "llpfc": LLPFC,
+    "easyllp": EasyLLP,
+}
 
 
 def register_method(name, method_class):

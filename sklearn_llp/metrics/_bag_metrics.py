@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import rel_entr
 
+from .._decision import class_prior, decide, prior_offsets
 from ..utils import Bags, check_bags
 from ..utils._validation import (
     _id_array,
@@ -88,18 +89,20 @@ def check_proba(y_proba, n_samples, n_classes):
     return np.clip(y_proba, 0.0, None) / sums[:, None]
 
 
-def _bag_means(segments, n_bags, y_proba, hard, weights=None):
+def _bag_means(segments, n_bags, y_proba, pred, weights=None):
     """Weighted mean over every bag of one-hot predictions or probabilities.
 
     One ``np.bincount`` over the flattened (bag, class) index: no loop.
-    ``segments`` and ``y_proba`` have one row per (bag, member) pair.
+    ``segments`` and ``y_proba`` have one row per (bag, member) pair; with
+    ``pred`` (the predicted class index of every pair) the mean is of the
+    one-hot predictions ("hard"), else of the probabilities ("soft").
     """
     n_classes = y_proba.shape[1]
     if weights is None:
         weights = np.ones(len(segments))
     totals = np.bincount(segments, weights=weights, minlength=n_bags)
-    if hard:
-        flat = segments * n_classes + np.argmax(y_proba, axis=1)
+    if pred is not None:
+        flat = segments * n_classes + pred
         values = weights
     else:
         flat = (segments[:, None] * n_classes + np.arange(n_classes)).ravel()
@@ -128,6 +131,7 @@ def errors_of_pairs(
     metrics=BAG_METRICS,
     weights=None,
     bag_weights=None,
+    pair_pred=None,
 ):
     """Bag errors from already validated (bag, member) pairs (no checks).
 
@@ -148,6 +152,9 @@ def errors_of_pairs(
         Sample weight of every pair's member.
     bag_weights : ndarray of shape (n_bags,), default=None
         Weight of every bag in the mean over bags (None: each bag once).
+    pair_pred : ndarray of shape (n_pairs,), default=None
+        Predicted class index of every pair's member for the hard errors;
+        None: the ``argmax`` of ``pair_proba``.
 
     Returns
     -------
@@ -160,16 +167,25 @@ def errors_of_pairs(
     for metric in metrics:
         kind, distance = metric.split("_")
         if kind not in estimates:
-            estimates[kind] = _bag_means(
-                segments, n_bags, pair_proba, kind == "hard", weights
-            )
+            pred = None
+            if kind == "hard":
+                pred = np.argmax(pair_proba, axis=1) if pair_pred is None else pair_pred
+            estimates[kind] = _bag_means(segments, n_bags, pair_proba, pred, weights)
         per_bag = (_l1 if distance == "l1" else _kl)(bag_props, estimates[kind])
         errors[metric] = float(np.average(per_bag, weights=bag_weights))
     return errors
 
 
-def bag_errors_of(bags, y_proba, metrics=BAG_METRICS):
-    """Bag errors of validated :class:`~sklearn_llp.utils.Bags` (no checks)."""
+def bag_errors_of(bags, y_proba, metrics=BAG_METRICS, decision="argmax", pred=None):
+    """Bag errors of validated :class:`~sklearn_llp.utils.Bags` (no checks).
+
+    ``pred`` (class index of every row) gives the hard estimates; else
+    ``decision`` decides from ``y_proba``: ``"argmax"``, or ``"prior"``
+    (labels whose class rates over the rows match the bags' overall
+    proportions, see :func:`sklearn_llp._decision.prior_offsets`).
+    """
+    if pred is None and decision == "prior":
+        pred = decide(y_proba, prior_offsets(y_proba, class_prior(bags), bags.weights))
     weights = None if bags.weights is None else bags.weights[bags.members]
     return errors_of_pairs(
         bags.pair_bags,
@@ -178,6 +194,7 @@ def bag_errors_of(bags, y_proba, metrics=BAG_METRICS):
         metrics,
         weights,
         bags.bag_weights,
+        None if pred is None else pred[bags.members],
     )
 
 
@@ -211,7 +228,15 @@ def _n_samples(bags, y_proba):
     return n_samples
 
 
-def _errors(bags, props, y_proba, classes, metrics, sample_weight=None):
+def _check_decision(decision):
+    if decision not in ("argmax", "prior"):
+        raise ValueError(f"decision must be 'argmax' or 'prior'; got {decision!r}.")
+
+
+def _errors(
+    bags, props, y_proba, classes, metrics, sample_weight=None, decision="argmax"
+):
+    _check_decision(decision)
     # bags go to the validator as given: converting a list here would hide
     # mixed id types (0 and '0') from it
     n_samples = _n_samples(bags, y_proba)
@@ -224,7 +249,7 @@ def _errors(bags, props, y_proba, classes, metrics, sample_weight=None):
         require_props=True,
     )
     y_proba = check_proba(y_proba, n_samples, bags.n_classes)
-    return bag_errors_of(bags, y_proba, metrics)
+    return bag_errors_of(bags, y_proba, metrics, decision)
 
 
 _PARAMETERS = """
@@ -256,14 +281,23 @@ _PARAMETERS = """
 """
 
 
-def hard_l1_error(bags, props, y_proba, *, classes=None, sample_weight=None):
+def hard_l1_error(
+    bags, props, y_proba, *, classes=None, sample_weight=None, decision="argmax"
+):
     """Mean over bags of the L1 error of the predicted-label proportions.
 
     For each bag, ``||p - q||_1`` with ``q`` the fraction of the bag's
-    instances whose ``argmax`` prediction is each class; then the mean over
+    instances predicted as each class (by ``decision``); then the mean over
     bags. Between 0 and 2. With one instance per bag, ``1 - error / 2`` is the
     accuracy.
-    {parameters}
+    {parameters}    decision : {"argmax", "prior"}, default="argmax"
+        How instances are labelled: the most probable class, or the labels
+        whose class rates over all rows match the overall proportions of the
+        bags (prior matching; see ``LLPClassifier(threshold="prior")``). With
+        a rare class that no bag holds in majority, ``argmax`` can label every
+        row with the common class, so that the error is the same for every
+        model (a tie); prior matching still ranks the models.
+
     Returns
     -------
     error : float
@@ -282,9 +316,9 @@ def hard_l1_error(bags, props, y_proba, *, classes=None, sample_weight=None):
     >>> round(hard_l1_error(bags, props, y_proba), 6)
     0.5
     """
-    return _errors(bags, props, y_proba, classes, ("hard_l1",), sample_weight)[
-        "hard_l1"
-    ]
+    return _errors(
+        bags, props, y_proba, classes, ("hard_l1",), sample_weight, decision
+    )["hard_l1"]
 
 
 def soft_l1_error(bags, props, y_proba, *, classes=None, sample_weight=None):
@@ -316,15 +350,19 @@ def soft_l1_error(bags, props, y_proba, *, classes=None, sample_weight=None):
     ]
 
 
-def hard_kl_error(bags, props, y_proba, *, classes=None, sample_weight=None):
+def hard_kl_error(
+    bags, props, y_proba, *, classes=None, sample_weight=None, decision="argmax"
+):
     """Mean over bags of KL(p || predicted-label proportions).
 
     For each bag, the Kullback-Leibler divergence ``sum_k p_k log(p_k / q_k)``
-    (``0 log 0 = 0``) with ``q`` the fraction of the bag's instances whose
-    ``argmax`` prediction is each class (where ``p_k > 0``, raised to at least
+    (``0 log 0 = 0``) with ``q`` the fraction of the bag's instances predicted
+    as each class by ``decision`` (where ``p_k > 0``, raised to at least
     :data:`KL_EPS`, then renormalised); then the mean over bags. Zero when
     ``q == p``, positive otherwise.
-    {parameters}
+    {parameters}    decision : {"argmax", "prior"}, default="argmax"
+        How instances are labelled (see :func:`hard_l1_error`).
+
     Returns
     -------
     error : float
@@ -343,9 +381,9 @@ def hard_kl_error(bags, props, y_proba, *, classes=None, sample_weight=None):
     >>> hard_kl_error(bags, props, y_proba)
     0.0
     """
-    return _errors(bags, props, y_proba, classes, ("hard_kl",), sample_weight)[
-        "hard_kl"
-    ]
+    return _errors(
+        bags, props, y_proba, classes, ("hard_kl",), sample_weight, decision
+    )["hard_kl"]
 
 
 def soft_kl_error(bags, props, y_proba, *, classes=None, sample_weight=None):
@@ -383,7 +421,14 @@ def soft_kl_error(bags, props, y_proba, *, classes=None, sample_weight=None):
 
 
 def bag_errors(
-    bags, props, y_proba, *, classes=None, metrics=BAG_METRICS, sample_weight=None
+    bags,
+    props,
+    y_proba,
+    *,
+    classes=None,
+    metrics=BAG_METRICS,
+    sample_weight=None,
+    decision="argmax",
 ):
     """Several bag errors at once, validating and averaging only once.
 
@@ -406,6 +451,9 @@ def bag_errors(
         ``"hard_kl"`` and ``"soft_kl"``.
     sample_weight : array-like of shape (n_samples,), default=None
         Weight of every sample within its bag (see :func:`hard_l1_error`).
+    decision : {"argmax", "prior"}, default="argmax"
+        How instances are labelled for the hard errors (see
+        :func:`hard_l1_error`).
 
     Returns
     -------
@@ -436,7 +484,7 @@ def bag_errors(
     unknown = [m for m in metrics if m not in BAG_METRICS]
     if unknown or not metrics:
         raise ValueError(f"metrics must be among {BAG_METRICS}; got {metrics}.")
-    return _errors(bags, props, y_proba, classes, metrics, sample_weight)
+    return _errors(bags, props, y_proba, classes, metrics, sample_weight, decision)
 
 
 for _function in (hard_l1_error, soft_l1_error, hard_kl_error, soft_kl_error):

@@ -19,6 +19,7 @@ returns NaN on its own.
 
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 from sklearn.utils.metadata_routing import MetadataRequest
 from sklearn.utils.validation import _num_samples
@@ -114,7 +115,10 @@ class BagScorer:
     ``scorer(estimator, X, y, props=None)`` with ``y`` the bag id of every row
     of ``X``, it returns minus the bag error (see :func:`bag_errors`) of
     ``estimator.predict_proba(X)``, so that greater is better, like every
-    scikit-learn score.
+    scikit-learn score. The hard errors count the labels of
+    ``estimator.predict(X)``, so an estimator's own decision rule is scored
+    (``LLPClassifier``'s prior-matched threshold for two classes, which keeps
+    models from tying when ``argmax`` would predict one class everywhere).
 
     The proportions of the test bags come from, in this order:
 
@@ -231,7 +235,16 @@ class BagScorer:
                 classes,
             )
         proba = check_proba(estimator.predict_proba(X), n_samples, bags.n_classes)
-        return -bag_errors_of(bags, proba, (self.metric,))[self.metric]
+        pred = None
+        if self.metric.startswith("hard") and hasattr(estimator, "predict"):
+            # the estimator's own decision rule (e.g. a prior-matched threshold)
+            pred = pd.Index(bags.classes).get_indexer(estimator.predict(X))
+            if np.any(pred < 0):
+                raise ValueError(
+                    f"{type(estimator).__name__}.predict returned labels that are "
+                    f"not in its classes_ {bags.classes.tolist()}."
+                )
+        return -bag_errors_of(bags, proba, (self.metric,), pred=pred)[self.metric]
 
     def get_metadata_routing(self):
         """Request ``props`` for ``score``, as a scorer under metadata routing.

@@ -104,7 +104,10 @@ class Bags:
     @cached_property
     def overlapping(self):
         """Whether some row is in more than one bag."""
-        return len(np.unique(self.members)) < len(self.members)
+        if not len(self.members):
+            return False
+        counts = np.bincount(self.members, minlength=self.n_samples)
+        return bool(counts.max() > 1)
 
     @cached_property
     def codes(self):

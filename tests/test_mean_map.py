@@ -1,0 +1,464 @@
+"""MeanMapClassifier: the estimated class means, the reduction to logistic
+regression, learning on real data, and scikit-learn citizenship."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+import sklearn
+from scipy.special import expit
+from sklearn.base import clone
+from sklearn.compose import make_column_selector, make_column_transformer
+from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+from sklearn.model_selection import GridSearchCV, cross_val_predict, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_llp.bags import FeatureBagGenerator, UniformBagGenerator
+from sklearn_llp.datasets import load_adult
+from sklearn_llp.linear import MeanMapClassifier
+from sklearn_llp.metrics import hard_l1_error, hard_l1_scorer, make_bag_scorer
+from sklearn_llp.model_selection import BagKFold
+
+# ----------------------------------------------------------------------
+# a problem small enough to solve by hand
+# ----------------------------------------------------------------------
+# Three bags of sizes 2, 2, 4 with positive fractions 0, 1/2, 3/4; feature 0
+# has bag means 1, 3, 5, feature 1 is constant.
+HAND_X = np.array(
+    [[0, 1], [2, 1], [2, 1], [4, 1], [4, 1], [4, 1], [6, 1], [6, 1]], dtype=float
+)
+HAND_BAGS = np.array([0, 0, 1, 1, 2, 2, 2, 2])
+HAND_FRACTION = np.array([0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
+
+
+@pytest.mark.parametrize(
+    "bag_weights, expected",
+    [
+        # uniform: Pi'Pi = [[21/16, 7/16], [7/16, 13/16]] (det 7/8),
+        # Pi'm = [15/4, 21/4]  =>  mu = [6/7, 6]
+        ("uniform", [6 / 7, 6.0]),
+        # size (1/4, 1/4, 1/2): Pi'Omega Pi = [[11/32, 5/32], [5/32, 11/32]]
+        # (det 3/32), Pi'Omega m = [5/4, 9/4]  =>  mu = [5/6, 37/6]
+        ("size", [5 / 6, 37 / 6]),
+    ],
+)
+def test_class_means_are_the_least_squares_solution_by_hand(bag_weights, expected):
+    clf = MeanMapClassifier(mean_alpha=0.0, bag_weights=bag_weights)
+    clf.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
+    np.testing.assert_allclose(clf.class_means_[:, 0], expected, rtol=1e-12)
+    # a constant feature: every class mean is that constant (rows sum to 1)
+    np.testing.assert_allclose(clf.class_means_[:, 1], [1.0, 1.0], rtol=1e-12)
+    # (2 * [1, 0] + 2 * [1/2, 1/2] + 4 * [1/4, 3/4]) / 8
+    np.testing.assert_allclose(clf.class_prior_, [0.5, 0.5])
+
+
+def test_ridge_pulls_the_class_means_to_the_mean_of_the_bags():
+    strong = MeanMapClassifier(mean_alpha=1e9, bag_weights="uniform")
+    strong.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
+    np.testing.assert_allclose(strong.class_means_, [[3.0, 1.0], [3.0, 1.0]])
+    # alpha = 1: (Pi'Pi + I) d = Pi'(m - 3) with d the deviation from 3
+    ridge = MeanMapClassifier(mean_alpha=1.0, bag_weights="uniform")
+    ridge.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
+    props = np.array([[1, 0], [0.5, 0.5], [0.25, 0.75]])
+    weights = np.full(3, 1 / 3)  # normalised uniform weights
+    gram = props.T @ (weights[:, None] * props) + np.eye(2)
+    rhs = props.T @ (weights * (np.array([1.0, 3.0, 5.0]) - 3.0))
+    np.testing.assert_allclose(
+        ridge.class_means_[:, 0], 3.0 + np.linalg.solve(gram, rhs), rtol=1e-12
+    )
+
+
+def test_fit_is_the_stationary_point_of_the_plugged_in_objective():
+    # 0.5||w||^2 + C (sum_i log(1 + e^{z_i}) - w'S_1 - b T_1): the gradient
+    # vanishes at the fit, with S_1 = T_1 mu_1 and T_1 = sum_j N_j pi_j1
+    C = 0.5
+    clf = MeanMapClassifier(C=C, mean_alpha=0.0, tol=1e-12, max_iter=10_000)
+    clf.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
+    p = expit(HAND_X @ clf.coef_[0] + clf.intercept_[0])
+    total_1 = 4.0  # 2 * 0 + 2 * 1/2 + 4 * 3/4
+    np.testing.assert_allclose(p.sum(), total_1, atol=1e-8)
+    grad = clf.coef_[0] / C + HAND_X.T @ p - total_1 * clf.class_means_[1]
+    np.testing.assert_allclose(grad, 0.0, atol=1e-7)
+
+
+# ----------------------------------------------------------------------
+# reduction to logistic regression
+# ----------------------------------------------------------------------
+def _breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _assert_same_model(ours, theirs, X, atol):
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=atol)
+    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, atol=atol)
+    np.testing.assert_allclose(
+        ours.predict_proba(X), theirs.predict_proba(X), atol=atol
+    )
+    np.testing.assert_array_equal(ours.classes_, theirs.classes_)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("C", [0.01, 1.0])
+def test_labels_give_logistic_regression_binary(C, fit_intercept):
+    X, y = _breast_cancer()
+    weights = np.random.RandomState(0).uniform(0, 2, len(y))
+    common = dict(C=C, fit_intercept=fit_intercept, tol=1e-10, max_iter=10_000)
+    ours = MeanMapClassifier(**common).fit(X, y, sample_weight=weights)
+    theirs = LogisticRegression(**common).fit(X, y, sample_weight=weights)
+    _assert_same_model(ours, theirs, X, atol=1e-6)
+    np.testing.assert_allclose(
+        ours.decision_function(X), theirs.decision_function(X), atol=1e-6
+    )
+
+
+def test_labels_give_logistic_regression_multiclass(digits_bags):
+    X, _, _, y, X_test, _ = digits_bags
+    common = dict(C=0.05, tol=1e-10, max_iter=10_000)
+    ours = MeanMapClassifier(**common).fit(X, y)
+    theirs = LogisticRegression(**common).fit(X, y)
+    _assert_same_model(ours, theirs, X_test, atol=1e-6)
+    np.testing.assert_allclose(
+        ours.predict_log_proba(X_test), theirs.predict_log_proba(X_test), atol=1e-6
+    )
+
+
+def test_bags_of_one_row_give_logistic_regression():
+    X, y = _breast_cancer()
+    onehot = np.eye(2)[y]
+    theirs = LogisticRegression(C=0.1, tol=1e-10, max_iter=10_000).fit(X, y)
+    exact = MeanMapClassifier(C=0.1, mean_alpha=0.0, tol=1e-10, max_iter=10_000)
+    exact.fit(X, np.arange(len(y)), onehot)
+    _assert_same_model(exact, theirs, X, atol=1e-6)
+    # the default ridge moves the class means by a hair
+    ridged = MeanMapClassifier(C=0.1, tol=1e-10, max_iter=10_000)
+    ridged.fit(X, np.arange(len(y)), onehot)
+    np.testing.assert_allclose(ridged.coef_, theirs.coef_, atol=1e-2)
+    # with bags of one row the score is the accuracy
+    assert exact.score(X, np.arange(len(y)), onehot) == pytest.approx(
+        theirs.score(X, y)
+    )
+
+
+def test_string_labels_and_the_classes_parameter():
+    X, y = _breast_cancer()
+    labels = np.where(y == 1, "benign", "malignant")
+    common = dict(C=0.1, tol=1e-10, max_iter=10_000)
+    ours = MeanMapClassifier(**common).fit(X, labels)
+    assert ours.classes_.tolist() == ["benign", "malignant"]
+    theirs = LogisticRegression(**common).fit(X, labels)
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=1e-6)
+    flipped = MeanMapClassifier(**common, classes=["malignant", "benign"])
+    flipped.fit(X, labels)
+    assert flipped.classes_.tolist() == ["malignant", "benign"]
+    np.testing.assert_allclose(flipped.coef_, -ours.coef_, atol=1e-6)
+    np.testing.assert_array_equal(flipped.predict(X), ours.predict(X))
+
+
+# ----------------------------------------------------------------------
+# learning from bags on real data
+# ----------------------------------------------------------------------
+def test_learns_digits_from_random_bags_of_16(digits_bags):
+    X_train, bags, props, _, X_test, y_test = digits_bags
+    # measured: 0.837 with the default C=1e-3, 0.750 with C=0.01, 0.657
+    # with C=1; logistic regression on the labels 0.961, DLLP 0.970, chance 0.1
+    default = MeanMapClassifier().fit(X_train, bags, props)
+    assert accuracy_score(y_test, default.predict(X_test)) >= 0.79
+    weak = MeanMapClassifier(C=0.01).fit(X_train, bags, props)
+    assert accuracy_score(y_test, weak.predict(X_test)) >= 0.70
+    assert default.classes_.tolist() == list(range(10))
+    assert default.coef_.shape == (10, 64)
+
+
+@pytest.fixture(scope="module")
+def adult():
+    X, y = load_adult(return_X_y=True)
+    y = y.astype(str).to_numpy()
+    return train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
+
+
+def _adult_pipeline(**params):
+    preprocessor = make_column_transformer(
+        (
+            OneHotEncoder(handle_unknown="ignore", min_frequency=20),
+            make_column_selector(dtype_include="category"),
+        ),
+        (StandardScaler(), make_column_selector(dtype_include="number")),
+    )
+    return make_pipeline(preprocessor, MeanMapClassifier(**params))
+
+
+def _adult_metrics(model, X_test, y_test):
+    positive = y_test == ">50K"
+    proba = model.predict_proba(X_test)[:, list(model.classes_).index(">50K")]
+    pred = model.predict(X_test) == ">50K"
+    return (
+        accuracy_score(positive, pred),
+        f1_score(positive, pred),
+        roc_auc_score(positive, proba),
+    )
+
+
+def test_learns_adult_income_from_random_bags_of_64(adult):
+    X_train, X_test, y_train, y_test = adult
+    generator = UniformBagGenerator(64, random_state=0)
+    bags, props = generator.make_bags(X_train, y_train)
+    keep = bags >= 0  # the last, incomplete bag is left out
+    model = _adult_pipeline(classes=generator.classes_).fit(
+        X_train[keep], bags[keep], meanmapclassifier__props=props[keep]
+    )
+    accuracy, f1, auc = _adult_metrics(model, X_test, y_test)
+    # measured 0.834 / 0.568 / 0.889 (533 bags); majority class 0.761 / 0 /
+    # 0.5, logistic regression on the labels 0.855 / 0.666 / 0.909
+    assert accuracy >= 0.80, accuracy
+    assert f1 >= 0.45, f1
+    assert auc >= 0.85, auc
+
+
+def test_learns_adult_income_from_census_style_groups(adult):
+    X_train, X_test, y_train, y_test = adult
+    groups = FeatureBagGenerator(["age", "sex", "education"], n_bins={"age": 6})
+    bags, props = groups.make_bags(X_train, y_train)
+    model = _adult_pipeline(classes=groups.classes_).fit(
+        X_train, bags, meanmapclassifier__props=props
+    )
+    accuracy, f1, auc = _adult_metrics(model, X_test, y_test)
+    # measured 0.808 / 0.597 / 0.854 (189 groups)
+    assert accuracy >= 0.78, accuracy
+    assert f1 >= 0.50, f1
+    assert auc >= 0.83, auc
+    # 1 - hard L1 / 2 on the training groups: measured 0.871, predicting
+    # "<=50K" for everyone 0.820
+    features = model[:-1].transform(X_train)
+    assert model[-1].score(features, bags, props) >= 0.85
+
+
+# ----------------------------------------------------------------------
+# scikit-learn citizenship
+# ----------------------------------------------------------------------
+@pytest.mark.estimator_checks
+@parametrize_with_checks([MeanMapClassifier()])
+def test_sklearn_compatible_estimator(estimator, check):
+    # y holds labels and no props are passed: the supervised fallback, which
+    # passes every check (no expected failures)
+    check(estimator)
+
+
+def test_clone_and_grid_search_with_a_bag_scorer_and_bag_folds(small_bags):
+    X, bags, props, _ = small_bags
+    grid = {"C": [1e-3, 1e-2, 1.0]}
+    scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
+    search = GridSearchCV(MeanMapClassifier(), grid, scoring=scorer, cv=BagKFold(3))
+    search.fit(X, bags, props=props)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores)) and np.all(scores <= 0)
+    assert search.best_params_["C"] == grid["C"][int(np.argmax(scores))]
+    assert search.best_estimator_.classes_.tolist() == [0, 1, 2]
+    # each fold's fit equals a fresh fit on the training bags of the fold
+    train, test = next(BagKFold(3).split(X, bags))
+    fold = (
+        clone(search.estimator)
+        .set_params(C=1.0)
+        .fit(X[train], bags[train], props[train])
+    )
+    expected = -hard_l1_error(bags[test], props[test], fold.predict_proba(X[test]))
+    np.testing.assert_allclose(search.cv_results_["split0_test_score"][-1], expected)
+    fresh = clone(search.best_estimator_)
+    assert not hasattr(fresh, "coef_")
+    assert fresh.get_params() == search.best_estimator_.get_params()
+
+
+def test_grid_search_with_metadata_routing(small_bags):
+    X, bags, props, _ = small_bags
+    grid = {"C": [1e-3, 1.0]}
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = GridSearchCV(
+            MeanMapClassifier(), grid, scoring=hard_l1_scorer, cv=BagKFold(3)
+        ).fit(X, bags, props=props)
+        # the default scoring is score(X, bags, props), routed too
+        default = GridSearchCV(MeanMapClassifier(), grid, cv=BagKFold(3))
+        default.fit(X, bags, props=props)
+    unrouted = GridSearchCV(
+        MeanMapClassifier(),
+        grid,
+        scoring=make_bag_scorer("hard_l1", bags=bags, props=props),
+        cv=BagKFold(3),
+    ).fit(X, bags, props=props)
+    np.testing.assert_allclose(
+        routed.cv_results_["mean_test_score"], unrouted.cv_results_["mean_test_score"]
+    )
+    # score = 1 - hard_L1 / 2
+    np.testing.assert_allclose(
+        default.cv_results_["mean_test_score"],
+        1 + unrouted.cv_results_["mean_test_score"] / 2,
+    )
+
+
+def test_score_needs_props_after_a_fit_on_bags(small_bags):
+    X, bags, props, y = small_bags
+    clf = MeanMapClassifier().fit(X, bags, props)
+    with pytest.raises(ValueError, match=r"score\(X, bags, props\)"):
+        clf.score(X, bags)
+    expected = 1 - hard_l1_error(bags, props, clf.predict_proba(X)) / 2
+    assert clf.score(X, bags, props) == pytest.approx(expected)
+    supervised = MeanMapClassifier().fit(X, y)
+    assert supervised.score(X, y) == pytest.approx(np.mean(supervised.predict(X) == y))
+
+
+def test_sklearn_cross_val_predict_of_probabilities_is_refused(small_bags):
+    X, bags, props, _ = small_bags
+    with pytest.raises(
+        TypeError, match="sklearn_llp.model_selection.cross_val_predict"
+    ):
+        cross_val_predict(
+            MeanMapClassifier(),
+            X,
+            bags,
+            cv=BagKFold(3),
+            method="predict_proba",
+            params={"props": props},
+        )
+
+
+def _bad_inputs(X, bags, props):
+    X_nan = X.copy()
+    X_nan[3, 1] = np.nan
+    disagreeing = props.copy()
+    disagreeing[0] = [1.0, 0.0, 0.0]  # row 0 against the other rows of bag 0
+    table = pd.DataFrame(props[10::10], index=range(1, 12))  # no row for bag 0
+    return {
+        "rows not summing to 1": ((X, bags, props * 2), "props rows must sum to 1"),
+        "bags too short": ((X, bags[:-1], props), "bags has 119 entries but X has 120"),
+        "props too short": ((X, bags, props[:-1]), "props has 119 rows but X has 120"),
+        "one bag": ((X, np.zeros(120, int), props[:1].repeat(120, 0)), "at least 2"),
+        "rows of a bag disagree": ((X, bags, disagreeing), "differ between rows"),
+        "table misses a bag": ((X, bags, table), "has no row for 1 bag id"),
+        "one class": ((X, bags, np.eye(3)[np.zeros(120, int)]), "only one class"),
+        "NaN in X": ((X_nan, bags, props), "X contains NaN"),
+        "no y": ((X, None), "requires y to be passed"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "rows not summing to 1",
+        "bags too short",
+        "props too short",
+        "one bag",
+        "rows of a bag disagree",
+        "table misses a bag",
+        "one class",
+        "NaN in X",
+        "no y",
+    ],
+)
+def test_bad_input_is_refused_with_an_error_naming_the_argument(small_bags, case):
+    X, bags, props, _ = small_bags
+    args, match = _bad_inputs(X, bags, props)[case]
+    with pytest.raises(ValueError, match=match):
+        MeanMapClassifier().fit(*args)
+
+
+def test_a_class_absent_from_every_bag_is_never_predicted(small_bags):
+    X, bags, props, _ = small_bags
+    clf = MeanMapClassifier(classes=["a", "b", "c", "d"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # converges: its intercept stops near -10
+        clf.fit(X, bags, np.c_[props, np.zeros(120)])
+    assert clf.class_prior_[3] == 0
+    assert clf.predict_proba(X)[:, 3].max() < 1e-3
+    assert "d" not in clf.predict(X)
+
+
+def test_bad_sample_weight_is_refused(small_bags):
+    X, bags, props, _ = small_bags
+    with pytest.raises(ValueError, match="sample_weight has shape"):
+        MeanMapClassifier().fit(X, bags, props, sample_weight=np.ones(5))
+
+
+@pytest.mark.parametrize(
+    "params", [{"C": 0}, {"mean_alpha": -1}, {"bag_weights": "bags"}, {"max_iter": -1}]
+)
+def test_bad_parameters_are_refused_in_fit(small_bags, params):
+    X, bags, props, _ = small_bags
+    clf = MeanMapClassifier(**params)  # __init__ only stores them
+    with pytest.raises(InvalidParameterError):
+        clf.fit(X, bags, props)
+
+
+def test_pandas_input_and_a_per_bag_table(small_bags):
+    X, bags, props, _ = small_bags
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    names = pd.Series(np.array([f"bag{b:02d}" for b in bags]), name="region")
+    table = pd.DataFrame(
+        props[::10], index=names[::10].to_numpy(), columns=["x", "y", "z"]
+    )
+    clf = MeanMapClassifier().fit(frame, names, table)
+    assert clf.classes_.tolist() == ["x", "y", "z"]
+    assert clf.feature_names_in_.tolist() == ["a", "b", "c", "d"]
+    assert clf.n_features_in_ == 4
+    plain = MeanMapClassifier().fit(X, bags, props)
+    np.testing.assert_allclose(clf.coef_, plain.coef_)
+    assert clf.score(frame, names, table) == pytest.approx(plain.score(X, bags, props))
+    with pytest.warns(UserWarning, match="feature names"):
+        clf.predict(X)  # fitted with names, given none
+    with pytest.raises(ValueError, match="feature names"):
+        clf.predict(frame[["b", "a", "c", "d"]])
+
+
+def test_sparse_X_gives_the_dense_fit(small_bags):
+    X, bags, props, _ = small_bags
+    X = np.where(np.abs(X) > 1.0, X, 0.0)
+    dense = MeanMapClassifier().fit(X, bags, props)
+    sparse = MeanMapClassifier().fit(sp.csr_matrix(X), bags, props)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-10)
+    np.testing.assert_allclose(sparse.class_means_, dense.class_means_, atol=1e-12)
+    np.testing.assert_allclose(
+        sparse.predict_proba(sp.csc_matrix(X)), dense.predict_proba(X), atol=1e-10
+    )
+
+
+def test_integer_sample_weights_equal_repeated_rows(small_bags):
+    X, bags, props, _ = small_bags
+    weights = np.random.RandomState(0).randint(0, 3, len(X))
+    weights[::10] = 1  # no bag loses all its rows
+    weighted = MeanMapClassifier(tol=1e-10).fit(X, bags, props, sample_weight=weights)
+    rows = np.repeat(np.arange(len(X)), weights)
+    repeated = MeanMapClassifier(tol=1e-10).fit(X[rows], bags[rows], props[rows])
+    np.testing.assert_allclose(weighted.class_means_, repeated.class_means_)
+    np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-6)
+
+
+def test_overlapping_bags_count_every_row_once(small_bags):
+    X, bags, props, _ = small_bags
+    disjoint = MeanMapClassifier(tol=1e-10).fit(X, bags, props)
+    # every bag given twice, as lists of row indices: the same information
+    lists = [np.flatnonzero(bags == b) for b in range(12)] * 2
+    table = np.concatenate([props[::10], props[::10]])
+    twice = MeanMapClassifier(tol=1e-10).fit(X, lists, table)
+    np.testing.assert_allclose(twice.class_prior_, disjoint.class_prior_)
+    np.testing.assert_allclose(twice.class_means_, disjoint.class_means_)
+    np.testing.assert_allclose(twice.coef_, disjoint.coef_, atol=1e-8)
+    # rows in no bag are left out: the fit on the bagged rows alone
+    some = lists[:6]
+    partial = MeanMapClassifier(tol=1e-10).fit(X, some, props[:60:10])
+    alone = MeanMapClassifier(tol=1e-10).fit(X[:60], bags[:60], props[:60])
+    np.testing.assert_allclose(partial.coef_, alone.coef_, atol=1e-8)
+
+
+def test_too_few_iterations_warn():
+    X, y = _breast_cancer()
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        MeanMapClassifier(C=100.0, max_iter=2).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MeanMapClassifier().fit(X, y)
