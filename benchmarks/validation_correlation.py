@@ -6,15 +6,15 @@ Consistency Regularization": without instance labels, a model can only be
 validated on held-out *bags*, so a bag-level error is useful for model
 selection only if it tracks the instance-level test error across models.
 
-For every bag setting (random bags of 16 and of 64, and K-means bags of
-similar images), the training images are put into bags, about 10 % of the
-rows are held out in whole bags as validation bags
-(``BagShuffleSplit(test_size=0.1)``), and a grid of ``LLPClassifier`` models
-(DLLP and LLP-VAT with several consistency weights, learning rates and training lengths) is trained on the
-other bags. Every model gets the four bag errors of :mod:`sklearn_llp.metrics`
-(hard/soft L1 and KL) on the validation bags and its error rate on a test
-split with instance labels. The script reports the Pearson correlation
-between each bag error and the test error, per bag setting.
+For every bag setting (random bags of 16 and of 64, and K-means bags of similar
+images), the training images are put into bags, about 10 % of the rows are held
+out in whole bags as validation bags (``BagShuffleSplit(test_size=0.1)``), and
+a grid of ``LLPClassifier`` models (DLLP and LLP-VAT with several consistency
+weights, learning rates and training lengths) is trained on the other bags.
+Every model gets the four bag errors of :mod:`sklearn_llp.metrics` (hard/soft
+L1 and KL) on the validation bags and its error rate on a test split with
+instance labels. The script reports the Pearson correlation between each bag
+error and the test error, per bag setting.
 
 Run from the repository root::
 
