@@ -1,8 +1,12 @@
 """Per-epoch bag-level validation errors for the skorch history."""
 
+import os
+import sys
+
 import numpy as np
 import torch
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, PrintLog
+from skorch.utils import Ansi
 
 from ._decision import decide
 from .metrics import BAG_METRICS
@@ -100,3 +104,28 @@ def _is_best(history, name, errors, tie_break):
     ]
     previous = [p for p in previous if np.isfinite(p[0])]
     return not previous or key < min(previous)
+
+
+class EpochTable(PrintLog):
+    """skorch's epoch table, in plain text when the output is not a terminal.
+
+    skorch colours the best value of each column with ANSI codes, which end
+    up as escape sequences in log files, pipes and notebooks' captured
+    output. When standard output is not a terminal (or ``NO_COLOR`` is set),
+    the best values are marked with a ``*`` instead.
+    """
+
+    def format_row(self, row, key, color):
+        if _color_output():
+            return super().format_row(row, key, color)
+        formatted = super().format_row(row, key, color="")
+        if isinstance(row.get(key + "_best"), bool) and row[key + "_best"]:
+            formatted = formatted.replace(Ansi.ENDC.value, "") + "*"
+        return formatted
+
+
+def _color_output():
+    stream = sys.stdout
+    return (
+        hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
+    )

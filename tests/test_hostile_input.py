@@ -42,6 +42,8 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.model_selection import cross_val_predict as sk_cross_val_predict
+from skorch.callbacks import EpochScoring, ProgressBar
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import (
@@ -444,6 +446,9 @@ NAMESPACE = {
     "proba": proba,
     "LLP": LLP,
     "fitted": fitted,
+    "EpochScoring": EpochScoring,
+    "ProgressBar": ProgressBar,
+    "sk_cross_val_predict": sk_cross_val_predict,
     "fitted_df": fitted_df,
     "hard_l1_error": hard_l1_error,
     "soft_l1_error": soft_l1_error,
@@ -803,6 +808,106 @@ CATALOGUE = [
         "fitted().partial_fit(X, bags, props, classes=[0, 1, 2])",
         ValueError,
         r"classes must match classes_",
+    ),
+    # ------------------------------------- fit: silent wrong results (#13)
+    Malformed(
+        "fit",
+        "bags with the reserved id -1 (rows in no bag)",
+        "LLP().fit(X, np.array([0, 0, 1, 1, 2, 2, -1, -1]), props)",
+        ValueError,
+        r"bags holds the id -1, which marks rows in no bag",
+    ),
+    Malformed(
+        "fit",
+        "bags with a missing timestamp (NaT)",
+        "LLP().fit(X, pd.to_datetime(['2020'] * 4 + ['2021'] * 3 + [None]), props)",
+        ValueError,
+        r"bags contains missing ids \(NaT\)",
+    ),
+    Malformed(
+        "fit",
+        "bags of frozensets",
+        "LLP().fit(X, pd.Series([frozenset({b}) for b in bags]), props)",
+        TypeError,
+        r"bags holds ids of type frozenset",
+    ),
+    Malformed(
+        "fit",
+        "composite keys of different lengths",
+        "LLP().fit(X, [(0, 'a')] * 4 + [(1,)] * 4, props)",
+        TypeError,
+        r"bags mixes composite keys \(tuples\) of different lengths",
+    ),
+    Malformed(
+        "fit",
+        "sample-aligned props DataFrame not subset with X",
+        "LLP().fit(X[:6], bags[:6], pd.DataFrame(props))",
+        ValueError,
+        r"props has 8 rows but X has 6",
+    ),
+    Malformed(
+        "fit",
+        "props with duplicate class columns",
+        "LLP().fit(X, bags, pd.DataFrame(props, columns=['yes', 'yes']))",
+        ValueError,
+        r"props has duplicate class columns",
+    ),
+    Malformed(
+        "fit",
+        "a method hyperparameter the method does not take",
+        "LLP(method='dllp', method__alpha=0.1).fit(X, bags, props)",
+        ValueError,
+        r"\['method__alpha'\] are not hyperparameters of DLLP",
+    ),
+    Malformed(
+        "fit",
+        "a method hyperparameter out of range",
+        "LLP(method='vat', method__alpha=float('nan')).fit(X, bags, props)",
+        ValueError,
+        r"'method__alpha' parameter of VAT",
+    ),
+    Malformed(
+        "fit",
+        "a fixed threshold with three classes",
+        "LLP(threshold=0.3).fit(X, bags, np.tile([0.2, 0.3, 0.5], (8, 1)))",
+        ValueError,
+        r"threshold=0.3 is a probability threshold of the second class",
+    ),
+    Malformed(
+        "fit",
+        "sample_weight zero everywhere",
+        "LLP().fit(X, bags, props, sample_weight=np.zeros(8))",
+        ValueError,
+        r"sample_weight is zero for every row",
+    ),
+    Malformed(
+        "fit",
+        "EpochScoring callback (scores against labels)",
+        "LLP(callbacks=[EpochScoring('accuracy')]).fit(X, bags, props)",
+        TypeError,
+        r"callbacks: EpochScoring .* validation_fraction",
+    ),
+    Malformed(
+        "fit",
+        "ProgressBar counting batches of rows",
+        "LLP(callbacks=[ProgressBar()]).fit(X, bags, props)",
+        TypeError,
+        r"ProgressBar\(batches_per_epoch='auto'\).*ProgressBar\('count'\)",
+    ),
+    Malformed(
+        "fit",
+        "scikit-learn's cross_val_predict with predict_proba",
+        "sk_cross_val_predict(LLP(), X, bags, cv=BagKFold(2), "
+        "params={'props': props}, method='predict_proba')",
+        TypeError,
+        r"sklearn_llp.model_selection.cross_val_predict",
+    ),
+    Malformed(
+        "fit",
+        "initialize() of a model never fitted, without sizes",
+        "LLP().initialize()",
+        ValueError,
+        r"module__n_features=<number of columns of X>",
     ),
     # ------------------------------------------------------------- predict
     Malformed(

@@ -201,3 +201,19 @@ def test_calibration_errors():
         )
     with pytest.raises(ValueError, match="-1"):
         plot_bag_calibration([0, 0, 1, 1, -1, -1], CAL_PROPS, CAL_PROBA)
+
+
+def test_calibration_hard_estimates_from_given_labels():
+    bags = [0, 0, 0, 1, 1, 1]
+    props = [[0.5, 0.5]] * 6
+    y_proba = [[0.6, 0.4]] * 6  # argmax: class 0 everywhere
+    ax = plot_bag_calibration(bags, props, y_proba, show_hard=True)
+    assert ax.get_title().endswith("hard L1 1.000")
+    ax = plot_bag_calibration(
+        bags, props, y_proba, show_hard=True, y_pred=[0, 1, 1, 1, 0, 0]
+    )
+    # bag 0: 2/3 predicted 1 (error 1/3), bag 1: 1/3 (error 1/3)
+    assert ax.get_title().endswith("hard L1 0.333")
+    with pytest.raises(ValueError, match="y_pred must hold one label"):
+        plot_bag_calibration(bags, props, y_proba, y_pred=[0, 1, 2, 1, 0, 0])
+    plt.close("all")

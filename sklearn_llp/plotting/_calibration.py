@@ -1,6 +1,7 @@
 """Bag-level calibration: predicted against given proportions, bag by bag."""
 
 import numpy as np
+import pandas as pd
 
 from ..metrics._bag_metrics import _n_samples, check_proba
 from ..utils import check_bags
@@ -22,7 +23,7 @@ def _bag_means(bags, values):
     return sums / totals[:, None]
 
 
-def bag_proportion_estimates(bags, y_proba):
+def bag_proportion_estimates(bags, y_proba, pred=None):
     """Soft and hard predicted proportions of every validated bag.
 
     Parameters
@@ -31,17 +32,20 @@ def bag_proportion_estimates(bags, y_proba):
         Validated bags (:func:`~sklearn_llp.utils.check_bags`).
     y_proba : ndarray of shape (n_samples, n_classes)
         Validated probabilities (rows summing to 1).
+    pred : ndarray of shape (n_samples,), default=None
+        Predicted class index of every row; None: ``argmax`` of ``y_proba``.
 
     Returns
     -------
     soft : ndarray of shape (n_bags, n_classes)
         Mean predicted probability of every class in every bag.
     hard : ndarray of shape (n_bags, n_classes)
-        Fraction of every bag's rows whose most probable class (``argmax``,
-        as ``predict``) is each class.
+        Fraction of every bag's rows predicted as each class (``pred``, or
+        the most probable class).
     """
+    pred = np.argmax(y_proba, axis=1) if pred is None else pred
     onehot = np.zeros_like(y_proba)
-    onehot[np.arange(len(y_proba)), np.argmax(y_proba, axis=1)] = 1.0
+    onehot[np.arange(len(y_proba)), pred] = 1.0
     return _bag_means(bags, y_proba), _bag_means(bags, onehot)
 
 
@@ -70,6 +74,7 @@ def plot_bag_calibration(
     ax=None,
     sample_weight=None,
     show_hard=False,
+    y_pred=None,
 ):
     """Plot every bag's predicted against its given class proportion.
 
@@ -117,8 +122,12 @@ def plot_bag_calibration(
         Weight of every row within its bag: the predicted proportions (and
         the errors in the title) are weighted means.
     show_hard : bool, default=False
-        Also plot every bag's hard estimate, the fraction of its rows whose
-        most probable class is the plotted class, as hollow markers.
+        Also plot every bag's hard estimate, the fraction of its rows
+        predicted as the plotted class, as hollow markers.
+    y_pred : array-like of shape (n_samples,), default=None
+        Predicted labels (e.g. ``model.predict(X)``, which applies the
+        model's decision threshold) for the hard estimates and the hard L1
+        error; None uses the most probable class of ``y_proba``.
 
     Returns
     -------
@@ -183,7 +192,15 @@ def plot_bag_calibration(
     y_proba = check_proba(y_proba, n_samples, bags.n_classes)
     columns = _class_columns(bags.classes, class_index)
 
-    soft, hard = bag_proportion_estimates(bags, y_proba)
+    pred = None
+    if y_pred is not None:
+        pred = pd.Index(bags.classes).get_indexer(np.asarray(y_pred))
+        if len(pred) != n_samples or np.any(pred < 0):
+            raise ValueError(
+                f"y_pred must hold one label of {bags.classes.tolist()} per row "
+                "of y_proba."
+            )
+    soft, hard = bag_proportion_estimates(bags, y_proba, pred)
     soft_l1 = float(np.abs(bags.props - soft).sum(axis=1).mean())
     hard_l1 = float(np.abs(bags.props - hard).sum(axis=1).mean())
     sizes = bags.sizes
