@@ -3,14 +3,12 @@
 import inspect
 import math
 import re
-import sys
 import warnings
 from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (
     Interval,
@@ -29,6 +27,7 @@ from skorch.callbacks import BatchScoring, EpochScoring, ProgressBar
 from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 
+from ._base import BagScoreMixin, refuse_sklearn_cross_val_predict
 from ._callbacks import BagValidationErrors, EpochTable
 from ._data import (
     ArrayDataset,
@@ -43,7 +42,6 @@ from ._decision import class_prior, decide, prior_offsets, threshold_of
 from .bags._identifiability import check_identifiability, warn_if_unidentifiable
 from .exceptions import FitDivergedError, ModelResetWarning
 from .methods import BagBatch, LLPMethod, make_method, method_params
-from .metrics._bag_metrics import bag_errors_of, check_proba
 from .model_selection import BagShuffleSplit
 from .modules import MLP
 from .utils import Bags, check_bags
@@ -85,27 +83,7 @@ class _Callbacks(list):
         return list(self) + list(other)
 
 
-def _sklearn_cross_val_predict_method(depth=12):
-    """The ``method`` of scikit-learn's ``cross_val_predict`` if it is our
-    caller (a few frames up, through a Pipeline too), else None.
-
-    That function label-encodes ``y`` and, for probabilities, reshapes them
-    to one column per distinct ``y``: per bag id here.
-    """
-    frame = sys._getframe(1)
-    for _ in range(depth):
-        if frame is None:
-            return None
-        if (
-            frame.f_code.co_name == "_fit_and_predict"
-            and frame.f_globals.get("__name__") == "sklearn.model_selection._validation"
-        ):
-            return frame.f_locals.get("method")
-        frame = frame.f_back
-    return None
-
-
-class LLPClassifier(ClassifierMixin, NeuralNet):
+class LLPClassifier(BagScoreMixin, NeuralNet):
     """Instance classifier learned from bags and their label proportions.
 
     A PyTorch network trained with skorch on bags of instances, each bag
@@ -503,8 +481,6 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             require_props=True,
             min_bags=2,
         )
-        if bags.props is None:
-            raise ValueError("bags is a Bags object without proportions.")
         return bags, False
 
     def _continued_bags(self, X, y, props, sample_weight):
@@ -720,12 +696,7 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         return self._fit(X, y, props, sample_weight, fit_params, True, classes)
 
     def _fit(self, X, y, props, sample_weight, fit_params, partial, classes=None):
-        if props is not None and _sklearn_cross_val_predict_method() in (
-            "predict_proba",
-            "predict_log_proba",
-            "decision_function",
-        ):
-            raise TypeError(_CROSS_VAL_PREDICT)
+        refuse_sklearn_cross_val_predict(props)
         self._check_params()
         method = make_method(self.method, self.get_params_for("method"))
         fitted = self.__sklearn_is_fitted__()
@@ -911,57 +882,6 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
             )
         return proba
 
-    def score(self, X, y, props=None, sample_weight=None):
-        """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.
-
-        The hard L1 error is the mean over bags of ``||p - p_hat||_1`` where
-        ``p_hat`` is the fraction of the bag's instances predicted as each
-        class (the paper's model-selection criterion); when every bag is a
-        single instance the score equals the accuracy.
-
-        A model fitted on bags needs ``props``: ``score(X, bags)`` raises,
-        because ``y`` then holds bag ids and an accuracy against them would
-        be meaningless. (In GridSearchCV with metadata routing off, where the
-        default scoring calls ``score(X, y)``, pass
-        ``scoring=make_bag_scorer("hard_l1", bags=bags, props=props)``.) A
-        model fitted on labels (``props=None`` in ``fit``) scores accuracy
-        against the labels ``y`` when ``props`` is None.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Bag ids (with ``props``) or class labels (without).
-        props : array-like, DataFrame, Series or dict, default=None
-            Label proportions in any form :meth:`fit` accepts.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weight of every row within its bag (with ``props``), or of every
-            row in the accuracy (without).
-
-        Returns
-        -------
-        score : float
-            In [0, 1], greater is better.
-        """
-        check_is_fitted(self)
-        if props is None and not isinstance(y, Bags):
-            if not self._fit_on_labels_:
-                raise ValueError(_SCORE_WITHOUT_PROPS.format(name=type(self).__name__))
-            return super().score(X, y, sample_weight=sample_weight)
-        proba = self.predict_proba(X)
-        bags = check_bags(
-            y,
-            props,
-            n_samples=_num_samples(X),
-            classes=self.classes_,
-            sample_weight=sample_weight,
-            require_props=True,
-        )
-        proba = check_proba(proba, bags.n_samples, bags.n_classes)
-        pred = decide(proba, self.decision_offsets_)
-        error = bag_errors_of(bags, proba, ("hard_l1",), pred=pred)["hard_l1"]
-        return 1.0 - error / 2.0
-
     def predict(self, X):
         """Class of every row by the fitted decision rule (``threshold``).
 
@@ -977,8 +897,11 @@ class LLPClassifier(ClassifierMixin, NeuralNet):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        proba = self.predict_proba(X)
-        return self.classes_[decide(proba, getattr(self, "decision_offsets_", None))]
+        proba = self.predict_proba(X)  # checks that the model is fitted
+        return self.classes_[self._decide(proba)]
+
+    def _decide(self, proba):
+        return decide(proba, getattr(self, "decision_offsets_", None))
 
     # ------------------------------------------------------------------
     # decision rule
@@ -1162,24 +1085,4 @@ _UNSIZED = (
     "that was never fitted (e.g. before load_params), pass "
     "module__n_features=<number of columns of X> and classes=[...] (or "
     "module__n_classes=<number of classes>)."
-)
-
-_SCORE_WITHOUT_PROPS = (
-    "{name}.score(X, y) got no props, but the model was fitted on bags, so y "
-    "holds bag ids and an accuracy against them would be meaningless. Pass the "
-    "proportions: score(X, bags, props). Inside GridSearchCV or cross_validate "
-    "with metadata routing off (scikit-learn's default, where the default "
-    "scoring calls score(X, y)), pass scoring=make_bag_scorer('hard_l1', "
-    "bags=bags, props=props) from sklearn_llp.metrics, or enable metadata "
-    "routing (sklearn.set_config(enable_metadata_routing=True)) and pass "
-    "props=props to the search's fit."
-)
-
-_CROSS_VAL_PREDICT = (
-    "scikit-learn's cross_val_predict with method='predict_proba' treats y as "
-    "class labels; here y holds bag ids, so it would return one probability "
-    "column per bag, most of them zero. Use "
-    "sklearn_llp.model_selection.cross_val_predict(estimator, X, bags, props, "
-    "method='predict_proba'), which returns (n_samples, n_classes) "
-    "probabilities, or method='predict' for labels."
 )

@@ -1,6 +1,5 @@
 """``MeanMapClassifier``: logistic regression on an estimated mean operator."""
 
-import sys
 import warnings
 from numbers import Integral, Real
 
@@ -8,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg, optimize
 from scipy.special import expit, logsumexp, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import (
     Interval,
@@ -23,47 +22,8 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ..metrics import hard_l1_error
+from .._base import BagScoreMixin, refuse_sklearn_cross_val_predict
 from ..utils import Bags, check_bags
-
-_SCORE_WITHOUT_PROPS = (
-    "{name}.score(X, y) got no props, but the model was fitted on bags, so y "
-    "holds bag ids and an accuracy against them would be meaningless. Pass the "
-    "proportions: score(X, bags, props). Inside GridSearchCV or cross_validate "
-    "with metadata routing off (scikit-learn's default, where the default "
-    "scoring calls score(X, y)), pass scoring=make_bag_scorer('hard_l1', "
-    "bags=bags, props=props) from sklearn_llp.metrics, or enable metadata "
-    "routing (sklearn.set_config(enable_metadata_routing=True)) and pass "
-    "props=props to the search's fit."
-)
-
-_CROSS_VAL_PREDICT = (
-    "scikit-learn's cross_val_predict with method='{method}' treats y as class "
-    "labels; here y holds bag ids, so it would return one column per bag. Use "
-    "sklearn_llp.model_selection.cross_val_predict(estimator, X, bags, props, "
-    "method='predict_proba'), which returns (n_samples, n_classes) "
-    "probabilities, or method='predict' for labels."
-)
-
-
-def _sklearn_cross_val_predict_method(depth=12):
-    """The ``method`` of scikit-learn's ``cross_val_predict`` if it is our
-    caller (a few frames up, through a Pipeline too), else None.
-
-    That function label-encodes ``y`` and, for probabilities, reshapes them
-    to one column per distinct ``y``: per bag id here.
-    """
-    frame = sys._getframe(1)
-    for _ in range(depth):
-        if frame is None:
-            return None
-        if (
-            frame.f_code.co_name == "_fit_and_predict"
-            and frame.f_globals.get("__name__") == "sklearn.model_selection._validation"
-        ):
-            return frame.f_locals.get("method")
-        frame = frame.f_back
-    return None
 
 
 # ----------------------------------------------------------------------
@@ -176,8 +136,6 @@ def _bag_statistics(X, bags, props, classes, sample_weight, bag_weights, alpha):
         require_props=True,
         min_bags=2,
     )
-    if bags.props is None:
-        raise ValueError("bags is a Bags object without proportions.")
     row_weights = np.ones(n_samples) if bags.weights is None else bags.weights
     pair_weights = row_weights[bags.members]
     # (n_bags, n_samples) matrix of the members' weights: bag sums in one product
@@ -304,7 +262,7 @@ def _fit_logistic(X, stats, C, fit_intercept, tol, max_iter):
     return coef, intercept, int(result.nit)
 
 
-class MeanMapClassifier(ClassifierMixin, BaseEstimator):
+class MeanMapClassifier(BagScoreMixin, BaseEstimator):
     r"""Linear classifier learned from bags by Mean Map (mean operator).
 
     Logistic regression needs the labels only through a sufficient statistic,
@@ -558,13 +516,7 @@ class MeanMapClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : MeanMapClassifier
         """
-        method = _sklearn_cross_val_predict_method()
-        if props is not None and method in (
-            "predict_proba",
-            "predict_log_proba",
-            "decision_function",
-        ):
-            raise TypeError(_CROSS_VAL_PREDICT.format(method=method))
+        refuse_sklearn_cross_val_predict(props)
         validate_parameter_constraints(
             self._parameter_constraints,
             self.get_params(deep=False),
@@ -665,47 +617,6 @@ class MeanMapClassifier(ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)
         index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
         return self.classes_[index]
-
-    def score(self, X, y, props=None, sample_weight=None):
-        """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.
-
-        As :meth:`sklearn_llp.LLPClassifier.score`: the hard L1 error is the
-        mean over bags of ``||p - p_hat||_1`` with ``p_hat`` the fraction of
-        the bag's rows predicted as each class; with bags of one row the
-        score is the accuracy. A model fitted on bags needs ``props``
-        (``score(X, bags)`` raises, as ``y`` then holds bag ids); a model
-        fitted on labels scores accuracy against ``y`` when ``props`` is
-        None.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Bag ids (with ``props``) or class labels (without).
-        props : array-like, DataFrame, Series or dict, default=None
-            Label proportions in any form :meth:`fit` accepts.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weight of every row within its bag (with ``props``), or of every
-            row in the accuracy (without).
-
-        Returns
-        -------
-        score : float
-            In [0, 1], greater is better.
-        """
-        check_is_fitted(self)
-        if props is None and not isinstance(y, Bags):
-            if not self._fit_on_labels_:
-                raise ValueError(_SCORE_WITHOUT_PROPS.format(name=type(self).__name__))
-            return super().score(X, y, sample_weight=sample_weight)
-        error = hard_l1_error(
-            y,
-            props,
-            self.predict_proba(X),
-            classes=self.classes_,
-            sample_weight=sample_weight,
-        )
-        return 1.0 - error / 2.0
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -233,12 +233,12 @@ def _check_decision(decision):
         raise ValueError(f"decision must be 'argmax' or 'prior'; got {decision!r}.")
 
 
-def _errors(
-    bags, props, y_proba, classes, metrics, sample_weight=None, decision="argmax"
-):
-    _check_decision(decision)
-    # bags go to the validator as given: converting a list here would hide
-    # mixed id types (0 and '0') from it
+def check_bags_and_proba(bags, props, y_proba, *, classes=None, sample_weight=None):
+    """Validated :class:`~sklearn_llp.utils.Bags` and probabilities that match.
+
+    ``bags`` go to the validator as given: converting a list here would hide
+    mixed id types (0 and '0') from it.
+    """
     n_samples = _n_samples(bags, y_proba)
     bags = check_bags(
         bags,
@@ -248,7 +248,34 @@ def _errors(
         sample_weight=sample_weight,
         require_props=True,
     )
-    y_proba = check_proba(y_proba, n_samples, bags.n_classes)
+    return bags, check_proba(y_proba, n_samples, bags.n_classes)
+
+
+def bag_estimates_of(bags, y_proba, pred=None):
+    """Soft and hard predicted proportions of every bag (no checks).
+
+    Returns the (weighted) mean probabilities of every bag's rows, and the
+    fraction of them predicted as each class (``pred``, the class index of
+    every row, or the ``argmax`` of ``y_proba``).
+    """
+    weights = None if bags.weights is None else bags.weights[bags.members]
+    pred = np.argmax(y_proba, axis=1) if pred is None else pred
+    pair_proba = y_proba[bags.members]
+    return (
+        _bag_means(bags.pair_bags, bags.n_bags, pair_proba, None, weights),
+        _bag_means(
+            bags.pair_bags, bags.n_bags, pair_proba, pred[bags.members], weights
+        ),
+    )
+
+
+def _errors(
+    bags, props, y_proba, classes, metrics, sample_weight=None, decision="argmax"
+):
+    _check_decision(decision)
+    bags, y_proba = check_bags_and_proba(
+        bags, props, y_proba, classes=classes, sample_weight=sample_weight
+    )
     return bag_errors_of(bags, y_proba, metrics, decision)
 
 

@@ -3,50 +3,12 @@
 import numpy as np
 import pandas as pd
 
-from ..metrics._bag_metrics import _n_samples, check_proba
-from ..utils import check_bags
+from ..metrics._bag_metrics import bag_estimates_of, check_bags_and_proba
 
 #: Marker area (points^2) of the largest bag; the others scale with their size.
 _MAX_MARKER_AREA = 250.0
 #: Smallest marker area, so that bags of one row stay visible.
 _MIN_MARKER_AREA = 12.0
-
-
-def _bag_means(bags, values):
-    """(Weighted) mean of ``values`` (one row per sample) over every bag."""
-    weights = np.ones(len(bags.members))
-    if bags.weights is not None:
-        weights = bags.weights[bags.members]
-    totals = np.bincount(bags.pair_bags, weights=weights, minlength=bags.n_bags)
-    sums = np.zeros((bags.n_bags, values.shape[1]))
-    np.add.at(sums, bags.pair_bags, values[bags.members] * weights[:, None])
-    return sums / totals[:, None]
-
-
-def bag_proportion_estimates(bags, y_proba, pred=None):
-    """Soft and hard predicted proportions of every validated bag.
-
-    Parameters
-    ----------
-    bags : Bags
-        Validated bags (:func:`~sklearn_llp.utils.check_bags`).
-    y_proba : ndarray of shape (n_samples, n_classes)
-        Validated probabilities (rows summing to 1).
-    pred : ndarray of shape (n_samples,), default=None
-        Predicted class index of every row; None: ``argmax`` of ``y_proba``.
-
-    Returns
-    -------
-    soft : ndarray of shape (n_bags, n_classes)
-        Mean predicted probability of every class in every bag.
-    hard : ndarray of shape (n_bags, n_classes)
-        Fraction of every bag's rows predicted as each class (``pred``, or
-        the most probable class).
-    """
-    pred = np.argmax(y_proba, axis=1) if pred is None else pred
-    onehot = np.zeros_like(y_proba)
-    onehot[np.arange(len(y_proba)), pred] = 1.0
-    return _bag_means(bags, y_proba), _bag_means(bags, onehot)
 
 
 def _class_columns(classes, class_index):
@@ -180,16 +142,10 @@ def plot_bag_calibration(
             "plot_bag_calibration needs matplotlib, an optional dependency: "
             "pip install sklearn-llp[plot]"
         ) from exc
-    n_samples = _n_samples(bags, y_proba)
-    bags = check_bags(
-        bags,
-        props,
-        n_samples=n_samples,
-        classes=classes,
-        sample_weight=sample_weight,
-        require_props=True,
+    bags, y_proba = check_bags_and_proba(
+        bags, props, y_proba, classes=classes, sample_weight=sample_weight
     )
-    y_proba = check_proba(y_proba, n_samples, bags.n_classes)
+    n_samples = bags.n_samples
     columns = _class_columns(bags.classes, class_index)
 
     pred = None
@@ -200,7 +156,7 @@ def plot_bag_calibration(
                 f"y_pred must hold one label of {bags.classes.tolist()} per row "
                 "of y_proba."
             )
-    soft, hard = bag_proportion_estimates(bags, y_proba, pred)
+    soft, hard = bag_estimates_of(bags, y_proba, pred)
     soft_l1 = float(np.abs(bags.props - soft).sum(axis=1).mean())
     hard_l1 = float(np.abs(bags.props - hard).sum(axis=1).mean())
     sizes = bags.sizes
