@@ -3,12 +3,15 @@
 Kept free of torch, so that ``sklearn_llp.linear`` needs none.
 """
 
+import math
 import sys
+from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from ._decision import decide, prior_offsets, threshold_of
 from .metrics._bag_metrics import bag_errors_of, check_proba
 from .utils import Bags, check_bags
 
@@ -62,16 +65,61 @@ def refuse_sklearn_cross_val_predict(props):
         raise TypeError(_CROSS_VAL_PREDICT.format(method=method))
 
 
-class BagScoreMixin(ClassifierMixin):
-    """``score`` of an LLP classifier: ``1 - hard_L1 / 2`` on bags.
+class LLPClassifierMixin(ClassifierMixin):
+    """What the LLP classifiers share: the label-free decision rule of their
+    ``threshold`` parameter and ``score`` on bags (``1 - hard_L1 / 2``).
 
-    The estimator sets ``_fit_on_labels_`` in ``fit`` and may override
-    :meth:`_decide` (class index of every row from its probabilities) with
-    its decision rule; the default is the most probable class.
+    The estimator has a ``threshold`` parameter, sets ``classes_`` and
+    ``_fit_on_labels_`` in ``fit``, then calls :meth:`_fit_decision_rule`
+    with the probabilities of its training rows; ``predict`` is
+    ``classes_[self._decide(proba)]``.
     """
 
+    def _decision_rule(self):
+        """``threshold`` resolved for the fitted problem: "argmax", "prior"
+        or a float (binary)."""
+        if self.threshold != "auto":
+            return self.threshold
+        binary_bags = len(self.classes_) == 2 and not self._fit_on_labels_
+        return "prior" if binary_bags else "argmax"
+
+    def _offsets(self, proba, prior, weights=None):
+        """Decision offsets of the rule for rows with probabilities ``proba``
+        whose bags have the overall class proportions ``prior``."""
+        rule = self._decision_rule()
+        if rule == "argmax":
+            return np.zeros(proba.shape[1])
+        if rule == "prior":
+            return prior_offsets(proba, prior, weights)
+        return np.array([0.0, -math.log(rule / (1.0 - rule))])
+
+    def _check_threshold(self):
+        if isinstance(self.threshold, Real) and len(self.classes_) != 2:
+            raise ValueError(
+                f"threshold={self.threshold} is a probability threshold of the "
+                f"second class, for two classes; there are {len(self.classes_)}. "
+                "Use threshold='prior' or 'argmax'."
+            )
+
+    def _fit_decision_rule(self, training_proba, prior, weights=None):
+        """Set ``decision_offsets_`` and ``threshold_``.
+
+        ``training_proba()`` returns the probabilities of the training rows
+        (called only for prior matching), ``weights`` their sample weights
+        and ``prior`` the bags' overall class proportions.
+        """
+        self._check_threshold()
+        n_classes = len(self.classes_)
+        if self._decision_rule() == "prior":
+            offsets = self._offsets(training_proba(), prior, weights)
+        else:
+            offsets = self._offsets(np.zeros((0, n_classes)), None)
+        self.decision_offsets_ = offsets
+        self.threshold_ = threshold_of(offsets) if n_classes == 2 else None
+
     def _decide(self, proba):
-        return np.argmax(proba, axis=1)
+        """Class index of every row by the fitted decision rule."""
+        return decide(proba, getattr(self, "decision_offsets_", None))
 
     def score(self, X, y, props=None, sample_weight=None):
         """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.

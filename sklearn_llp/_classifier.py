@@ -27,7 +27,7 @@ from skorch.callbacks import BatchScoring, EpochScoring, ProgressBar
 from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 
-from ._base import BagScoreMixin, refuse_sklearn_cross_val_predict
+from ._base import LLPClassifierMixin, refuse_sklearn_cross_val_predict
 from ._callbacks import BagValidationErrors, EpochTable
 from ._data import (
     ArrayDataset,
@@ -38,7 +38,7 @@ from ._data import (
     bag_loader,
     subset_rows,
 )
-from ._decision import class_prior, decide, prior_offsets, threshold_of
+from ._decision import class_prior
 from .bags._identifiability import check_identifiability, warn_if_unidentifiable
 from .exceptions import FitDivergedError, ModelResetWarning
 from .methods import BagBatch, LLPMethod, make_method, method_params
@@ -83,7 +83,7 @@ class _Callbacks(list):
         return list(self) + list(other)
 
 
-class LLPClassifier(BagScoreMixin, NeuralNet):
+class LLPClassifier(LLPClassifierMixin, NeuralNet):
     """Instance classifier learned from bags and their label proportions.
 
     A PyTorch network trained with skorch on bags of instances, each bag
@@ -900,51 +900,22 @@ class LLPClassifier(BagScoreMixin, NeuralNet):
         proba = self.predict_proba(X)  # checks that the model is fitted
         return self.classes_[self._decide(proba)]
 
-    def _decide(self, proba):
-        return decide(proba, getattr(self, "decision_offsets_", None))
-
     # ------------------------------------------------------------------
     # decision rule
     # ------------------------------------------------------------------
-    def _decision_rule(self):
-        """``threshold`` resolved for the fitted problem: "argmax", "prior"
-        or a float (binary)."""
-        if self.threshold != "auto":
-            return self.threshold
-        binary_bags = len(self.classes_) == 2 and not self._fit_on_labels_
-        return "prior" if binary_bags else "argmax"
-
-    def _offsets(self, proba, prior, weights=None):
-        """Decision offsets of the rule for rows with probabilities ``proba``
-        whose bags have the overall class proportions ``prior``."""
-        rule = self._decision_rule()
-        if rule == "argmax":
-            return np.zeros(proba.shape[1])
-        if rule == "prior":
-            return prior_offsets(proba, prior, weights)
-        return np.array([0.0, -math.log(rule / (1.0 - rule))])
-
     def _fit_decision(self, dataset):
-        """Set ``decision_offsets_`` and ``threshold_`` from the training rows."""
+        """The decision rule from the training rows (see ``threshold``)."""
+
         bags = dataset.bags
-        if isinstance(self.threshold, Real) and len(self.classes_) != 2:
-            raise ValueError(
-                f"threshold={self.threshold} is a probability threshold of the "
-                f"second class, for two classes; there are {len(self.classes_)}. "
-                "Use threshold='prior' or 'argmax'."
-            )
-        proba = None
-        if self._decision_rule() == "prior":
-            rows = np.unique(bags.members)
+        rows = np.unique(bags.members)
+
+        def training_proba():
             with self._on_device():
                 logits = self.forward(ArrayDataset(subset_rows(dataset.X, rows)))
-            proba = torch.softmax(logits.float(), dim=1).numpy().astype(np.float64)
-            weights = None if bags.weights is None else bags.weights[rows]
-            offsets = self._offsets(proba, class_prior(bags), weights)
-        else:
-            offsets = self._offsets(np.zeros((0, len(self.classes_))), None)
-        self.decision_offsets_ = offsets
-        self.threshold_ = threshold_of(offsets) if len(offsets) == 2 else None
+            return torch.softmax(logits.float(), dim=1).numpy().astype(np.float64)
+
+        weights = None if bags.weights is None else bags.weights[rows]
+        self._fit_decision_rule(training_proba, class_prior(bags), weights)
 
     # ------------------------------------------------------------------
     # parameters, persistence and scikit-learn plumbing

@@ -135,7 +135,9 @@ def test_bags_of_one_row_give_logistic_regression():
     X, y = _breast_cancer()
     onehot = np.eye(2)[y]
     theirs = LogisticRegression(C=0.1, tol=1e-10, max_iter=10_000).fit(X, y)
-    exact = MeanMapClassifier(C=0.1, mean_alpha=0.0, tol=1e-10, max_iter=10_000)
+    exact = MeanMapClassifier(
+        C=0.1, mean_alpha=0.0, tol=1e-10, max_iter=10_000, threshold="argmax"
+    )
     exact.fit(X, np.arange(len(y)), onehot)
     _assert_same_model(exact, theirs, X, atol=1e-6)
     # the default ridge moves the class means by a hair

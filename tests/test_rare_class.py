@@ -118,3 +118,17 @@ def test_a_fixed_threshold_needs_two_classes(small_bags):
     X, bags, props, _ = small_bags
     with pytest.raises(ValueError, match="threshold=0.3 .* there are 3"):
         LLPClassifier(threshold=0.3, max_epochs=1, verbose=0).fit(X, bags, props)
+
+
+def test_mean_map_uses_the_same_decision_rule(rare):
+    from sklearn_llp.linear import MeanMapClassifier
+
+    X, groups, table, X_test, y_test = rare
+    prior = np.average(table[1], weights=np.bincount(groups))
+    default = MeanMapClassifier().fit(X, groups, table)
+    argmax = MeanMapClassifier(threshold="argmax").fit(X, groups, table)
+    assert default.predict(X).mean() == pytest.approx(prior, abs=0.005)
+    assert argmax.predict(X_test).sum() < default.predict(X_test).sum()
+    assert f1_score(y_test, default.predict(X_test)) > f1_score(
+        y_test, argmax.predict(X_test)
+    )

@@ -22,7 +22,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._base import BagScoreMixin, refuse_sklearn_cross_val_predict
+from .._base import LLPClassifierMixin, refuse_sklearn_cross_val_predict
 from ..utils import Bags, check_bags
 
 
@@ -262,7 +262,7 @@ def _fit_logistic(X, stats, C, fit_intercept, tol, max_iter):
     return coef, intercept, int(result.nit)
 
 
-class MeanMapClassifier(BagScoreMixin, BaseEstimator):
+class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
     r"""Linear classifier learned from bags by Mean Map (mean operator).
 
     Logistic regression needs the labels only through a sufficient statistic,
@@ -306,6 +306,11 @@ class MeanMapClassifier(BagScoreMixin, BaseEstimator):
         Class labels in the column order of ``props``; default: the columns
         of a per-bag table, else ``0..n_classes-1``. With ``props=None``,
         every label of ``y`` must be in it.
+    threshold : {"auto", "prior", "argmax"} or float, default="auto"
+        How ``predict`` labels rows, as in :class:`sklearn_llp.LLPClassifier`:
+        ``"auto"`` matches the predicted class rates of the training rows to
+        the bags' class rates for two classes fitted on bags (prior
+        matching), else takes the most probable class.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept per class.
     tol : float, default=1e-4
@@ -320,6 +325,11 @@ class MeanMapClassifier(BagScoreMixin, BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
         Class labels, from ``props`` or ``classes`` (never from the bag ids),
         or from ``y`` when fitted on labels.
+    decision_offsets_ : ndarray of shape (n_classes,)
+        Log-probability offsets of the decision rule (zeros for argmax).
+    threshold_ : float or None
+        With two classes, the probability of ``classes_[1]`` from which
+        ``predict`` says ``classes_[1]``.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
         Weights; one row (for ``classes_[1]``) with two classes.
     intercept_ : ndarray of shape (1,) or (n_classes,)
@@ -459,6 +469,10 @@ class MeanMapClassifier(BagScoreMixin, BaseEstimator):
         "mean_alpha": [Interval(Real, 0, None, closed="left")],
         "bag_weights": [StrOptions({"size", "uniform"})],
         "classes": ["array-like", None],
+        "threshold": [
+            StrOptions({"auto", "prior", "argmax"}),
+            Interval(Real, 0, 1, closed="neither"),
+        ],
         "fit_intercept": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
@@ -471,6 +485,7 @@ class MeanMapClassifier(BagScoreMixin, BaseEstimator):
         mean_alpha=1e-4,
         bag_weights="size",
         classes=None,
+        threshold="auto",
         fit_intercept=True,
         tol=1e-4,
         max_iter=500,
@@ -479,6 +494,7 @@ class MeanMapClassifier(BagScoreMixin, BaseEstimator):
         self.mean_alpha = mean_alpha
         self.bag_weights = bag_weights
         self.classes = classes
+        self.threshold = threshold
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.max_iter = max_iter
@@ -552,6 +568,9 @@ class MeanMapClassifier(BagScoreMixin, BaseEstimator):
         self.class_prior_ = stats.totals / stats.totals.sum()
         self.n_iter_ = np.array([n_iter])
         self._fit_on_labels_ = stats.on_labels
+        self._fit_decision_rule(
+            lambda: self.predict_proba(X_fit), self.class_prior_, stats.weights
+        )
         return self
 
     def decision_function(self, X):
@@ -604,7 +623,7 @@ class MeanMapClassifier(BagScoreMixin, BaseEstimator):
         return scores - logsumexp(scores, axis=1, keepdims=True)
 
     def predict(self, X):
-        """Most probable class of every row.
+        """Class of every row by the fitted decision rule (``threshold``).
 
         Parameters
         ----------
@@ -614,9 +633,8 @@ class MeanMapClassifier(BagScoreMixin, BaseEstimator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
-        index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)
-        return self.classes_[index]
+        proba = self.predict_proba(X)  # checks that the model is fitted
+        return self.classes_[self._decide(proba)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
