@@ -9,6 +9,7 @@ proportions at once (``make_bags``) for simulation studies. The bag id
 from ._feature import FeatureBagGenerator
 from ._identifiability import IdentifiabilityReport, check_identifiability
 from ._kmeans import KMeansBagGenerator
+from ._privacy import dp_noise_scale, dp_proportions, project_to_simplex
 from ._proportions import expand_proportions, label_proportions
 from ._uniform import UniformBagGenerator
 
@@ -18,6 +19,9 @@ __all__ = [
     "KMeansBagGenerator",
     "UniformBagGenerator",
     "check_identifiability",
+    "dp_noise_scale",
+    "dp_proportions",
     "expand_proportions",
     "label_proportions",
+    "project_to_simplex",
 ]

@@ -25,6 +25,11 @@ from ._losses import (
     segment_mean,
     weighted_mean,
 )
+from ._noisy import (
+    NoisyProportions,
+    noisy_proportion_loss,
+    noisy_proportion_weights,
+)
 from ._pi import PiModel, pi_loss
 from ._registry import (
     available_methods,
@@ -42,6 +47,7 @@ __all__ = [
     "EasyLLP",
     "LLPFC",
     "LLPMethod",
+    "NoisyProportions",
     "PiModel",
     "ROT",
     "VAT",
@@ -55,6 +61,8 @@ __all__ = [
     "llpfc_transition_matrices",
     "make_method",
     "method_params",
+    "noisy_proportion_loss",
+    "noisy_proportion_weights",
     "perturbation_mode",
     "pi_loss",
     "proportion_loss",

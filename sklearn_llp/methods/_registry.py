@@ -5,6 +5,7 @@ from sklearn.base import clone
 from ._base import DLLP, LLPMethod
 from ._easyllp import EasyLLP
 from ._llpfc import LLPFC
+from ._noisy import NoisyProportions
 from ._pi import PiModel
 from ._rot import ROT
 from ._vat import VAT
@@ -16,6 +17,7 @@ _METHODS = {
     "rot": ROT,
     "llpfc": LLPFC,
     "easyllp": EasyLLP,
+    "noisy": NoisyProportions,
 }
 
 
