@@ -717,7 +717,7 @@ class LLPClassifier(LLPClassifierMixin, NeuralNet):
         if not on_labels and not continuing:
             # fit(...) -> _fit -> here: point the warning at the user's call
             warn_if_unidentifiable(check_identifiability(bags, None, X), 3)
-        dataset = BagDataset(as_tensor(X), bags)
+        dataset = BagDataset(_resident(as_tensor(X), self.device), bags)
         self.classes_ = bags.classes
         self._fit_on_labels_ = on_labels
         self._weights_stale_ = False
@@ -1043,6 +1043,22 @@ class LLPClassifier(LLPClassifierMixin, NeuralNet):
         tags.input_tags.sparse = True
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def _resident(X, device):
+    """``X`` moved once to a GPU when it takes at most half its free memory.
+
+    Batches are then gathered by index on the device: one transfer per fit
+    instead of one per step. Sparse ``X`` stays on the host (densified per
+    batch), as does ``X`` too large for the device.
+    """
+    device = torch.device(resolve_device(device))
+    if device.type != "cuda" or not torch.is_tensor(X):
+        return X
+    free, _ = torch.cuda.mem_get_info(device)
+    if X.element_size() * X.nelement() > free // 2:
+        return X
+    return X.to(device)
 
 
 def _module_outputs(net):

@@ -99,3 +99,17 @@ def test_epoch_table_is_plain_text_in_a_pipe(capsys):
     out = capsys.readouterr().out  # captured: not a terminal
     assert "\x1b[" not in out
     assert re.search(r"valid_hard_l1", out) and "*" in out
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_training_rows_stay_on_the_gpu():
+    from sklearn_llp._classifier import _resident
+
+    X = torch.zeros(100, 4)
+    assert _resident(X, "cuda").device.type == "cuda"
+    assert _resident(X, "cpu") is X
+    X, bags, table = _problem([16] * 30)
+    clf = LLPClassifier(max_epochs=2, verbose=0, device="cuda", random_state=0)
+    proba = clf.fit(X, bags, table).predict_proba(X)
+    clf.set_params(device="cpu")
+    np.testing.assert_allclose(clf.predict_proba(X), proba, atol=1e-5)
