@@ -14,8 +14,9 @@ exceptions
 linear
     Mean Map, a fast linear estimator from bag means (no PyTorch).
 methods
-    The training losses: DLLP, LLP-VAT, Pi-model, ROT, LLPFC, EasyLLP, and
-    the interface to add one.
+    The training losses: DLLP, LLP-VAT, Pi-model, ROT, LLPFC, EasyLLP, the
+    noise-aware loss for privacy-protected proportions, and the interface to
+    add one.
 metrics
     Bag-level errors (hard/soft L1 and KL) and scorers for model selection.
 model_selection

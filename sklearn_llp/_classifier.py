@@ -104,8 +104,10 @@ class LLPClassifier(LLPClassifierMixin, NeuralNet):
         The training loss, a component like ``module``: ``"dllp"``
         (proportion loss only), ``"vat"`` (LLP-VAT: proportion loss plus
         virtual adversarial consistency), ``"pi"`` (Pi-model consistency),
-        ``"rot"`` (optimal-transport pseudo-labels) or an
-        :class:`~sklearn_llp.methods.LLPMethod` instance. Its hyperparameters
+        ``"rot"`` (optimal-transport pseudo-labels), ``"llpfc"`` (forward
+        correction of bag-position labels), ``"easyllp"`` (debiased instance
+        loss), ``"noisy"`` (bags weighted by the likelihood of noisy counts)
+        or an :class:`~sklearn_llp.methods.LLPMethod` instance. Its hyperparameters
         are ``method__*`` parameters, e.g. ``method__alpha=0.1``; they
         override an instance's own values (the instance itself is cloned,
         never modified) and are validated before any training. A fresh

@@ -147,6 +147,15 @@ def test_sample_aligned_dataframe_not_subset_with_X_is_refused(problem):
     # a real per-bag table (its index holds bag ids) may have extra bags
     table = frame.groupby(bags).first().rename_axis("bag")
     small().fit(X[train], bags[train], table)
+    # a per-bag table that happens to have one row per sample reads both ways
+    ids = np.array([10, 10, 11, 11])
+    tricky = pd.DataFrame([[1, 0], [0, 1], [0, 1], [1, 0]], index=[12, 13, 10, 11])
+    with pytest.raises(ValueError, match="reads both as sample-aligned"):
+        check_bags(ids, tricky)
+    assert check_bags(ids, tricky.to_dict("index")).props.tolist() == [
+        [0, 1],
+        [1, 0],
+    ]
 
 
 # ---------------------------------------------------------------- case 5

@@ -1,7 +1,8 @@
 """LLP training methods: each turns a batch of whole bags into a loss.
 
 ``LLPClassifier(method=...)`` takes a registered name (``"dllp"``,
-``"vat"``, ``"pi"``, ``"rot"``) or an :class:`LLPMethod` instance; its
+``"vat"``, ``"pi"``, ``"rot"``, ``"llpfc"``, ``"easyllp"``, ``"noisy"``;
+see :func:`available_methods`) or an :class:`LLPMethod` instance; its
 hyperparameters are ``method__*`` parameters of the classifier
 (``LLPClassifier(method="vat", method__alpha=0.1)``), so ``set_params``,
 ``clone`` and ``GridSearchCV(param_grid={"method__alpha": [...]})`` reach them.

@@ -82,7 +82,7 @@ def bag_props_table(bags, props, *, classes=None):
         Bag id of every sample.
     props : array-like or DataFrame or Series or dict
         Label proportions, in any form that
-        :func:`sklearn_llp.utils.check_bag_data` accepts.
+        :func:`sklearn_llp.utils.check_bags` accepts.
     classes : array-like of shape (n_classes,), default=None
         Class labels, used as column names. Defaults to the columns of a
         ``props`` DataFrame, else ``0..n_classes-1``.
@@ -283,7 +283,7 @@ def make_bag_scorer(metric="hard_l1", *, props_table=None, bags=None, props=None
         Bag id of every sample of the data set the scorer will see.
     props : array-like, default=None
         Proportions aligned with ``bags`` (any form that
-        :func:`sklearn_llp.utils.check_bag_data` accepts).
+        :func:`sklearn_llp.utils.check_bags` accepts).
 
     Returns
     -------

@@ -336,8 +336,8 @@ def _is_per_bag_table(props, ids, bag_ids, n_samples, name):
     A pandas object with the default index (unnamed ``0..n-1``) holds row
     numbers, so it is read by position (sample-aligned); with another index
     of other length than ``X`` it is a per-bag table keyed by bag id. With one
-    row per sample it is sample-aligned, unless its index is the bag ids in
-    another order, which reads both ways.
+    row per sample it is sample-aligned, unless its index holds every bag id
+    without being the bag id of every row: then it reads both ways, an error.
     """
     if isinstance(props, Mapping):
         return True
@@ -347,13 +347,14 @@ def _is_per_bag_table(props, ids, bag_ids, n_samples, name):
         return False
     if len(props) != n_samples:
         return True
-    if len(bag_ids) == n_samples and pd.Index(bag_ids).isin(props.index).all():
-        if not np.array_equal(props.index.to_numpy(), ids):
+    index = props.index
+    if pd.Index(bag_ids, tupleize_cols=False).isin(index).all():
+        if not np.array_equal(index.to_numpy(), ids):
             raise ValueError(
-                f"{name} has one row per sample and is indexed by bag ids in "
-                "another order, so it reads both as sample-aligned and as a "
-                f"per-bag table; pass {name}.to_numpy() (sample-aligned) or a "
-                "dict {bag_id: proportions}."
+                f"{name} has one row per sample and its index holds every bag "
+                "id, so it reads both as sample-aligned (by row) and as a "
+                f"per-bag table (by bag id); pass {name}.to_numpy() for rows, "
+                f"or {name}.to_dict('index') for a per-bag table."
             )
     return False
 
