@@ -176,8 +176,25 @@ def test_fires_on_six_groups_with_near_equal_rates():
     # the same verdict without X (assumed dimension)
     no_x = check_identifiability(bags, props)
     assert not no_x.ok and "assumed without X" in no_x.problems[0]
-    with pytest.warns(IdentifiabilityWarning, match="seeds"):
+    with pytest.warns(IdentifiabilityWarning, match="seeds") as record:
         assert warn_if_unidentifiable(report) is True
+    # two classes, full rank: the measured alternatives are named
+    assert "method='easyllp'" in str(record[0].message)
+    assert "MeanMapClassifier" in str(record[0].message)
+
+
+def test_no_method_remedy_for_many_classes_or_a_rank_deficit():
+    """The remedy was measured on two classes only; a rank deficit (fewer
+    bags than classes) no method can fix."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(400, 5))
+    bags = np.repeat([0, 1], 200)
+    props = np.tile([[0.3, 0.3, 0.4]], (400, 1))
+    report = check_identifiability(bags, props, X)
+    assert not report.ok
+    with pytest.warns(IdentifiabilityWarning) as record:
+        warn_if_unidentifiable(report)
+    assert "easyllp" not in str(record[0].message)
 
 
 def test_quiet_on_random_bags_of_16_rare_positives():

@@ -565,9 +565,20 @@ def warn_if_unidentifiable(report, stacklevel=2):
     """
     if report.ok:
         return False
+    remedy = ""
+    if report.n_classes == 2 and report.rank == 1:
+        # Measured in benchmarks/accuracy.py (Adult, 10 and 25 random bags):
+        # the proportion-matching networks ranked test rows at chance or
+        # worse, the debiased loss and Mean Map did not.
+        remedy = (
+            " With few large bags of two classes, method='easyllp' and "
+            "sklearn_llp.linear.MeanMapClassifier measured far better than "
+            "the proportion loss (README, 'Methods')."
+        )
     warnings.warn(
         "The bags may not identify an instance-level classifier: "
         + " ".join(f"({i}) {p}" for i, p in enumerate(report.problems, 1))
+        + remedy
         + " Call sklearn_llp.bags.check_identifiability(bags, props, X) for "
         "the full report.",
         IdentifiabilityWarning,
