@@ -13,8 +13,9 @@ Adult and the default 100 on digits, three seeds each:
   sex x race, and in random bags of 64;
 - digits (10 classes) in random bags of 16 and 64 (multiclass prior matching).
 
-Writes ``benchmarks/results/threshold.{json,md}``. About 10 minutes on 2 CPU
-cores; ``--quick`` runs one seed on subsets in well under a minute.
+Writes ``benchmarks/results/threshold.{json,md}``. About 30 minutes on 2 CPU
+cores (1,821 s for the committed 21 fits); ``--quick`` runs one seed on
+subsets in well under a minute.
 
 Usage: ``python benchmarks/threshold.py [--quick] [--out DIR]``.
 """
