@@ -15,11 +15,9 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_parameter_constraints,
 )
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _num_samples,
     check_is_fitted,
-    column_or_1d,
     validate_data,
 )
 from skorch import NeuralNet
@@ -45,6 +43,7 @@ from .methods import BagBatch, LLPMethod, make_method, method_params
 from .model_selection import BagShuffleSplit
 from .modules import MLP
 from .utils import Bags, check_bags
+from .utils._validation import check_labels
 
 # Base-class parameters that have no meaning here: the method is the loss,
 # batches are whole bags, validation holds out whole bags and probabilities
@@ -432,27 +431,11 @@ class LLPClassifier(LLPClassifierMixin, NeuralNet):
 
     def _label_bags(self, y, n_samples, classes, sample_weight):
         """Supervised data: every row its own bag, with a one-hot proportion."""
-        labels = column_or_1d(y, warn=True)
-        check_classification_targets(labels)
-        if labels.shape[0] != n_samples:
-            raise ValueError(
-                f"y must hold one class label per row of X when props is None; "
-                f"got shape {labels.shape} for {n_samples} rows."
-            )
-        label_classes, codes = np.unique(labels, return_inverse=True)
-        if classes is None:
-            classes = label_classes
-        classes = np.asarray(classes)
-        onehot = (classes[:, None] == label_classes).T * 1.0
-        if np.any(onehot.sum(1) != 1):
-            unknown = label_classes[onehot.sum(1) != 1][:5].tolist()
-            raise ValueError(
-                f"y holds labels that are not in classes {classes.tolist()}, e.g. "
-                f"{unknown}."
-            )
+        classes, codes = check_labels(y, n_samples, classes)
+        onehot = np.eye(len(classes))[codes]
         bags = check_bags(np.arange(n_samples), sample_weight=sample_weight)
         rows = bags.ids  # rows of weight 0 are dropped
-        bags.props = onehot[codes.ravel()[rows]]
+        bags.props = onehot[rows]
         bags.classes = classes
         if bags.weights is not None:
             # each row is its own bag: its weight weighs its cross-entropy

@@ -228,3 +228,26 @@ def test_dict_of_dicts_names_the_classes(data):
     bag_props, classes = checked.props, checked.classes
     assert classes.tolist() == ["no", "yes"]
     np.testing.assert_allclose(bag_props, props[[0, 2, 4, 6]])
+
+
+@pytest.mark.parametrize("estimator", ["llp", "meanmap"])
+def test_labels_path_is_checked_once_for_both_estimators(estimator):
+    """``fit(X, y)`` (instance labels) goes through one validator
+    (``check_labels``) in LLPClassifier and MeanMapClassifier alike: wrong
+    length, a label outside ``classes`` and a duplicated class are errors."""
+    from sklearn_llp.linear import MeanMapClassifier
+
+    X = np.random.RandomState(0).normal(size=(8, 3))
+    y = np.array(["a", "b"] * 4)
+    make = {
+        "llp": lambda **kw: LLPClassifier(max_epochs=1, device="cpu", **kw),
+        "meanmap": lambda **kw: MeanMapClassifier(**kw),
+    }[estimator]
+    with pytest.raises(ValueError, match="one class label per row"):
+        make().fit(X, y[:5])
+    with pytest.raises(ValueError, match="not in classes"):
+        make(classes=["a", "c"]).fit(X, y)
+    with pytest.raises(ValueError, match="duplicate labels"):
+        make(classes=["a", "b", "a"]).fit(X, y)
+    fitted = make(classes=["b", "a"]).fit(X, y)
+    assert fitted.classes_.tolist() == ["b", "a"]

@@ -14,16 +14,15 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_parameter_constraints,
 )
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
     check_is_fitted,
-    column_or_1d,
     validate_data,
 )
 
 from .._base import LLPClassifierMixin, refuse_sklearn_cross_val_predict
 from ..utils import Bags, check_bags
+from ..utils._validation import check_labels
 
 
 # ----------------------------------------------------------------------
@@ -82,29 +81,7 @@ def class_means_from_bags(bag_means, props, bag_weights, alpha):
 def _label_statistics(X, y, classes, sample_weight):
     """Supervised data: the exact class totals and means of labelled rows."""
     n_samples = X.shape[0]
-    labels = column_or_1d(y, warn=True)
-    check_classification_targets(labels)
-    if labels.shape[0] != n_samples:
-        raise ValueError(
-            f"y must hold one class label per row of X when props is None; got "
-            f"{labels.shape[0]} labels for {n_samples} rows."
-        )
-    present, codes = np.unique(labels, return_inverse=True)
-    codes = codes.ravel()
-    if classes is None:
-        classes = present
-    else:
-        classes = np.asarray(classes)
-        position = {c: i for i, c in enumerate(classes.tolist())}
-        if len(position) < len(classes):
-            raise ValueError(f"classes has duplicate labels: {classes.tolist()}.")
-        unknown = [c for c in present.tolist() if c not in position]
-        if unknown:
-            raise ValueError(
-                f"y holds labels that are not in classes {classes.tolist()}, e.g. "
-                f"{unknown[:5]}."
-            )
-        codes = np.array([position[c] for c in present.tolist()])[codes]
+    classes, codes = check_labels(y, n_samples, classes)
     weights = _check_sample_weight(
         sample_weight, X, dtype=np.float64, ensure_non_negative=True
     )

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from sklearn.utils import column_or_1d
+from sklearn.utils.multiclass import check_classification_targets
 
 from ._bags import Bags
 
@@ -293,6 +295,37 @@ def match_classes(columns, n_classes, classes, name="props"):
         )
     position = {c: i for i, c in enumerate(columns.tolist())}
     return classes, np.array([position[c] for c in classes.tolist()])
+
+
+def check_labels(y, n_samples, classes=None):
+    """Instance labels (``fit(X, y)`` without ``props``) as class codes.
+
+    Returns ``classes`` (those given, else the sorted labels present) and
+    each row's index into it; a label outside the given ``classes``, a
+    duplicated class or a length other than ``n_samples`` is a ValueError.
+    """
+    labels = column_or_1d(y, warn=True)
+    check_classification_targets(labels)
+    if labels.shape[0] != n_samples:
+        raise ValueError(
+            "y must hold one class label per row of X when props is None; got "
+            f"{labels.shape[0]} labels for {n_samples} rows."
+        )
+    present, codes = np.unique(labels, return_inverse=True)
+    codes = codes.ravel()
+    if classes is None:
+        return present, codes
+    classes = np.asarray(classes)
+    position = {c: i for i, c in enumerate(classes.tolist())}
+    if len(position) < len(classes):
+        raise ValueError(f"classes has duplicate labels: {classes.tolist()}.")
+    unknown = [c for c in present.tolist() if c not in position]
+    if unknown:
+        raise ValueError(
+            f"y holds labels that are not in classes {classes.tolist()}, e.g. "
+            f"{unknown[:5]}."
+        )
+    return classes, np.array([position[c] for c in present.tolist()])[codes]
 
 
 def _table_to_frame(props, name):
