@@ -21,7 +21,11 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_llp.bags import FeatureBagGenerator, UniformBagGenerator
+from sklearn_llp.bags import (
+    FeatureBagGenerator,
+    KMeansBagGenerator,
+    UniformBagGenerator,
+)
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import hard_l1_error, hard_l1_scorer, make_bag_scorer
@@ -74,6 +78,89 @@ def test_ridge_pulls_the_class_means_to_the_mean_of_the_bags():
     np.testing.assert_allclose(
         ridge.class_means_[:, 0], 3.0 + np.linalg.solve(gram, rhs), rtol=1e-12
     )
+
+
+def test_laplacian_class_means_solve_the_smoothed_least_squares_by_hand():
+    """The Laplacian Mean Map against its objective, written out as one
+    stacked least-squares problem and solved densely (independent of the
+    sparse normal equations of the package)."""
+    lam, alpha = 0.5, 0.1
+    clf = MeanMapClassifier(laplacian=lam, mean_alpha=alpha, bag_weights="size")
+    clf.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
+    props = np.array([[1, 0], [0.5, 0.5], [0.25, 0.75]])
+    means = np.array([[1.0, 1.0], [3.0, 1.0], [5.0, 1.0]])
+    sizes = np.array([2.0, 2.0, 4.0])
+    w = sizes / sizes.sum()
+    center = w @ means
+    # graph: every bag links the other two (2 neighbours); squared distances
+    # of the bag means 4, 4, 16, median 4: weights e^-1, e^-1, e^-4
+    v = {(0, 1): np.exp(-1.0), (1, 2): np.exp(-1.0), (0, 2): np.exp(-4.0)}
+    rows, targets = [], []
+    for j in range(3):  # sqrt(w_j) (m_j - sum_k pi_jk mu_jk)
+        row = np.zeros(6)
+        row[2 * j : 2 * j + 2] = props[j]
+        rows.append(np.sqrt(w[j]) * row)
+        targets.append(np.sqrt(w[j]) * means[j])
+    for (j, i), weight in v.items():  # (lam / 3) v_ji ||mu_jk - mu_ik||^2
+        for k in range(2):
+            row = np.zeros(6)
+            row[2 * j + k], row[2 * i + k] = 1.0, -1.0
+            rows.append(np.sqrt(lam / 3 * weight) * row)
+            targets.append(np.zeros(2))
+    for unknown in range(6):  # (alpha / 3) ||mu_jk - center||^2
+        row = np.zeros(6)
+        row[unknown] = 1.0
+        rows.append(np.sqrt(alpha / 3) * row)
+        targets.append(np.sqrt(alpha / 3) * center)
+    per_bag = np.linalg.lstsq(np.array(rows), np.array(targets), rcond=None)[0]
+    per_bag = per_bag.reshape(3, 2, 2)  # (bag, class, feature)
+    totals = sizes @ props
+    expected = np.einsum("j,jk,jkd->kd", sizes, props, per_bag) / totals[:, None]
+    np.testing.assert_allclose(clf.class_means_, expected, rtol=1e-10)
+    # the constant feature stays exactly constant
+    np.testing.assert_allclose(clf.class_means_[:, 1], [1.0, 1.0], rtol=1e-12)
+
+
+def test_laplacian_zero_is_mean_map_and_a_large_one_tends_to_it(small_bags):
+    X, bags, props, _ = small_bags
+    mean_map = MeanMapClassifier().fit(X, bags, props)
+    zero = MeanMapClassifier(laplacian=0.0).fit(X, bags, props)
+    np.testing.assert_array_equal(zero.coef_, mean_map.coef_)
+    # a connected graph and a huge smoothing: one mean per class again
+    large = MeanMapClassifier(laplacian=1e8, n_neighbors=50).fit(X, bags, props)
+    np.testing.assert_allclose(large.class_means_, mean_map.class_means_, atol=1e-5)
+    small = MeanMapClassifier(laplacian=1e-2).fit(X, bags, props)
+    assert not np.allclose(small.class_means_, mean_map.class_means_, atol=1e-3)
+
+
+def test_laplacian_mean_map_helps_on_adult_kmeans_bags(adult):
+    """Bags of similar rows (K-means) break Mean Map's assumption that a
+    class looks alike in every bag; the Laplacian variant lets the class
+    means drift between dissimilar bags. Measured on this split: held-out
+    hard L1 0.261 against 0.272, test AUC 0.890 against 0.885, accuracy
+    0.835 against 0.827."""
+    X_train, X_test, y_train, y_test = adult
+    preprocessor = _adult_pipeline()[:-1].set_params(
+        columntransformer__sparse_threshold=0
+    )
+    A = preprocessor.fit_transform(X_train)
+    B = preprocessor.transform(X_test)
+    generator = KMeansBagGenerator(len(A) // 64, n_components=32, random_state=0)
+    bags, props = generator.make_bags(A, y_train)
+    scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
+    results = {}
+    for laplacian in (0.0, 0.01):
+        clf = MeanMapClassifier(laplacian=laplacian, classes=generator.classes_)
+        held_out = GridSearchCV(clf, {}, scoring=scorer, cv=BagKFold(3))
+        held_out.fit(A, bags, props=props)
+        clf.fit(A, bags, props)
+        auc = roc_auc_score(y_test == ">50K", clf.predict_proba(B)[:, 1])
+        accuracy = accuracy_score(y_test, clf.predict(B))
+        results[laplacian] = (-held_out.best_score_, auc, accuracy)
+    (l1_mm, auc_mm, acc_mm), (l1_lmm, auc_lmm, acc_lmm) = results.values()
+    assert l1_lmm < l1_mm - 0.005, results  # chosen without test labels
+    assert auc_lmm > auc_mm + 0.002, results
+    assert acc_lmm > acc_mm + 0.003, results
 
 
 def test_fit_is_the_stationary_point_of_the_plugged_in_objective():
@@ -388,7 +475,15 @@ def test_bad_sample_weight_is_refused(small_bags):
 
 
 @pytest.mark.parametrize(
-    "params", [{"C": 0}, {"mean_alpha": -1}, {"bag_weights": "bags"}, {"max_iter": -1}]
+    "params",
+    [
+        {"C": 0},
+        {"mean_alpha": -1},
+        {"bag_weights": "bags"},
+        {"max_iter": -1},
+        {"laplacian": -1.0},
+        {"n_neighbors": 0},
+    ],
 )
 def test_bad_parameters_are_refused_in_fit(small_bags, params):
     X, bags, props, _ = small_bags
