@@ -643,11 +643,10 @@ def run_task(task):
     )
     params = hyperparameters(task)
     if method == "meanmap":
-        clf = MeanMapClassifier(
-            **{k: v for k, v in params.items() if k not in ("method", "laplacian")}
-        )
-        if params["laplacian"] != "held-out":
-            clf.set_params(laplacian=params["laplacian"])
+        kwargs = {k: v for k, v in params.items() if k != "method"}
+        if kwargs["laplacian"] == "held-out":
+            kwargs["laplacian"] = 0.0  # chosen by select_laplacian below
+        clf = MeanMapClassifier(**kwargs)
     else:
         kwargs = {
             k: v for k, v in params.items() if k not in ("optimizer", "lr_schedule")

@@ -126,9 +126,9 @@ def bag_class_means_laplacian(
     + laplacian sum_k tr(mu_k^T L mu_k) + alpha / n_bags sum_jk ||mu_jk - m||^2``
 
     with ``L`` from :func:`bag_graph` (the ridge divided by the number of
-    bags, so that shared means get that of :func:`class_means_from_bags`).
-    A sparse ``(n_bags n_classes)``
-    square system, factorised once for all features. As ``laplacian``
+    bags, so that shared means get that of :func:`class_means_from_bags`):
+    a sparse square system of ``n_bags * n_classes`` unknowns, factorised
+    once for all features. As ``laplacian``
     grows (on a connected graph) it returns the shared means of
     :func:`class_means_from_bags`.
 
@@ -192,8 +192,8 @@ def _bag_statistics(
     sample_weight,
     bag_weights,
     alpha,
-    laplacian=0.0,
-    n_neighbors=10,
+    laplacian,
+    n_neighbors,
 ):
     """Bags and proportions: class totals from the proportions, class means
     estimated from the bag means (the Mean Map)."""

@@ -260,6 +260,14 @@ def _default_columns(columns, n_classes):
     return columns is None or list(columns) == list(range(n_classes))
 
 
+def _unique_classes(classes):
+    """``classes`` as an array; a label given twice is a ValueError."""
+    classes = np.asarray(classes)
+    if len(set(classes.tolist())) < len(classes):
+        raise ValueError(f"classes has duplicate labels: {classes.tolist()}.")
+    return classes
+
+
 def match_classes(columns, n_classes, classes, name="props"):
     """``classes_`` and the column order of the proportions that matches it.
 
@@ -267,9 +275,7 @@ def match_classes(columns, n_classes, classes, name="props"):
     default ``0..n_classes-1``) are read in the order of ``classes``.
     """
     if classes is not None:
-        classes = np.asarray(classes)
-        if len(set(classes.tolist())) < len(classes):
-            raise ValueError(f"classes has duplicate labels: {classes.tolist()}.")
+        classes = _unique_classes(classes)
         if len(classes) != n_classes:
             raise ValueError(
                 f"{name} has {n_classes} classes (columns) but classes has "
@@ -315,10 +321,8 @@ def check_labels(y, n_samples, classes=None):
     codes = codes.ravel()
     if classes is None:
         return present, codes
-    classes = np.asarray(classes)
+    classes = _unique_classes(classes)
     position = {c: i for i, c in enumerate(classes.tolist())}
-    if len(position) < len(classes):
-        raise ValueError(f"classes has duplicate labels: {classes.tolist()}.")
     unknown = [c for c in present.tolist() if c not in position]
     if unknown:
         raise ValueError(
