@@ -5,8 +5,9 @@ UCI Adult (income >50K), split 70/30 once (seed 0); the training people are
 grouped as census tables are (age band x sex x education: 189 groups of 1
 to 1,405 people, median 64), and each group's income shares are released
 with the Laplace mechanism (:func:`sklearn_llp.bags.dp_proportions`: noise
-of scale ``1/epsilon`` on every class count, add/remove-one neighbours,
-counts divided by the group size and projected onto the simplex). For every
+of scale ``2/epsilon`` on every class count, epsilon-DP for neighbouring data
+sets that differ in one person's label, the group sizes public; counts
+divided by the group size and projected onto the simplex). For every
 epsilon and seed (the seed draws the noise and seeds the model) three
 ``LLPClassifier`` (default MLP, 30 epochs) are fitted on the same release,
 on features preprocessed once (one-hot categoricals, scaled numerics):
@@ -20,7 +21,13 @@ on features preprocessed once (one-hot categoricals, scaled numerics):
   their proportions' variance that is not noise).
 
 Writes ``benchmarks/results/noisy_proportions.{json,md,png}``: test accuracy
-and ROC AUC (mean +- std over the seeds) against epsilon. 63 fits of about
+and ROC AUC (mean +- std over the seeds) against epsilon. The default grid
+(0.1, 0.2, 0.6, 2, 6, 20, inf) gives the noise scales (20 to 0.1) of the
+committed run, which was made with an earlier accounting (sensitivity 1,
+scale ``1/epsilon``) and labelled epsilon = 0.05, 0.1, 0.3, 1, 3, 10: the
+same releases (same seeds, same scales), correctly labelled now.
+``--resummarise`` relabels a JSON written under that accounting (no
+``sensitivity`` in its meta): its epsilon times 2. 63 fits of about
 15 s: 18 minutes on 2 CPU cores shared with other jobs (load about 4);
 ``--quick`` (5,000 training people, 3 epochs, one seed, three epsilons) in
 about 10 seconds.
@@ -29,7 +36,7 @@ Usage: ``python benchmarks/noisy_proportions.py [--quick] [--out DIR]
 [--epochs N] [--seeds N] [--epsilons 0.1,1,inf] [--methods dllp,size,noisy]
 [--resummarise]`` (``--methods`` also takes ``reliability``:
 ``method__weighting="reliability"``; ``--resummarise`` redoes the table and
-figure from the JSON).
+figure from the JSON, relabelling an old one).
 """
 
 import argparse
@@ -50,13 +57,20 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import sklearn_llp
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import FeatureBagGenerator, dp_proportions
+from sklearn_llp.bags import FeatureBagGenerator, dp_noise_scale, dp_proportions
 from sklearn_llp.datasets import load_adult
 
 matplotlib.use("Agg")
 torch.set_num_threads(1)
 
-EPSILONS = (0.05, 0.1, 0.3, 1.0, 3.0, 10.0, math.inf)
+#: Laplace scale 2 / epsilon: 20, 10, 3.3, 1, 0.33, 0.1, 0 (the scales of the
+#: committed run, labelled 0.05 .. 10 under the earlier accounting)
+EPSILONS = (0.1, 0.2, 0.6, 2.0, 6.0, 20.0, math.inf)
+#: L1 sensitivity of the released table of counts (dp_proportions' default:
+#: one person's label changed, group sizes public)
+SENSITIVITY = dp_noise_scale(1.0)
+#: ... and of the JSONs written before it (``meta`` without "sensitivity")
+OLD_SENSITIVITY = 1.0
 #: method name -> (label, method parameters of LLPClassifier given the release)
 METHODS = {
     "dllp": ("DLLP (noise ignored)", lambda table: {"method": "dllp"}),
@@ -160,6 +174,7 @@ def markdown(summary, meta):
     by = {(r["epsilon"], r["method"]): r for r in summary}
     epsilons = sorted({r["epsilon"] for r in summary})
     methods = meta["methods"]
+    sensitivity = meta["sensitivity"]
     lines = [
         "# Noisy (differentially private) group proportions",
         "",
@@ -167,17 +182,27 @@ def markdown(summary, meta):
         f"{meta['n_groups']} groups (age band x sex x education; sizes "
         f"{meta['min_size']} to {meta['max_size']}, median {meta['median_size']:g}), "
         f"{meta['n_test']:,} test people. Laplace mechanism on every class count "
-        "(scale 1/epsilon, add/remove-one neighbours), shares projected onto the "
-        f"simplex. {meta['epochs']} epochs, default MLP, seeds {meta['seeds']} "
-        "(noise draw and model); mean ± std over seeds. Methods:",
+        f"(scale {sensitivity:g}/epsilon: epsilon-DP for neighbouring data sets "
+        "that differ in one person's label, group sizes public), shares "
+        f"projected onto the simplex. {meta['epochs']} epochs, default MLP, seeds "
+        f"{meta['seeds']} (noise draw and model); mean ± std over seeds. Methods:",
         "",
     ]
     lines += [f"- `{m}`: {METHODS[m][0]}" for m in methods]
+    if meta.get("relabelled_from_sensitivity"):
+        old = meta["relabelled_from_sensitivity"]
+        lines += [
+            "",
+            f"This run was made under an earlier accounting (sensitivity {old:g}, "
+            f"Laplace scale {old:g}/epsilon); its JSON records those labels. Its "
+            f"releases had scale {sensitivity:g}/epsilon at the epsilon shown here "
+            f"(each recorded epsilon times {sensitivity / old:g}).",
+        ]
     lines += [
         "",
         "The noise sd of a share is that of a 50-person group after projection "
-        f"(`1 / (50 epsilon)`; the median group has {meta['median_size']:g} people, "
-        f"{meta['n_below_10']} have fewer than 10).",
+        f"(`{sensitivity:g} / (50 epsilon)`; the median group has "
+        f"{meta['median_size']:g} people, {meta['n_below_10']} have fewer than 10).",
         "",
         "| epsilon | share noise sd (n=50) | "
         + " | ".join(f"accuracy `{m}`" for m in methods)
@@ -187,7 +212,7 @@ def markdown(summary, meta):
         "|---" * (2 + 2 * len(methods)) + "|",
     ]
     for eps in epsilons:
-        share_sd = 0.0 if math.isinf(eps) else 1 / (50 * eps)
+        share_sd = 0.0 if math.isinf(eps) else sensitivity / (50 * eps)
         cells = [eps_label(eps), f"{share_sd:.3f}"]
         for metric in ("accuracy", "roc_auc"):
             best = max(by[(eps, m)][metric] for m in methods)
@@ -243,7 +268,10 @@ def plot(summary, meta, path):
             xs, [eps_label(e).replace(" (exact)", "\n(exact)") for e in epsilons]
         )
         ax.minorticks_off()
-        ax.set_xlabel("epsilon (Laplace noise of scale 1/epsilon on every count)")
+        ax.set_xlabel(
+            f"epsilon (Laplace noise of scale {meta['sensitivity']:g}/epsilon on "
+            "every count; neighbours differ in one label)"
+        )
         ax.set_ylabel(f"test {name}")
         ax.grid(alpha=0.3)
         ax.set_title(f"Test {name}, mean ± std over {len(meta['seeds'])} seeds")
@@ -261,8 +289,30 @@ def _decode(value):
     return math.inf if value == "inf" else value
 
 
+def relabel(payload):
+    """Epsilon under the current accounting, for a JSON written before it.
+
+    A run whose ``meta`` has no ``sensitivity`` released Laplace noise of
+    scale ``OLD_SENSITIVITY / epsilon``; ``dp_proportions`` now releases that
+    scale at ``SENSITIVITY / OLD_SENSITIVITY`` times that epsilon. Returns
+    the payload with its epsilons (summary and runs) relabelled so and
+    ``meta["relabelled_from_sensitivity"]`` set; a current one unchanged.
+    """
+    meta = payload["meta"]
+    if "sensitivity" in meta:
+        return payload
+    factor = SENSITIVITY / OLD_SENSITIVITY
+
+    def rows(key):
+        return [{**r, "epsilon": _decode(r["epsilon"]) * factor} for r in payload[key]]
+
+    meta = {**meta, "sensitivity": SENSITIVITY}
+    meta["relabelled_from_sensitivity"] = OLD_SENSITIVITY
+    return {**payload, "meta": meta, "summary": rows("summary"), "runs": rows("runs")}
+
+
 def resummarise(out):
-    payload = json.loads((out / "noisy_proportions.json").read_text())
+    payload = relabel(json.loads((out / "noisy_proportions.json").read_text()))
     summary = [{k: _decode(v) for k, v in r.items()} for r in payload["summary"]]
     (out / "noisy_proportions.md").write_text(markdown(summary, payload["meta"]))
     plot(summary, payload["meta"], out / "noisy_proportions.png")
@@ -295,7 +345,7 @@ def main(argv=None):
     if args.epsilons:
         epsilons = [float(e) for e in args.epsilons.split(",")]
     else:
-        epsilons = [0.1, 1.0, math.inf] if args.quick else list(EPSILONS)
+        epsilons = [0.2, 2.0, math.inf] if args.quick else list(EPSILONS)
     if args.resummarise:
         return resummarise(Path(args.out))
     methods = args.methods.split(",")
@@ -334,6 +384,8 @@ def main(argv=None):
         "quick": args.quick,
         "methods": methods,
         "majority_accuracy": float(max(np.mean(y_test), 1 - np.mean(y_test))),
+        "sensitivity": SENSITIVITY,
+        "neighbours": "one person's label changed, group sizes public",
         "seconds": time.perf_counter() - start,
         "machine": f"{platform.machine()}, {torch.get_num_threads()} torch thread",
         "sklearn_llp": sklearn_llp.__version__,

@@ -40,7 +40,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._decision import class_prior, decide, prior_offsets
+from sklearn_llp._decision import class_prior, decide, fit_decision
 from sklearn_llp.bags import FeatureBagGenerator, UniformBagGenerator
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.utils import check_bags
@@ -82,8 +82,9 @@ def make_bags(kind, frame, features, y, seed):
     return UniformBagGenerator(size, random_state=seed).make_bags(features, y)
 
 
-def scores(y_true, proba, offsets, binary):
-    pred = decide(proba, offsets)
+def scores(y_true, proba, rule, binary):
+    offsets, threshold = rule
+    pred = decide(proba, offsets, threshold)
     out = {
         "accuracy": accuracy_score(y_true, pred),
         "balanced_accuracy": balanced_accuracy_score(y_true, pred),
@@ -118,9 +119,10 @@ def run(setting, seed, quick, epochs):
     prior = class_prior(checked)
     test_proba = clf.predict_proba(X_test)
     binary = test_proba.shape[1] == 2
+    # the library's exact rules (a threshold for two classes)
     rules = {
-        "argmax": np.zeros(test_proba.shape[1]),
-        "prior": prior_offsets(train_proba, prior),
+        "argmax": fit_decision("argmax", train_proba),
+        "prior": fit_decision("prior", train_proba, prior),
     }
     record = {
         "dataset": dataset,
@@ -132,8 +134,8 @@ def run(setting, seed, quick, epochs):
         "fit_seconds": fit_seconds,
         "default_rule": clf._decision_rule(),
         "rules": {
-            name: scores(y_test, test_proba, offsets, binary)
-            for name, offsets in rules.items()
+            name: scores(y_test, test_proba, rule, binary)
+            for name, rule in rules.items()
         },
     }
     if binary:

@@ -3,15 +3,15 @@
 Kept free of torch, so that ``sklearn_llp.linear`` needs none.
 """
 
-import math
 import sys
+from contextlib import contextmanager
 from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._decision import decide, prior_offsets, threshold_of
+from ._decision import decide, fit_decision
 from .metrics._bag_metrics import bag_errors_of, check_proba
 from .utils import Bags, check_bags
 
@@ -55,6 +55,24 @@ def _sklearn_cross_val_predict_method(depth=12):
     return None
 
 
+@contextmanager
+def restore_on_error(estimator, names):
+    """Restore the attributes ``names`` of ``estimator`` if the block fails.
+
+    ``validate_data(reset=True)`` sets ``n_features_in_`` and
+    ``feature_names_in_`` before the rest of the input is checked; a refused
+    refit must leave them as they were.
+    """
+    saved = {name: vars(estimator)[name] for name in names if name in vars(estimator)}
+    try:
+        yield
+    except BaseException:
+        for name in names:
+            vars(estimator).pop(name, None)
+        vars(estimator).update(saved)
+        raise
+
+
 def refuse_sklearn_cross_val_predict(props):
     """Raise inside scikit-learn's ``cross_val_predict`` for probabilities of a
     fit on bags (called first thing in ``fit``)."""
@@ -72,7 +90,11 @@ class LLPClassifierMixin(ClassifierMixin):
     The estimator has a ``threshold`` parameter, sets ``classes_`` and
     ``_fit_on_labels_`` in ``fit``, then calls :meth:`_fit_decision_rule`
     with the probabilities of its training rows; ``predict`` is
-    ``classes_[self._decide(proba)]``.
+    ``classes_[self._decide(proba)]``. The rules, exactly: two classes,
+    ``proba[:, 1] >= threshold_`` (NumPy's comparison, in the dtype of
+    ``proba``); more, ``np.argmax(np.log(proba.astype(np.float64)) +
+    decision_offsets_, axis=1)``, the first maximum on ties (see
+    :mod:`sklearn_llp._decision` for prior matching).
     """
 
     def _decision_rule(self):
@@ -84,21 +106,21 @@ class LLPClassifierMixin(ClassifierMixin):
         return "prior" if binary_bags else "argmax"
 
     def _offsets(self, proba, prior, weights=None):
-        """Decision offsets of the rule for rows with probabilities ``proba``
-        whose bags have the overall class proportions ``prior``."""
-        rule = self._decision_rule()
-        if rule == "argmax":
-            return np.zeros(proba.shape[1])
-        if rule == "prior":
-            return prior_offsets(proba, prior, weights)
-        return np.array([0.0, -math.log(rule / (1.0 - rule))])
+        """The decision ``(offsets, threshold)`` of the rule for rows with
+        probabilities ``proba`` whose bags have the overall class proportions
+        ``prior`` (see :func:`sklearn_llp._decision.fit_decision`); pass it
+        to :meth:`_decide`."""
+        return fit_decision(self._decision_rule(), proba, prior, weights)
 
-    def _check_threshold(self):
-        if isinstance(self.threshold, Real) and len(self.classes_) != 2:
+    def _check_threshold(self, classes=None):
+        """Refuse a float ``threshold`` unless there are two classes; called
+        with the data's ``classes`` before fitting, so nothing is trained."""
+        classes = self.classes_ if classes is None else classes
+        if isinstance(self.threshold, Real) and len(classes) != 2:
             raise ValueError(
                 f"threshold={self.threshold} is a probability threshold of the "
-                f"second class, for two classes; there are {len(self.classes_)}. "
-                "Use threshold='prior' or 'argmax'."
+                f"second class, for two classes; there are {len(classes)} "
+                f"({list(classes)}). Use threshold='prior' or 'argmax'."
             )
 
     def _fit_decision_rule(self, training_proba, prior, weights=None):
@@ -109,17 +131,23 @@ class LLPClassifierMixin(ClassifierMixin):
         and ``prior`` the bags' overall class proportions.
         """
         self._check_threshold()
-        n_classes = len(self.classes_)
         if self._decision_rule() == "prior":
-            offsets = self._offsets(training_proba(), prior, weights)
+            proba = training_proba()
         else:
-            offsets = self._offsets(np.zeros((0, n_classes)), None)
-        self.decision_offsets_ = offsets
-        self.threshold_ = threshold_of(offsets) if n_classes == 2 else None
+            proba = np.zeros((0, len(self.classes_)))
+        self.decision_offsets_, self.threshold_ = self._offsets(proba, prior, weights)
 
-    def _decide(self, proba):
-        """Class index of every row by the fitted decision rule."""
-        return decide(proba, getattr(self, "decision_offsets_", None))
+    def _decide(self, proba, decision=None):
+        """Class index of every row by ``decision`` (an ``(offsets,
+        threshold)`` from :meth:`_offsets`), by default the fitted rule: two
+        classes, ``proba[:, 1] >= threshold_``; more,
+        ``argmax(log(proba.astype(float64)) + decision_offsets_)``."""
+        if decision is None:
+            decision = (
+                getattr(self, "decision_offsets_", None),
+                getattr(self, "threshold_", None),
+            )
+        return decide(proba, *decision)
 
     def score(self, X, y, props=None, sample_weight=None):
         """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.

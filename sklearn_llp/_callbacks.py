@@ -5,10 +5,10 @@ import sys
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, PrintLog
+from skorch.callbacks import BatchScoring, Callback, EpochScoring, PrintLog, ProgressBar
 from skorch.utils import Ansi
 
-from ._decision import decide
+from .exceptions import FitDivergedError
 from .metrics import BAG_METRICS
 from .metrics._bag_metrics import errors_of_pairs
 
@@ -37,23 +37,25 @@ class BagValidationErrors(Callback):
     def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
         if training:
             return
+        # kept where they are (the predictions on the device): one transfer
+        # an epoch, in on_epoch_end, not one per batch
         target = batch[1]
         pairs = y_pred.detach()
         weights = target.get("weights")
         if "members" in target:  # overlapping bags: one row per bag member
-            members = target["members"].to(pairs.device)
-            pairs = pairs[members]
+            members = target["members"]
+            pairs = pairs[members.to(pairs.device)]
             if weights is not None:
-                weights = weights[members.cpu()]
+                weights = weights[members.to(weights.device)]
         n_bags = len(target["bag_props"])
         bag_weights = target.get("bag_weights")
         self.batches_.append(
             (
-                torch.softmax(pairs.float(), dim=1).cpu().numpy(),
-                target["segments"].cpu().numpy(),
-                target["bag_props"].cpu().numpy(),
-                np.ones(len(pairs)) if weights is None else weights.cpu().numpy(),
-                np.ones(n_bags) if bag_weights is None else bag_weights.cpu().numpy(),
+                pairs,
+                target["segments"],
+                target["bag_props"],
+                torch.ones(len(pairs)) if weights is None else weights,
+                torch.ones(n_bags) if bag_weights is None else bag_weights,
             )
         )
 
@@ -67,7 +69,7 @@ class BagValidationErrors(Callback):
         else:
             totals = np.bincount(segments, weights=weights, minlength=len(bag_props))
             prior = totals @ bag_props / totals.sum()
-            pred = decide(proba, net._offsets(proba, prior, weights))
+            pred = net._decide(proba, net._offsets(proba, prior, weights))
             errors = errors_of_pairs(
                 segments, bag_props, proba, BAG_METRICS, weights, bag_weights, pred
             )
@@ -81,14 +83,20 @@ class BagValidationErrors(Callback):
 
 
 def _concatenate(batches):
-    """The batches' arrays joined, bag numbers made global."""
+    """The batches' tensors joined (one host copy each), bag numbers made
+    global; probabilities of the logits in float32, as ``predict_proba``."""
+
+    def host(tensors):
+        return torch.cat([t.reshape(len(t), -1) for t in tensors]).cpu().numpy()
+
     offsets = np.cumsum([0] + [len(b[2]) for b in batches[:-1]])
+    logits = torch.cat([b[0] for b in batches]).float()
     return (
-        np.concatenate([b[0] for b in batches]).astype(np.float64),
-        np.concatenate([b[1] + o for b, o in zip(batches, offsets)]),
-        np.concatenate([b[2] for b in batches]).astype(np.float64),
-        np.concatenate([b[3] for b in batches]).astype(np.float64),
-        np.concatenate([b[4] for b in batches]).astype(np.float64),
+        torch.softmax(logits, dim=1).cpu().numpy().astype(np.float64),
+        np.concatenate([b[1].cpu().numpy() + o for b, o in zip(batches, offsets)]),
+        host([b[2] for b in batches]).astype(np.float64),
+        host([b[3] for b in batches]).ravel().astype(np.float64),
+        host([b[4] for b in batches]).ravel().astype(np.float64),
     )
 
 
@@ -129,3 +137,71 @@ def _color_output():
     return (
         hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
     )
+
+
+class DivergenceGuard(Callback):
+    """Stop a fit whose training loss becomes NaN or infinite.
+
+    Raises :class:`~sklearn_llp.exceptions.FitDivergedError` at the batch
+    where it happens, naming the likely causes; the estimator then counts as
+    not fitted. The loss is read from skorch's history, already on the host.
+    """
+
+    def on_batch_end(self, net, batch=None, training=False, **kwargs):
+        if not training:
+            return
+        loss = net.history[-1, "batches", -1, "train_loss"]
+        if np.isfinite(loss):
+            return
+        epoch = len(net.history)
+        batch_index = len(net.history[-1, "batches"])
+        raise FitDivergedError(
+            f"The training loss became {loss} at epoch {epoch}, batch "
+            f"{batch_index}: the fit diverged and the network's weights are no "
+            f"longer usable. Likely causes: a learning rate too large for this "
+            f"network (lr={net.lr}), a method hyperparameter out of its range "
+            "(method__*), or features on very different scales (standardise X). "
+            "Fit again with a smaller lr."
+        )
+
+
+class CallbackGuard(Callback):
+    """Refuse, before the first step, callbacks that cannot work on bags.
+
+    skorch's ``EpochScoring``/``BatchScoring`` score instances against labels
+    that LLP data do not have; ``ProgressBar('auto')`` counts batches of
+    ``batch_size`` rows while LLP batches hold whole bags; a callback that
+    monitors a ``valid_*`` record (``EarlyStopping``, ``Checkpoint``,
+    ``LRScheduler``) needs held-out bags (``validation_fraction``).
+    """
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        for name, callback in net.callbacks_:
+            if isinstance(callback, ProgressBar) and (
+                callback.batches_per_epoch == "auto"
+            ):
+                raise TypeError(
+                    f"callbacks: {name!r} is ProgressBar(batches_per_epoch='auto'), "
+                    "which counts batches of batch_size rows; LLP batches hold "
+                    "whole bags. Use ProgressBar('count')."
+                )
+            if isinstance(callback, (EpochScoring, BatchScoring)):
+                raise TypeError(
+                    f"callbacks: {type(callback).__name__} ({name!r}) scores "
+                    "instance predictions against labels, which LLP data do not "
+                    "have (y holds bag ids). Use validation_fraction: the history "
+                    "then records the held-out bag errors valid_hard_l1, "
+                    "valid_soft_l1, valid_hard_kl and valid_soft_kl, which "
+                    "EarlyStopping and Checkpoint can monitor."
+                )
+            monitor = getattr(callback, "monitor", None)
+            if (
+                isinstance(monitor, str)
+                and monitor.startswith("valid_")
+                and not net.validation_fraction
+            ):
+                raise ValueError(
+                    f"callbacks: {type(callback).__name__} ({name!r}) monitors "
+                    f"{monitor!r}, which is recorded only on held-out bags; set "
+                    "validation_fraction (e.g. 0.1), or monitor a train_* record."
+                )

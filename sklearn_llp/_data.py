@@ -31,8 +31,13 @@ def take_rows(X, idx):
     return X[torch.as_tensor(idx)]
 
 
+def _float_tensor(values):
+    """A float32 tensor of its own (``Bags`` arrays are read-only)."""
+    return torch.from_numpy(np.array(values, dtype=np.float32))
+
+
 def _optional_tensor(values):
-    return None if values is None else torch.as_tensor(values, dtype=torch.float32)
+    return None if values is None else _float_tensor(values)
 
 
 class BagDataset(torch.utils.data.Dataset):
@@ -66,7 +71,7 @@ class BagDataset(torch.utils.data.Dataset):
     def __init__(self, X, bags):
         self.X = X
         self.bags = bags
-        self.bag_props = torch.as_tensor(bags.props, dtype=torch.float32)
+        self.bag_props = _float_tensor(bags.props)
         self.weights = _optional_tensor(bags.weights)
         self.bag_weights = _optional_tensor(bags.bag_weights)
 

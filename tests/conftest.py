@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -40,3 +42,23 @@ def small_bags():
     X = rng.normal(size=(120, 4)) + 2.0 * np.eye(3, 4)[y]
     bags = np.arange(120) // 10
     return X, bags, bag_props(bags, y, 3), y
+
+
+@pytest.fixture
+def device():
+    """The device of the tests that mean "any device": ``cpu`` unless the
+    environment variable ``SKLEARN_LLP_TEST_DEVICE`` names another
+    (``benchmarks/gpu_check.py`` runs the suite with ``cuda``); skips where
+    that device is absent.
+
+    Used by ``tests/test_deterministic.py`` (segment sums, the gather, the
+    GPU plan, every method's step under deterministic algorithms) and
+    ``tests/test_determinism.py`` (seeded fits of every method repeat). Others
+    that could: ``test_methods.py`` (losses of each method),
+    ``test_overlapping_bags.py``, ``test_precision.py``, ``test_losses.py``.
+    """
+    name = os.environ.get("SKLEARN_LLP_TEST_DEVICE", "cpu")
+    kind = torch.device(name).type
+    if kind == "cuda" and not torch.cuda.is_available():
+        pytest.skip(f"SKLEARN_LLP_TEST_DEVICE={name}, but CUDA is not available")
+    return name

@@ -193,8 +193,12 @@ def test_custom_module_class_is_sized_from_data(small_bags):
 def test_custom_module_instance(small_bags):
     X, bags, props, _ = small_bags
     module = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    weight = module[0].weight.detach().clone()
     clf = LLPClassifier(module, max_epochs=2, verbose=0).fit(X, bags, props)
-    assert clf.module_ is module
+    # the instance is a template: a re-initialised copy of it is trained
+    assert type(clf.module_) is torch.nn.Sequential and clf.module_ is not module
+    assert torch.equal(module[0].weight, weight)
+    assert not torch.equal(clf.module_[0].weight, weight)
 
 
 def test_batchnorm_statistics_see_only_clean_passes(small_bags):

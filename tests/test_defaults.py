@@ -103,7 +103,7 @@ def test_epoch_table_is_plain_text_in_a_pipe(capsys):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_training_rows_stay_on_the_gpu():
-    from sklearn_llp._classifier import _resident
+    from sklearn_llp._runtime import resident as _resident
 
     X = torch.zeros(100, 4)
     assert _resident(X, "cuda").device.type == "cuda"

@@ -46,7 +46,7 @@ def test_easyllp_loss_of_a_tiny_batch_by_hand():
     method = EasyLLP().prepare(bags, None)
     # prior over the 6 rows: (4 [0.5, 0.25, 0.25] + 2 [0, 0, 1]) / 6
     p = np.array([2, 1, 3]) / 6
-    np.testing.assert_allclose(method.prior_, p)
+    np.testing.assert_allclose(method.class_prior_, p)
     # soft labels k (alpha - p) + p
     soft_a = 4 * (np.array([0.5, 0.25, 0.25]) - p) + p  # [2/3, 1/3, -1] + p
     soft_b = 2 * (np.array([0.0, 0.0, 1.0]) - p) + p  # [-2/3, -1/3, 1] + p
@@ -173,7 +173,7 @@ def test_weighted_loss_by_hand_and_scale_invariance():
     # W_a = 1 + 3 + 1 + 1 = 6, W_b = 4; prior (6 alpha_a + 4 alpha_b) / 10
     alpha_a, alpha_b = np.array([0.5, 0.25, 0.25]), np.array([0.0, 0.0, 1.0])
     p = (6 * alpha_a + 4 * alpha_b) / 10
-    np.testing.assert_allclose(method.prior_, p)
+    np.testing.assert_allclose(method.class_prior_, p)
     np.testing.assert_allclose(method.bag_sizes_, [6, 4])
     # a row of weight w in a bag of total weight W: k = W / w, so
     # w * y~ = W (alpha - p) + w p
@@ -280,7 +280,7 @@ def test_overlapping_bags_use_every_membership(small_bags):
     clf.fit(X, lists, props)
     # the prior counts every (bag, row) pair: 50 + 50 + 40 pairs
     np.testing.assert_allclose(
-        clf.method_.prior_, (50 * props[0] + 50 * props[1] + 40 * props[2]) / 140
+        clf.method_.class_prior_, (50 * props[0] + 50 * props[1] + 40 * props[2]) / 140
     )
     assert np.all(np.isfinite(clf.history[:, "train_loss"]))
 

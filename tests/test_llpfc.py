@@ -239,19 +239,14 @@ def test_bag_index_lookup_with_shuffled_batches_and_subsampled_bags(weighted):
 def test_device_tensors_are_built_once_per_grouping():
     bags = random_problem(n_bags=6, n_classes=3)
     method = LLPFC(regroup_every=1).prepare(bags, np.random.RandomState(0))
-    batch = BagBatch(
-        torch.from_numpy(bags.pair_bags[:5] - bags.pair_bags[0]),
-        torch.tensor(bags.props[: bags.pair_bags[4] + 1]),
-        bag_index=torch.arange(bags.pair_bags[4] + 1),
-    )
     logits = torch.randn(5, 3, dtype=torch.float64)
-    method.get_loss(None, None, logits, batch, 0, 1)
-    cached = method._tensors
-    method.get_loss(None, None, logits, batch, 1, 1)
-    assert method._tensors is cached  # still in the first epoch
-    method._bags_seen = bags.n_bags  # the next batch starts epoch 1
-    method.get_loss(None, None, logits, batch, 2, 1)
-    assert method._tensors is not cached and method.n_regroupings_ == 2
+    first = method.bag_tensor("transitions_", logits)
+    assert method.bag_tensor("transitions_", logits) is first  # moved once
+    method.on_epoch_begin(0)  # the first epoch keeps the first grouping
+    assert method.bag_tensor("transitions_", logits) is first
+    method.on_epoch_begin(1)
+    assert method.n_regroupings_ == 2
+    assert method.bag_tensor("transitions_", logits) is not first
 
 
 # ---------------------------------------------------------------------------
@@ -262,7 +257,8 @@ def run_epochs(method, bags, n_epochs, seed=0):
     dataset = BagDataset(torch.zeros(bags.n_samples, 1), bags)
     sampler = BagBatchSampler(dataset.pair_bags, 16, shuffle=True, random_state=seed)
     snapshots = []
-    for _ in range(n_epochs):
+    for epoch in range(n_epochs):
+        method.on_epoch_begin(epoch)
         for pairs in sampler:
             _, target = dataset[pairs]
             batch = BagBatch(

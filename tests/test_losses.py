@@ -141,7 +141,11 @@ def test_vat_gradient_flows_through_the_perturbed_pass_only():
 
 def test_dllp_and_vat_methods_by_hand():
     model, X = _model(), torch.randn(8, 6)
-    bags = BagBatch(torch.tensor([0] * 4 + [1] * 4), torch.tensor([[1.0, 0, 0]] * 2))
+    bags = BagBatch(
+        torch.tensor([0] * 4 + [1] * 4),
+        torch.tensor([[1.0, 0, 0]] * 2),
+        torch.arange(2),
+    )
     logits = model(X)
     dllp = DLLP().get_loss(model, X, logits, bags, 0, 10)
     assert dllp.item() == pytest.approx(

@@ -152,7 +152,7 @@ def test_sinkhorn_is_not_differentiated_and_rejects_bad_reg():
 # ---------------------------------------------------------------------------
 def test_rot_with_rot_alpha_one_is_exactly_the_proportion_loss():
     logits, segments, props = random_bags([3, 9, 20], 4, seed=8, dtype=torch.float32)
-    bags = BagBatch(segments, props)
+    bags = BagBatch(segments, props, torch.arange(len(props)))
     loss = ROT(rot_alpha=1.0).get_loss(None, None, logits, bags, 0, 10)
     assert torch.equal(loss, proportion_loss(logits, segments, props))
 
@@ -160,7 +160,7 @@ def test_rot_with_rot_alpha_one_is_exactly_the_proportion_loss():
 def test_rot_loss_by_hand_and_pseudo_labels_held_fixed():
     logits, segments, props = random_bags([2, 5], 3, seed=9)
     logits.requires_grad_(True)
-    bags = BagBatch(segments, props)
+    bags = BagBatch(segments, props, torch.arange(len(props)))
     method = ROT(rot_alpha=0.3, reg=0.5, n_iter=80)
     loss = method.get_loss(None, None, logits, bags, 0, 10)
 

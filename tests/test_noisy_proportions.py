@@ -309,11 +309,14 @@ def test_released_counts_are_unbiased_and_noise_matches_epsilon(mechanism, delta
         noise.append(noisy.to_numpy() - counts)
     noise = np.array(noise)
     scale = table.attrs["noise_scale"]
+    # replace-one neighbours, bag sizes public: L1 sensitivity 2, L2 sqrt(2)
     if mechanism == "laplace":
-        assert scale == 1 / epsilon
+        assert scale == 2 / epsilon
         variance = 2 * scale**2
     else:
-        assert scale == pytest.approx(math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
+        assert scale == pytest.approx(
+            math.sqrt(2) * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+        )
         variance = scale**2
     assert table.attrs["noise_variance"] == pytest.approx(variance)
     # unbiased: the mean noise of every count over the draws, and overall
@@ -327,22 +330,25 @@ def test_released_counts_are_unbiased_and_noise_matches_epsilon(mechanism, delta
 
 
 def test_noise_scales():
-    assert dp_noise_scale(0.5) == 2.0
-    assert dp_noise_scale(0.5, sensitivity=2) == 4.0  # replace-one neighbours
+    assert dp_noise_scale(0.5) == 4.0  # replace-one neighbours: L1 2
+    assert dp_noise_scale(0.5, sensitivity=2) == 4.0
+    assert dp_noise_scale(0.5, sensitivity=1) == 2.0  # add/remove-one tables
     assert dp_noise_scale(np.inf) == 0.0
-    classical = dp_noise_scale(0.5, "gaussian", delta=1e-5)
+    classical = dp_noise_scale(0.5, "gaussian", delta=1e-5, sensitivity=1)
     assert classical == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 0.5)
-    assert dp_noise_scale(
-        0.5, "gaussian", delta=1e-5, sensitivity=math.sqrt(2)
-    ) == pytest.approx(math.sqrt(2) * classical)
+    assert dp_noise_scale(0.5, "gaussian", delta=1e-5) == pytest.approx(
+        math.sqrt(2) * classical
+    )  # replace-one neighbours: L2 sqrt(2)
     # the analytic Gaussian mechanism: exactly delta at its sigma, less noise
     for epsilon in (0.1, 0.5, 1.0, 5.0):
-        sigma = dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5)
+        sigma = dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5, sensitivity=1)
         a, b = 1 / (2 * sigma), epsilon * sigma
         delta = ndtr(a - b) - math.exp(epsilon) * ndtr(-a - b)
         assert delta == pytest.approx(1e-5, rel=1e-6)
         if epsilon < 1:
-            assert sigma < dp_noise_scale(epsilon, "gaussian", delta=1e-5)
+            assert sigma < dp_noise_scale(
+                epsilon, "gaussian", delta=1e-5, sensitivity=1
+            )
 
 
 @pytest.mark.parametrize("post_processing", ["project", "clip"])
@@ -367,7 +373,7 @@ def test_projection_halves_the_binary_noise():
     # a bag of n with share p: projected share has noise variance b^2 / n^2
     ids = np.repeat(np.arange(400), 100)
     y = np.tile(np.r_[np.zeros(50), np.ones(50)], 400)
-    table = dp_proportions(ids, y, 1.0, random_state=0)
+    table = dp_proportions(ids, y, 2.0, random_state=0)  # b = 2 / 2
     shares = table[1.0].to_numpy()
     assert shares.var() == pytest.approx((1.0 / 100) ** 2, rel=0.2)
     assert shares.mean() == pytest.approx(0.5, abs=0.002)
@@ -505,7 +511,7 @@ def test_projection_refuses_bad_input(bad):
 # ---------------------------------------------------------------------------
 def test_learns_from_a_moderately_noisy_release():
     """Two classes in 4-D, bags of very different sizes (3 to 300), their
-    counts released with Laplace noise of epsilon = 0.2 (scale 5)."""
+    counts released with Laplace noise of epsilon = 0.4 (scale 2 / 0.4 = 5)."""
     rng = np.random.RandomState(0)
     sizes = np.r_[np.full(40, 3), np.full(10, 30), np.full(6, 300)]
     ids = np.repeat(np.arange(len(sizes)), sizes)
@@ -516,7 +522,8 @@ def test_learns_from_a_moderately_noisy_release():
     y_test = rng.randint(0, 2, 2000)
     X_test += 1.5 * y_test[:, None] * np.array([1, 1, 0, 0])
 
-    table = dp_proportions(ids, y, 0.2, random_state=0)
+    table = dp_proportions(ids, y, 0.4, random_state=0)
+    assert table.attrs["noise_scale"] == 5.0
     clf = LLPClassifier(
         method="noisy",
         method__noise=table.attrs["noise"],
@@ -547,4 +554,49 @@ def test_benchmark_script_quick(tmp_path):
     assert {r["epsilon"] for r in payload["runs"]} == {0.1, "inf"}
     assert (tmp_path / "noisy_proportions.png").stat().st_size > 0
     assert "| inf (exact) |" in (tmp_path / "noisy_proportions.md").read_text()
+    assert payload["meta"]["sensitivity"] == 2.0  # replace-one accounting
     module.main(["--resummarise", "--out", str(tmp_path)])
+    assert "earlier accounting" not in (tmp_path / "noisy_proportions.md").read_text()
+
+
+def load_benchmark():
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "noisy_proportions.py"
+    spec = importlib.util.spec_from_file_location("benchmark_noisy", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_grid_gives_the_committed_releases_correctly_labelled():
+    """The committed run used Laplace scale 1 / epsilon at epsilon 0.05 .. 10
+    (sensitivity 1); the new grid has the same scales at twice the epsilon,
+    and dp_proportions draws the same noise there (same seed, same scale)."""
+    module = load_benchmark()
+    old = [0.05, 0.1, 0.3, 1.0, 3.0, 10.0]
+    new = [e for e in module.EPSILONS if math.isfinite(e)]
+    assert new == pytest.approx([2 * e for e in old])
+    for e_old, e_new in zip(old, new):
+        assert dp_noise_scale(e_new) == pytest.approx(1 / e_old)
+    ids, y, _ = census(n_bags=5)
+    counts = true_counts(ids, y)
+    _, noisy = dp_proportions(ids, y, 0.2, return_counts=True, random_state=1)
+    old_release = counts + np.random.RandomState(1).laplace(0, 1 / 0.1, counts.shape)
+    np.testing.assert_allclose(noisy.to_numpy(), old_release, rtol=1e-12)
+
+
+def test_benchmark_resummarise_relabels_an_old_json(tmp_path):
+    module = load_benchmark()
+    committed = Path(module.__file__).parent / "results" / "noisy_proportions.json"
+    payload = json.loads(committed.read_text())
+    payload["meta"].pop("sensitivity", None)  # as written before the fix
+    payload["meta"].pop("relabelled_from_sensitivity", None)
+    (tmp_path / "noisy_proportions.json").write_text(json.dumps(payload))
+    relabelled = module.main(["--resummarise", "--out", str(tmp_path)])
+    old = sorted({r["epsilon"] for r in payload["summary"]}, key=float)
+    new = sorted({r["epsilon"] for r in relabelled["summary"]})
+    assert new == [2 * float(e) for e in old]  # "inf" * 2 = inf
+    text = (tmp_path / "noisy_proportions.md").read_text()
+    assert "earlier accounting (sensitivity 1" in text
+    for e in old:  # the same noise: share sd 1 / (50 e) = 2 / (50 (2 e))
+        if e != "inf":
+            assert f"| {2 * float(e):g} | {1 / (50 * float(e)):.3f} |" in text

@@ -59,7 +59,8 @@ def test_validation_never_shares_instances_with_training_bags(small_bags):
         max_epochs=1, verbose=0, validation_fraction=0.3, callbacks=[ValidRows()]
     )
     valid_rows = dict(clf.fit(X, lists, props).callbacks_)["ValidRows"].rows
-    dataset_train, dataset_valid = clf.get_split_datasets(
+    # the split fit drew (same seed)
+    dataset_train, dataset_valid = clf._split(
         BagDataset(as_tensor(X), check_bags(lists, props, n_samples=len(X)))
     )
     train_rows = set(np.unique(dataset_train.bags.members).tolist())

@@ -16,15 +16,53 @@ _UNSEEN = -2
 
 
 def _as_frame(X):
-    """``X`` as a DataFrame and whether it was one."""
+    """``X`` as a DataFrame and whether it was one.
+
+    A list (or tuple) of rows is read column by column, each column with its
+    own type, as ``pd.DataFrame(X)`` reads it: ``np.asarray`` would turn the
+    numbers of ``[[18, "N"], [40, "Y"]]`` into strings (no binning, and
+    ``"18"`` sorting after ``"100"``). Arrays keep their one dtype (an
+    object array's columns are inferred when selected).
+    """
     if isinstance(X, pd.DataFrame):
         return X, True
-    array = np.asarray(X)
+    rows = isinstance(X, (list, tuple))
+    array = np.asarray(X, dtype=object) if rows else np.asarray(X)
     if array.ndim != 2:
         raise ValueError(
             f"X must be 2-D (n_samples, n_features); got shape {array.shape}."
         )
+    if rows:
+        return pd.DataFrame(list(X)), False
     return pd.DataFrame(array), False
+
+
+def _is_bool(value):
+    return isinstance(value, (bool, np.bool_))
+
+
+def _booleans(values):
+    """Which values of a Series are booleans (missing values: False)."""
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = _booleans(pd.Series(dtype.categories, dtype=object))
+        codes = values.cat.codes.to_numpy()
+        return np.where(codes >= 0, categories[np.maximum(codes, 0)], False)
+    if pd.api.types.is_bool_dtype(dtype):
+        return ~pd.isna(values).to_numpy()
+    if dtype.kind != "O":
+        return np.zeros(len(values), dtype=bool)
+    objects = values.to_numpy(dtype=object)
+    return np.fromiter(map(_is_bool, objects), dtype=bool, count=len(objects))
+
+
+def _factorize(values):
+    """Distinct non-missing values, sorted where they can be ordered."""
+    try:
+        codes, uniques = pd.factorize(values, sort=True)
+    except TypeError:  # values of types that cannot be ordered
+        codes, uniques = pd.factorize(values, sort=False)
+    return codes, np.asarray(uniques, dtype=object)
 
 
 def _is_binnable(values):
@@ -37,7 +75,11 @@ class _ColumnEncoder:
     """Integer codes of one grouping column: its values or quantile bins.
 
     Missing values get code ``n_levels`` (so that they sort last); values
-    unseen in fit get ``_UNSEEN``.
+    unseen in fit get ``_UNSEEN``. Booleans are values of their own: ``True``
+    and ``1`` (``False`` and ``0``) are equal and hash alike in Python and
+    pandas, so a column mixing them is split into its booleans and its other
+    values, looked up in two indexes, and a boolean never matches a number
+    (nor a number a boolean) between ``fit`` and ``transform``.
     """
 
     def __init__(self, values, n_bins):
@@ -57,12 +99,42 @@ class _ColumnEncoder:
                 for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:]))
             ]
         else:
-            try:
-                _, uniques = pd.factorize(values, sort=True)
-            except TypeError:  # values of types that cannot be ordered
-                _, uniques = pd.factorize(values, sort=False)
-            self.levels = list(np.asarray(uniques, dtype=object))
-            self._index = pd.Index(self.levels, dtype=object)
+            booleans = _booleans(values)
+            present = ~pd.isna(values).to_numpy()
+            if booleans.any() and not booleans[present].all():
+                # booleans and other values: factorize each kind on its own
+                # (they would merge), then sort them together, False before 0
+                objects = values.to_numpy(dtype=object)
+                levels, kinds = [], []
+                for kind in (False, True):
+                    _, uniques = _factorize(objects[present & (booleans == kind)])
+                    levels += list(uniques)
+                    kinds += [kind] * len(uniques)
+                try:
+                    order = sorted(
+                        range(len(levels)), key=lambda i: (levels[i], not kinds[i])
+                    )
+                except TypeError:  # values of types that cannot be ordered
+                    order = range(len(levels))
+                levels = [levels[i] for i in order]
+                kinds = [kinds[i] for i in order]
+            else:
+                _, uniques = _factorize(values)
+                levels = list(uniques)
+                kinds = [bool(booleans.any())] * len(levels)
+            self.levels = levels
+            kinds = np.asarray(kinds, dtype=bool)
+            positions = np.arange(len(levels))
+            # one index per kind: where a boolean, or another value, is in levels
+            self._indexes = {
+                kind: (
+                    pd.Index(
+                        [levels[i] for i in positions[kinds == kind]], dtype=object
+                    ),
+                    positions[kinds == kind],
+                )
+                for kind in (False, True)
+            }
         self.n_levels = len(self.levels)
 
     def encode(self, values):
@@ -74,8 +146,16 @@ class _ColumnEncoder:
             else:
                 codes = np.searchsorted(self.edges[1:-1], numbers, side="left")
         else:
-            codes = self._index.get_indexer(values.to_numpy(dtype=object))
-            codes[codes < 0] = _UNSEEN
+            objects = values.to_numpy(dtype=object)
+            booleans = _booleans(values)
+            codes = np.full(len(objects), _UNSEEN, dtype=np.int64)
+            for kind, mask in ((False, ~booleans), (True, booleans)):
+                index, positions = self._indexes[kind]
+                if mask.any() and len(index):
+                    found = index.get_indexer(objects[mask])
+                    codes[mask] = np.where(
+                        found >= 0, positions[np.maximum(found, 0)], _UNSEEN
+                    )
         codes = np.asarray(codes, dtype=np.int64)
         codes[missing] = self.n_levels
         return codes

@@ -83,6 +83,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from sklearn.utils import assert_all_finite
 
 from ..exceptions import IdentifiabilityWarning
 from ..utils import check_bags
@@ -147,6 +148,41 @@ def _numeric_rows(X, rows):
         return sp.csr_matrix(X)[rows].toarray().astype(np.float64)
     X = np.asarray(X)
     return X[rows].reshape(len(rows), -1).astype(np.float64)
+
+
+def _check_finite_X(X):
+    """Refuse NaN or infinite values in ``X`` (its numeric columns, for a
+    DataFrame): the effective dimension would silently leave such columns
+    out."""
+    if isinstance(X, pd.DataFrame):
+        for name, column in X.items():
+            if not pd.api.types.is_numeric_dtype(column) or (
+                pd.api.types.is_bool_dtype(column)
+            ):
+                continue  # categories: missing values are a level of none
+            values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+            if not np.all(np.isfinite(values)):
+                raise ValueError(
+                    f"X has NaN or infinite values in column {name!r}; "
+                    "check_identifiability needs finite features: impute or "
+                    "drop them first."
+                )
+        return
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    if values.dtype.kind not in "fc":
+        if values.dtype.kind != "O":
+            return  # integers, booleans: finite
+        try:
+            values = values.astype(np.float64)
+        except (TypeError, ValueError):
+            return  # not numbers: refused where they are converted
+    try:
+        assert_all_finite(values, input_name="X")
+    except ValueError as exc:
+        raise ValueError(
+            f"{exc} check_identifiability needs finite features in X: impute "
+            "or drop the rows or columns with NaN or infinite values first."
+        ) from None
 
 
 def _effective_dimension(X, n_samples):
@@ -454,7 +490,9 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None):
     ------
     ValueError, TypeError
         For invalid bags or proportions, as
-        :func:`~sklearn_llp.utils.check_bags` raises them.
+        :func:`~sklearn_llp.utils.check_bags` raises them; a ValueError
+        naming ``X`` when it holds NaN or infinite values (in a DataFrame,
+        in its numeric columns).
 
     Examples
     --------
@@ -481,6 +519,7 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None):
     """
     n_samples = None
     if X is not None:
+        _check_finite_X(X)
         n_samples = X.shape[0] if hasattr(X, "shape") else len(X)
     validated = check_bags(
         bags,

@@ -4,7 +4,10 @@ the simplex.
 Aggregate labels are often published with noise: a privacy-preserving
 release adds Laplace or Gaussian noise to every class *count* of every bag
 (:func:`dp_proportions` simulates one), and the shares computed from noisy
-counts may be negative or not sum to 1. ``LLPClassifier`` (through
+counts may be negative or not sum to 1. The bag sizes are public (the
+learner holds the bags' members); what is protected is every person's label,
+and neighbouring data sets differ in one person's label (see "Privacy
+guarantee" in :func:`dp_proportions`). ``LLPClassifier`` (through
 :func:`~sklearn_llp.utils.check_bags`) only accepts proportions on the
 probability simplex, so a raw noisy release is first projected onto it with
 :func:`project_to_simplex`; :class:`~sklearn_llp.methods.NoisyProportions`
@@ -33,6 +36,16 @@ MECHANISMS = {
 
 _POST_PROCESSING = ("project", "clip")
 
+#: Sensitivity of the table of counts of :func:`dp_proportions`, per noise
+#: distribution, under its neighbouring relation (one person's label changed,
+#: every bag's members and size kept): one count of the person's bag falls by
+#: 1 and another rises by 1, so the change has L1 norm 2 (what the Laplace
+#: mechanism is calibrated to) and L2 norm sqrt(2) (the Gaussian mechanisms).
+REPLACE_ONE_SENSITIVITY = {"laplace": 2.0, "gaussian": math.sqrt(2.0)}
+
+#: The neighbouring relation of :func:`dp_proportions`, as its ``attrs`` say.
+NEIGHBOURS = "replace-one label, bag sizes public"
+
 
 def project_to_simplex(props):
     """Euclidean projection of every row onto the probability simplex.
@@ -60,8 +73,10 @@ def project_to_simplex(props):
     Returns
     -------
     projected : ndarray of the same shape, or DataFrame
-        Non-negative, every row summing to 1. A DataFrame keeps its index and
-        columns.
+        Non-negative, every row summing to 1 (up to rounding), for any
+        finite input, however large (rows are shifted by their maximum
+        first, which does not change the projection). A DataFrame keeps its
+        index and columns.
 
     Raises
     ------
@@ -97,9 +112,19 @@ def project_to_simplex(props):
             f"{values.shape}."
         )
     if not np.all(np.isfinite(values)):
-        raise ValueError("props contains NaN or infinite values.")
+        raise ValueError(
+            "props contains NaN or infinite values; the projection needs finite "
+            "shares: drop or fix those rows first."
+        )
     n_classes = values.shape[-1]
     rows = values.reshape(-1, n_classes)
+    # The projection of v + t (1, ..., 1) is that of v for any t, and an entry
+    # at least 1 below the row's maximum is 0 in it (theta >= max - 1). So
+    # shift every row by its maximum and raise entries below -2 to -2: the
+    # projection is unchanged and nothing overflows, however large the
+    # (finite) input; a difference may overflow to -inf, which becomes -2.
+    with np.errstate(over="ignore"):
+        rows = np.maximum(rows - rows.max(axis=1, keepdims=True), -2.0)
     ordered = -np.sort(-rows, axis=1)  # descending
     excess = np.cumsum(ordered, axis=1) - 1.0
     k = np.arange(1, n_classes + 1)
@@ -156,7 +181,15 @@ def _check_delta(delta, mechanism):
     return float(delta)
 
 
-def _check_sensitivity(sensitivity):
+def _check_sensitivity(sensitivity, mechanism, *, release=False):
+    """The sensitivity, ``None`` giving the replace-one value of the
+    mechanism's norm; with ``release=True`` (:func:`dp_proportions`), smaller
+    values than that are refused: the release would not be (epsilon,
+    delta)-DP under its neighbouring relation."""
+    norm = "L1" if MECHANISMS[mechanism] == "laplace" else "L2"
+    replace_one = REPLACE_ONE_SENSITIVITY[MECHANISMS[mechanism]]
+    if sensitivity is None:
+        return replace_one
     if (
         isinstance(sensitivity, bool)
         or not isinstance(sensitivity, Real)
@@ -164,7 +197,19 @@ def _check_sensitivity(sensitivity):
         or sensitivity <= 0
     ):
         raise ValueError(
-            f"sensitivity must be a positive finite number; got {sensitivity!r}."
+            f"sensitivity must be a positive finite number or None (the "
+            f"replace-one {norm} sensitivity {replace_one:.6g} of a table of "
+            f"counts); got {sensitivity!r}."
+        )
+    if release and sensitivity < replace_one * (1 - 1e-12):
+        raise ValueError(
+            f"sensitivity={sensitivity!r} is below {replace_one:.6g}, the {norm} "
+            f"sensitivity of the table of counts for mechanism={mechanism!r}: "
+            "with the bag sizes public, neighbouring data sets differ in one "
+            "person's label, which moves one unit from one count to another "
+            "(L1 2, L2 sqrt(2)); the value 1 is that of adding or removing a "
+            "person, which the exact bag sizes used here would reveal. Leave "
+            "sensitivity=None (the exact value) or pass a larger one."
         )
     return float(sensitivity)
 
@@ -194,8 +239,15 @@ def _analytic_gaussian_sigma(epsilon, delta, sensitivity):
     return high
 
 
-def dp_noise_scale(epsilon, mechanism="laplace", *, delta=None, sensitivity=1.0):
+def dp_noise_scale(epsilon, mechanism="laplace", *, delta=None, sensitivity=None):
     """Scale of the noise a mechanism adds to each count for (epsilon, delta)-DP.
+
+    By default the scale of a :func:`dp_proportions` release: the
+    sensitivity of its table of counts when neighbouring data sets differ in
+    one person's label (bag sizes public), 2 in L1 norm (Laplace) and
+    ``sqrt(2)`` in L2 norm (Gaussian). ``dp_noise_scale(epsilon, ...)`` is
+    the ``attrs["noise_scale"]`` of ``dp_proportions(..., epsilon, ...)``
+    with the same mechanism and delta.
 
     Parameters
     ----------
@@ -204,7 +256,7 @@ def dp_noise_scale(epsilon, mechanism="laplace", *, delta=None, sensitivity=1.0)
     mechanism : {"laplace", "gaussian", "analytic_gaussian"}, default="laplace"
         - ``"laplace"``: Laplace noise of scale ``b = sensitivity / epsilon``,
           epsilon-DP for an L1 sensitivity ``sensitivity`` (Dwork et al.
-          2006). Variance ``2 b**2``.
+          2006): ``2 / epsilon`` by default. Variance ``2 b**2``.
         - ``"gaussian"``: normal noise with the classical bound ``sigma =
           sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon`` (Dwork & Roth
           2014, Theorem A.1), (epsilon, delta)-DP for an L2 sensitivity
@@ -217,12 +269,16 @@ def dp_noise_scale(epsilon, mechanism="laplace", *, delta=None, sensitivity=1.0)
     delta : float, default=None
         Required in ``(0, 1)`` for the Gaussian mechanisms; must be None for
         ``"laplace"``.
-    sensitivity : float, default=1.0
-        How much one person can change the table of counts: in L1 norm for
-        Laplace, in L2 norm for Gaussian. Adding or removing a person changes
-        one count by 1 (1 in both norms, the default); replacing a person by
-        another moves one unit from one count to another (L1 2, L2
-        ``sqrt(2)``).
+    sensitivity : float, default=None
+        The largest change of the table of counts between neighbouring data
+        sets, in L1 norm for Laplace and in L2 norm for the Gaussian
+        mechanisms; the scale is calibrated to it. None: 2 (L1) or
+        ``sqrt(2)`` (L2), the value when neighbouring data sets differ in one
+        person's label with the bag sizes kept (one unit moves from one count
+        to another), as in :func:`dp_proportions`. Other neighbouring
+        relations have other values: adding or removing a person changes one
+        count by 1 (1 in both norms), but then the bag sizes are private too
+        and must not be used unprotected.
 
     Returns
     -------
@@ -233,29 +289,49 @@ def dp_noise_scale(epsilon, mechanism="laplace", *, delta=None, sensitivity=1.0)
     ------
     ValueError
         Naming ``epsilon``, ``delta``, ``mechanism`` or ``sensitivity`` when
-        one is invalid.
+        one is invalid, and naming ``epsilon`` when it is so small that the
+        scale or its variance overflows float64 (a release of pure noise).
 
     Examples
     --------
     >>> from sklearn_llp.bags import dp_noise_scale
-    >>> dp_noise_scale(0.5)
+    >>> dp_noise_scale(0.5)  # Laplace, L1 sensitivity 2
+    4.0
+    >>> round(dp_noise_scale(0.5, "gaussian", delta=1e-5), 2)  # L2 sqrt(2)
+    13.7
+    >>> dp_noise_scale(0.5, sensitivity=1.0)  # a table of L1 sensitivity 1
     2.0
-    >>> round(dp_noise_scale(0.5, "gaussian", delta=1e-5), 2)
-    9.69
     """
     mechanism = _check_mechanism(mechanism)
     epsilon = _check_epsilon(epsilon)
     delta = _check_delta(delta, mechanism)
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = _check_sensitivity(sensitivity, mechanism)
     if math.isinf(epsilon):
         return 0.0
+    scale = _noise_scale(epsilon, mechanism, delta, sensitivity)
+    unit_variance = 2.0 if MECHANISMS[mechanism] == "laplace" else 1.0
+    with np.errstate(over="ignore"):
+        variance = unit_variance * np.float64(scale) ** 2
+    if not (math.isfinite(scale) and np.isfinite(variance)):
+        raise ValueError(
+            f"epsilon={epsilon!r} is too small for mechanism={mechanism!r} with "
+            f"sensitivity={sensitivity:.6g}: the noise scale ({scale:.3g}) or its "
+            "variance overflows float64, and such a release is pure noise. "
+            "Use a larger epsilon."
+        )
+    return scale
+
+
+def _noise_scale(epsilon, mechanism, delta, sensitivity):
+    """The scale of :func:`dp_noise_scale`, arguments validated."""
     if mechanism == "laplace":
         return sensitivity / epsilon
     if mechanism == "gaussian":
         if epsilon >= 1:
             raise ValueError(
                 f"epsilon={epsilon} with mechanism='gaussian': the classical bound "
-                "sigma = sqrt(2 ln(1.25/delta)) / epsilon holds for epsilon < 1 "
+                "sigma = sensitivity * sqrt(2 ln(1.25/delta)) / epsilon holds for "
+                "epsilon < 1 "
                 "only; use mechanism='analytic_gaussian' for larger epsilon."
             )
         return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
@@ -269,7 +345,7 @@ def dp_proportions(
     *,
     mechanism="laplace",
     delta=None,
-    sensitivity=1.0,
+    sensitivity=None,
     classes=None,
     post_processing="project",
     return_counts=False,
@@ -279,11 +355,31 @@ def dp_proportions(
 
     Counts every class in every bag, adds independent noise to every count
     (the Laplace or Gaussian mechanism, scale from :func:`dp_noise_scale`),
-    and turns the noisy counts back into proportions on the simplex. Every
-    person is in one bag and has one label, so the table of counts is one
-    histogram: the whole table is (epsilon, delta)-DP, however many bags
-    there are. The post-processing (which keeps the guarantee) treats the bag
-    sizes as public: in LLP the learner holds the bags' members anyway.
+    and turns the noisy counts back into proportions on the simplex, using
+    the bag sizes, which are public: in LLP the learner holds the bags'
+    members anyway.
+
+    **Privacy guarantee.** Neighbouring data sets have the same people in
+    the same bags (so the same bag sizes) and differ in the label of one
+    person (replace-one on labels; membership and sizes are not protected).
+    Changing one label takes 1 from one count of the person's bag and adds
+    1 to another, so the table of counts has L1 sensitivity 2 and L2
+    sensitivity ``sqrt(2)`` (``sensitivity=None``). The Laplace mechanism
+    adds independent Laplace noise of scale ``b = 2 / epsilon`` to every
+    count (variance ``2 b**2 = 8 / epsilon**2``) and is epsilon-DP; the
+    Gaussian mechanisms add normal noise of standard deviation ``sigma =
+    sqrt(2) * sqrt(2 ln(1.25 / delta)) / epsilon`` (``"gaussian"``, epsilon
+    < 1) or the smallest sigma for an L2 sensitivity ``sqrt(2)`` (Balle &
+    Wang's ``"analytic_gaussian"``) and are (epsilon, delta)-DP. Every
+    person is in one bag and has one label, so the whole table is one
+    histogram and the guarantee holds for all bags at once, however many
+    there are. The released shares (``counts / n_B`` projected onto the
+    simplex, or the clipped counts renormalised) and the noisy counts are
+    functions of the noisy counts and the public sizes alone:
+    post-processing, which keeps the (epsilon, delta)-DP guarantee. (Earlier
+    code defaulted to ``sensitivity=1``, the add/remove-one value, which does
+    not apply when the exact sizes are used: its releases at ``epsilon``
+    were only ``2 epsilon``-DP under this relation.)
 
     Use it to simulate what a privacy-protected release would do to a model
     trained on it; :class:`~sklearn_llp.methods.NoisyProportions` takes the
@@ -300,15 +396,21 @@ def dp_proportions(
         Class label of every row.
     epsilon : float
         Privacy budget of the whole table, positive; ``np.inf`` releases the
-        exact proportions (noise scale 0).
+        exact proportions (noise scale 0). Values so small that the noise
+        scale or its variance overflows float64 are refused.
     mechanism : {"laplace", "gaussian", "analytic_gaussian"}, default="laplace"
         See :func:`dp_noise_scale`.
     delta : float, default=None
         For the Gaussian mechanisms, in ``(0, 1)``; None for Laplace.
-    sensitivity : float, default=1.0
-        L1 (Laplace) or L2 (Gaussian) sensitivity of the table of counts: 1
-        when neighbouring data sets differ by adding or removing one person,
-        2 (L1) or ``sqrt(2)`` (L2) when they differ by replacing one.
+    sensitivity : float, default=None
+        The L1 (Laplace) or L2 (Gaussian) sensitivity the noise is calibrated
+        to. None: the table's exact sensitivity under the relation above, 2
+        (L1) or ``sqrt(2)`` (L2). A larger value adds proportionally more
+        noise and protects more: changing the labels of ``k`` people at once
+        moves the table by at most ``2 k`` in L1 and ``sqrt(2) k`` in L2.
+        Smaller values are refused: the release would not be (epsilon,
+        delta)-DP (1, the add/remove-one value, does not apply with the bag
+        sizes public).
     classes : array-like of shape (n_classes,), default=None
         Columns, in this order; default the sorted labels of ``y``. Every
         class gets a noisy count in every bag, also where it is absent.
@@ -334,7 +436,9 @@ def dp_proportions(
         Indexed by the sorted bag ids (``"bag"``), one column per class
         (``"class"``), rows on the simplex: a per-bag ``props`` table as from
         :func:`label_proportions`. ``table.attrs`` records the release:
-        ``mechanism``, ``epsilon``, ``delta``, ``sensitivity``, ``noise``
+        ``mechanism``, ``epsilon``, ``delta``, ``sensitivity`` (the value
+        used), ``neighbours`` (``"replace-one label, bag sizes public"``),
+        ``noise``
         (``"laplace"`` or ``"gaussian"``, the distribution of the noise on a
         count), ``noise_scale`` (Laplace ``b`` or Gaussian ``sigma``) and
         ``noise_variance`` (``2 b**2`` or ``sigma**2``) of every count.
@@ -346,8 +450,10 @@ def dp_proportions(
     ------
     ValueError
         Naming ``epsilon``, ``delta``, ``mechanism``, ``sensitivity`` or
-        ``post_processing`` when invalid, and as :func:`label_proportions`
-        for bad ``bags``, ``y`` or ``classes``.
+        ``post_processing`` when invalid (``sensitivity`` also when below the
+        table's sensitivity, ``epsilon`` also when so small that the noise
+        overflows), and as :func:`label_proportions` for bad ``bags``, ``y``
+        or ``classes``.
 
     See Also
     --------
@@ -372,10 +478,11 @@ def dp_proportions(
     >>> from sklearn_llp.bags import dp_proportions
     >>> bags = [0] * 50 + [1] * 50
     >>> y = [0] * 40 + [1] * 10 + [0] * 5 + [1] * 45
-    >>> # true counts [[40, 10], [5, 45]] plus Laplace noise of scale 1, then
-    >>> # divided by the sizes (50) and projected onto the simplex
+    >>> # true counts [[40, 10], [5, 45]] plus Laplace noise of scale
+    >>> # 2 / epsilon = 1, then divided by the sizes (50) and projected onto
+    >>> # the simplex
     >>> table, counts = dp_proportions(
-    ...     bags, y, epsilon=1.0, return_counts=True, random_state=0
+    ...     bags, y, epsilon=2.0, return_counts=True, random_state=0
     ... )
     >>> counts.round(2)  # doctest: +NORMALIZE_WHITESPACE
     class      0      1
@@ -393,7 +500,7 @@ def dp_proportions(
     mechanism = _check_mechanism(mechanism)
     epsilon = _check_epsilon(epsilon)
     delta = _check_delta(delta, mechanism)
-    sensitivity = _check_sensitivity(sensitivity)
+    sensitivity = _check_sensitivity(sensitivity, mechanism, release=True)
     if post_processing not in _POST_PROCESSING:
         raise ValueError(
             f"post_processing must be one of {list(_POST_PROCESSING)}; got "
@@ -429,6 +536,7 @@ def dp_proportions(
         "epsilon": epsilon,
         "delta": delta,
         "sensitivity": sensitivity,
+        "neighbours": NEIGHBOURS,
         "noise": noise,
         "noise_scale": scale,
         "noise_variance": (2.0 if noise == "laplace" else 1.0) * scale**2,

@@ -6,19 +6,33 @@ import numpy as np
 import pandas as pd
 
 from ..utils import check_bags
+from ..utils._bags import _check_weights
 from ..utils._validation import (
     UNBAGGED,
-    _check_weights,
-    _id_array,
+    _bags_form,
     attach_props_table,
 )
 
 
 def _unbagged_mask(bags):
     """True where a bag id is the reserved integer ``-1``."""
-    if bags.dtype.kind in "iuf":
-        return bags == UNBAGGED
+    if bags.dtype.kind in "iufO":  # objects: Python ints beyond 64 bits
+        return np.asarray(bags == UNBAGGED, dtype=bool)
     return np.zeros(bags.shape, dtype=bool)
+
+
+def _bag_ids(bags, n_samples=None):
+    """One bag id per row (any form of ids ``check_bags`` reads), 1-D."""
+    form, ids = _bags_form(bags, n_samples)
+    if form != "ids":
+        shown = {"bags": "a Bags object", "membership": "a membership matrix"}
+        raise ValueError(
+            "bags must be 1-D with one bag id per row (these tables are of "
+            f"disjoint bags); got {shown.get(form, 'a list of row-index arrays')}."
+        )
+    if ids.ndim != 1:
+        raise ValueError(f"bags must be 1-D with one bag id per row; got {ids.shape}.")
+    return ids
 
 
 def label_proportions(bags, y, classes=None, sample_weight=None):
@@ -75,7 +89,7 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row; got {y.shape}.")
-    ids = _id_array(bags)
+    ids = _bag_ids(bags, len(y))
     if ids.shape != y.shape:
         raise ValueError(
             f"bags has {len(ids)} entries but y has {len(y)} labels; give one bag "
@@ -165,9 +179,7 @@ def expand_proportions(table, bags):
             "table must be a per-bag DataFrame (as returned by label_proportions), "
             f"a Series or a dict; got {type(table).__name__}."
         )
-    ids = _id_array(bags)
-    if ids.ndim != 1:
-        raise ValueError(f"bags must be 1-D with one bag id per row; got {ids.shape}.")
+    ids = _bag_ids(bags)
     unbagged = _unbagged_mask(ids)
     if unbagged.all():
         raise ValueError("Every entry of bags is -1 (no bag).")

@@ -14,15 +14,14 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_parameter_constraints,
 )
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import LLPClassifierMixin, refuse_sklearn_cross_val_predict
-from ..utils import Bags, check_bags
-from ..utils._validation import check_labels
+from .._base import (
+    LLPClassifierMixin,
+    refuse_sklearn_cross_val_predict,
+    restore_on_error,
+)
+from ..utils import check_fit_inputs
 
 
 # ----------------------------------------------------------------------
@@ -162,14 +161,27 @@ def bag_class_means_laplacian(
     return center + solved.reshape(n_bags, n_classes, -1)
 
 
-def _label_statistics(X, y, classes, sample_weight):
-    """Supervised data: the exact class totals and means of labelled rows."""
+def _row_weights(bags):
+    return np.ones(bags.n_samples) if bags.weights is None else bags.weights
+
+
+def _fitted_rows(bags):
+    """Rows of X in some bag (None for all of them) and their weights; rows
+    of weight 0 are in no bag."""
+    rows = np.flatnonzero(np.bincount(bags.members, minlength=bags.n_samples))
+    if len(rows) == bags.n_samples:
+        return None, _row_weights(bags)
+    return rows, _row_weights(bags)[rows]
+
+
+def _label_statistics(X, bags):
+    """Supervised data (every row its own bag, one-hot proportions from
+    :func:`~sklearn_llp.utils.check_fit_inputs`): the exact class totals and
+    means of the labelled rows."""
     n_samples = X.shape[0]
-    classes, codes = check_labels(y, n_samples, classes)
-    weights = _check_sample_weight(
-        sample_weight, X, dtype=np.float64, ensure_non_negative=True
-    )
-    n_classes = len(classes)
+    n_classes = len(bags.classes)
+    codes = np.argmax(bags.props, axis=1)  # bag j is row bags.members[j]
+    weights = _row_weights(bags)[bags.members]
     totals = np.bincount(codes, weights=weights, minlength=n_classes)
     if np.count_nonzero(totals) < 2:
         raise ValueError(
@@ -177,38 +189,20 @@ def _label_statistics(X, y, classes, sample_weight):
             "at least 2 classes are needed."
         )
     weighted = sp.csr_matrix(
-        (weights, (codes, np.arange(n_samples))), shape=(n_classes, n_samples)
+        (weights, (codes, bags.members)), shape=(n_classes, n_samples)
     )
     sums = _dense(weighted @ X)
     means = sums / np.maximum(totals, np.finfo(np.float64).tiny)[:, None]
-    return _Statistics(None, weights, classes, totals, means, on_labels=True)
+    rows, weights = _fitted_rows(bags)
+    return _Statistics(rows, weights, bags.classes, totals, means, on_labels=True)
 
 
-def _bag_statistics(
-    X,
-    bags,
-    props,
-    classes,
-    sample_weight,
-    bag_weights,
-    alpha,
-    laplacian,
-    n_neighbors,
-):
-    """Bags and proportions: class totals from the proportions, class means
-    estimated from the bag means (the Mean Map)."""
+def _bag_statistics(X, bags, bag_weights, alpha, laplacian, n_neighbors):
+    """Bags and proportions (validated by
+    :func:`~sklearn_llp.utils.check_fit_inputs`): class totals from the
+    proportions, class means estimated from the bag means (the Mean Map)."""
     n_samples = X.shape[0]
-    bags = check_bags(
-        bags,
-        props,
-        n_samples=n_samples,
-        classes=classes,
-        sample_weight=sample_weight,
-        require_props=True,
-        min_bags=2,
-    )
-    row_weights = np.ones(n_samples) if bags.weights is None else bags.weights
-    pair_weights = row_weights[bags.members]
+    pair_weights = _row_weights(bags)[bags.members]
     # (n_bags, n_samples) matrix of the members' weights: bag sums in one product
     membership = sp.csr_matrix(
         (pair_weights, bags.members, bags.indptr), shape=(bags.n_bags, n_samples)
@@ -237,12 +231,7 @@ def _bag_statistics(
         means = sums / np.maximum(totals, np.finfo(np.float64).tiny)[:, None]
     else:
         means = class_means_from_bags(bag_means, bags.props, weights_of_bags, alpha)
-    rows = np.flatnonzero(times_bagged)
-    if len(rows) == n_samples:
-        rows = None
-        weights = row_weights
-    else:
-        weights = row_weights[rows]
+    rows, weights = _fitted_rows(bags)
     return _Statistics(rows, weights, bags.classes, totals, means, on_labels=False)
 
 
@@ -263,7 +252,12 @@ def _fit_logistic(X, stats, C, fit_intercept, tol, max_iter):
     priors = stats.totals / total
     binary = n_classes == 2
     if binary:
-        targets, priors = targets[1:], priors[1:]
+        # class 1's statistic, symmetrised: with smoothed class means the two
+        # statistics need not add up to the feature total, and the model
+        # must not depend on which class is first (exact statistics: as is)
+        total_x = _dense(X.T @ weights).ravel() if sp.issparse(X) else weights @ X
+        targets = 0.5 * (targets[1] + total_x - targets[0])[None, :]
+        priors = priors[1:]
     n_outputs = targets.shape[0]
     n_coef = n_outputs * n_features
     penalty = 1.0 / (C * total)
@@ -403,7 +397,13 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         How ``predict`` labels rows, as in :class:`sklearn_llp.LLPClassifier`:
         ``"auto"`` matches the predicted class rates of the training rows to
         the bags' class rates for two classes fitted on bags (prior
-        matching), else takes the most probable class.
+        matching), else takes the most probable class. ``"prior"``: two
+        classes, the cut point among the training probabilities whose
+        (weighted) positive rate is closest to the bags' (the lower of two
+        equally close); more, the transport offsets whose rates equal the
+        bags' within ties. ``"argmax"``: the most probable class (two
+        classes: the threshold 0.5). A float in (0, 1): ``proba[:, 1] >=
+        threshold`` (two classes).
     fit_intercept : bool, default=True
         Fit an unpenalised intercept per class.
     tol : float, default=1e-4
@@ -419,10 +419,16 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         Class labels, from ``props`` or ``classes`` (never from the bag ids),
         or from ``y`` when fitted on labels.
     decision_offsets_ : ndarray of shape (n_classes,)
-        Log-probability offsets of the decision rule (zeros for argmax).
+        Log-probability offsets of the decision rule (zeros for argmax): with
+        more than two classes ``predict`` is exactly ``classes_[np.argmax(
+        np.log(proba) + decision_offsets_, axis=1)]``, the first maximum on
+        ties. With two classes ``[0, -logit(threshold_)]``, for information.
     threshold_ : float or None
         With two classes, the probability of ``classes_[1]`` from which
-        ``predict`` says ``classes_[1]``.
+        ``predict`` says ``classes_[1]``: ``predict`` is exactly
+        ``classes_[(proba[:, 1] >= threshold_).astype(int)]`` (0.5 for
+        argmax; the prior-matched one is a training probability). Usable in
+        ``sklearn.model_selection.FixedThresholdClassifier``. None otherwise.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
         Weights; one row (for ``classes_[1]``) with two classes.
     intercept_ : ndarray of shape (1,) or (n_classes,)
@@ -625,7 +631,9 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         sample_weight : array-like of shape (n_samples,), default=None
             Weight of every row: bag means and class totals are weighted, and
             so is every row's log-partition term. ``props`` are taken as the
-            bags' weighted proportions.
+            bags' weighted proportions. A row of weight 0 is left out; equal
+            weights are no weights (unlike in LogisticRegression, a scale
+            common to all rows does not act as a larger ``C``).
 
         Returns
         -------
@@ -637,22 +645,22 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
             self.get_params(deep=False),
             caller_name=type(self).__name__,
         )
-        X = self._validate_X(X, reset=True)
-        if props is None and not isinstance(y, Bags):
-            if y is None:
-                raise ValueError(
-                    f"{type(self).__name__} requires y to be passed, but the "
-                    "target y is None: pass bag ids as y with props, or class "
-                    "labels as y."
-                )
-            stats = _label_statistics(X, y, self.classes, sample_weight)
+        with restore_on_error(self, ("n_features_in_", "feature_names_in_")):
+            X = self._validate_X(X, reset=True)
+            bags, on_labels = check_fit_inputs(
+                y,
+                props,
+                n_samples=X.shape[0],
+                sample_weight=sample_weight,
+                classes=self.classes,
+            )
+            self._check_threshold(bags.classes)  # before any fitting
+        if on_labels:
+            stats = _label_statistics(X, bags)
         else:
             stats = _bag_statistics(
                 X,
-                y,
-                props,
-                self.classes,
-                sample_weight,
+                bags,
                 self.bag_weights,
                 self.mean_alpha,
                 self.laplacian,
@@ -725,6 +733,10 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Class of every row by the fitted decision rule (``threshold``).
+
+        Exactly, with ``proba = self.predict_proba(X)`` (float64): two
+        classes, ``classes_[(proba[:, 1] >= threshold_).astype(int)]``; more,
+        ``classes_[np.argmax(np.log(proba) + decision_offsets_, axis=1)]``.
 
         Parameters
         ----------

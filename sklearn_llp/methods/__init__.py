@@ -20,10 +20,12 @@ from ._easyllp import EasyLLP, easyllp_loss
 from ._llpfc import LLPFC, forward_correction_loss, llpfc_transition_matrices
 from ._losses import (
     exp_rampup,
+    gather_rows,
     kl_divergence_with_logits,
     l2_normalize,
     proportion_loss,
     segment_mean,
+    segment_sum,
     weighted_mean,
 )
 from ._noisy import (
@@ -64,12 +66,14 @@ __all__ = [
     "method_params",
     "noisy_proportion_loss",
     "noisy_proportion_weights",
+    "gather_rows",
     "perturbation_mode",
     "pi_loss",
     "proportion_loss",
     "pseudo_label_loss",
     "register_method",
     "segment_mean",
+    "segment_sum",
     "sinkhorn_pseudo_labels",
     "vat_loss",
     "vat_perturbation",

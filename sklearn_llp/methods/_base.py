@@ -4,6 +4,7 @@ from contextlib import contextmanager
 from numbers import Real
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
@@ -25,6 +26,10 @@ class BagBatch(NamedTuple):
         Bag index, in ``[0, n_bags)``, of every pair.
     bag_props : Tensor of shape (n_bags, n_classes)
         Label proportions of the bags of the batch.
+    bag_index : LongTensor of shape (n_bags,)
+        Index of every bag of the batch in the training
+        :class:`~sklearn_llp.utils.Bags` passed to :meth:`LLPMethod.prepare`
+        (for methods that keep per-bag state: :meth:`LLPMethod.bag_tensor`).
     members : LongTensor of shape (n_pairs,) or None, default=None
         Instance (row of the batch) of every pair; None means one pair per
         instance, in order (disjoint bags).
@@ -33,24 +38,28 @@ class BagBatch(NamedTuple):
         equally. Bag means are weighted means.
     bag_weights : Tensor of shape (n_bags,) or None, default=None
         Weight of every bag in means over bags; None counts each bag once.
-    bag_index : LongTensor of shape (n_bags,) or None, default=None
-        Index of every bag of the batch in the training
-        :class:`~sklearn_llp.utils.Bags` passed to :meth:`LLPMethod.prepare`
-        (for methods that keep per-bag state).
     """
 
     segments: torch.Tensor
     bag_props: torch.Tensor
+    bag_index: torch.Tensor
     members: torch.Tensor | None = None
     weights: torch.Tensor | None = None
     bag_weights: torch.Tensor | None = None
-    bag_index: torch.Tensor | None = None
 
     def take(self, per_instance):
-        """Rows of a per-instance tensor for every pair (bag member)."""
+        """Rows of a per-instance tensor for every pair (bag member).
+
+        A gather whose gradient (an instance in several bags sums the
+        gradients of its pairs) is a deterministic segment sum
+        (:func:`~sklearn_llp.methods._losses.gather_rows`), not the atomic
+        scatter-add of indexing's backward.
+        """
         if self.members is None or per_instance is None:
             return per_instance
-        return per_instance[self.members]
+        from ._losses import gather_rows
+
+        return gather_rows(per_instance, self.members)
 
     def proportion_loss(self, logits):
         """:func:`proportion_loss` of the batch's bags from instance logits."""
@@ -110,13 +119,18 @@ class LLPMethod(BaseEstimator):
         return self
 
     def prepare(self, bags, random_state):
-        """Hook: see the training bags once per ``fit``; no-op here.
+        """Hook: see the training bags once per ``fit``.
 
         Called by the classifier after the validation split and before the
         first step of every ``fit`` and ``partial_fit``, on the fresh method
-        object built for that call. State computed here (attributes ending in
-        ``_``) is then available to :meth:`get_loss`, where
-        ``bags.bag_index`` maps the batch's bags to the bags given here.
+        object built for that call. Here it sets what several methods need:
+        ``bag_sizes_`` (the total sample weight of every training bag: its
+        size when unweighted) and ``class_prior_`` (the class proportions of
+        the training rows, ``bag_sizes_ @ props`` normalised). A subclass that
+        overrides it calls ``super().prepare(bags, random_state)`` first.
+        State computed here (attributes ending in ``_``) is then available to
+        :meth:`get_loss`, where ``bags.bag_index`` maps the batch's bags to
+        the bags given here (see :meth:`bag_tensor`).
 
         Parameters
         ----------
@@ -125,7 +139,50 @@ class LLPMethod(BaseEstimator):
             sizes, proportions ``bags.props``, weights and classes.
         random_state : RandomState
             Seeded from the classifier's ``random_state``.
+
+        Returns
+        -------
+        self : LLPMethod
         """
+        self.bag_sizes_ = bags.total_weights()
+        prior = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
+        self.class_prior_ = prior / prior.sum()
+        self._device_cache = {}
+        return self
+
+    def on_epoch_begin(self, epoch):
+        """Hook: called before every epoch; ``epoch`` counts from 0 at
+        :meth:`prepare` (so within one ``fit`` or ``partial_fit``). No-op."""
+
+    def bag_tensor(self, name, like, bags=None):
+        """The array attribute ``name`` as a tensor on ``like``'s device.
+
+        Moved once (per device, dtype and array object: set the attribute to
+        a new array and the next call moves it again), so that per-bag state
+        costs no host-device copy per step. Floating arrays take ``like``'s
+        dtype promoted to at least float32 (losses are computed in float32
+        under half precision); integer arrays keep theirs. With ``bags`` (a
+        :class:`BagBatch`), the rows of the batch's bags
+        (``bags.bag_index``) are returned.
+        """
+        values = getattr(self, name)
+        cache = vars(self).setdefault("_device_cache", {})
+        dtype = None
+        if np.asarray(values).dtype.kind == "f":
+            dtype = torch.promote_types(like.dtype, torch.float32)
+        key = (name, like.device, dtype)
+        cached = cache.get(key)
+        if cached is None or cached[0] is not values:
+            cached = (values, torch.as_tensor(values, dtype=dtype, device=like.device))
+            cache[key] = cached
+        tensor = cached[1]
+        return tensor if bags is None else tensor[bags.bag_index]
+
+    def __getstate__(self):
+        # tensors moved to a device are a cache, rebuilt on the next step
+        state = dict(super().__getstate__())
+        state.pop("_device_cache", None)
+        return state
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
         """Loss of one batch of whole bags.

@@ -1,6 +1,5 @@
 """EasyLLP: an unbiased estimate of every instance's loss from its bag's proportions."""
 
-import numpy as np
 import torch
 from sklearn.utils._param_validation import StrOptions
 
@@ -125,7 +124,7 @@ class EasyLLP(LLPMethod):
 
     Attributes
     ----------
-    prior_ : ndarray of shape (n_classes,)
+    class_prior_ : ndarray of shape (n_classes,)
         Class prior ``p`` of the training bags.
     bag_sizes_ : ndarray of shape (n_bags,)
         (Weighted) size ``k`` of every training bag.
@@ -148,39 +147,16 @@ class EasyLLP(LLPMethod):
     def __init__(self, loss="log"):
         self.loss = loss
 
-    def prepare(self, bags, random_state):
-        """Compute the class prior and the bag sizes of the training bags."""
-        self.bag_sizes_ = bags.total_weights()
-        self.prior_ = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
-        self.prior_ /= self.prior_.sum()
-        self._tensors = None
-        return self
-
-    def _device_tensors(self, device, dtype):
-        """Bag sizes and prior on the device, moved once per fit."""
-        if self._tensors is None or self._tensors[0] != (device, dtype):
-            self._tensors = (
-                (device, dtype),
-                torch.as_tensor(self.bag_sizes_, dtype=dtype, device=device),
-                torch.as_tensor(self.prior_, dtype=dtype, device=device),
-            )
-        return self._tensors[1:]
-
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        if bags.bag_index is None:
-            raise ValueError(
-                "EasyLLP needs bags.bag_index (the index of every batch bag in the "
-                "bags given to prepare) to look up the bags' full sizes."
-            )
+        # the bag sizes and prior of prepare(), kept on the device
         dtype = torch.promote_types(logits.dtype, torch.float32)  # not in half
-        sizes, prior = self._device_tensors(logits.device, dtype)
         weights = bags.take(bags.weights)
         return easyllp_loss(
             bags.take(logits).to(dtype),
             bags.segments,
             bags.bag_props.to(dtype),
-            sizes[bags.bag_index],
-            prior,
+            self.bag_tensor("bag_sizes_", logits, bags),
+            self.bag_tensor("class_prior_", logits),
             None if weights is None else weights.to(dtype),
             self.loss,
         )

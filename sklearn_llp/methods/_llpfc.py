@@ -230,12 +230,10 @@ class LLPFC(LLPMethod):
                 f"method='llpfc' groups the bags by {n_classes} (one per class) and "
                 f"needs at least {n_classes} training bags; got {bags.n_bags}."
             )
+        super().prepare(bags, random_state)
         self._rng = check_random_state(random_state)
         self._props = np.asarray(bags.props, dtype=np.float64)
-        self._sizes = bags.total_weights()
         self.n_regroupings_ = 0
-        self._bags_seen = 0
-        self._next_regroup = self.regroup_every
         self._regroup()
         return self
 
@@ -250,48 +248,24 @@ class LLPFC(LLPMethod):
         self.positions_[grouped] = slot % n_classes
         self.transitions_ = llpfc_transition_matrices(
             self._props[grouped].reshape(n_groups, n_classes, n_classes),
-            self._sizes[grouped].reshape(n_groups, n_classes),
+            self.bag_sizes_[grouped].reshape(n_groups, n_classes),
         )
         ranks = np.linalg.matrix_rank(self.transitions_)
         self.n_singular_groups_ = int(np.sum(ranks < n_classes))
         self.n_regroupings_ += 1
-        self._tensors = None  # moved to the device at the next step
 
-    def _maybe_regroup(self, n_batch_bags):
-        """Regroup at the first step of every ``regroup_every``-th epoch.
-
-        Every epoch shows every training bag exactly once (large bags are
-        subsampled, never skipped), so epochs are counted in bags seen.
-        """
-        epoch = self._bags_seen // len(self.groups_)
-        if self.regroup_every is not None and epoch >= self._next_regroup:
+    def on_epoch_begin(self, epoch):
+        """Regroup at the start of every ``regroup_every``-th epoch."""
+        if epoch > 0 and self.regroup_every and epoch % self.regroup_every == 0:
             self._regroup()
-            self._next_regroup = epoch + self.regroup_every
-        self._bags_seen += n_batch_bags
-
-    def _device_tensors(self, device, dtype):
-        """Grouping and matrices on the device, moved once per grouping."""
-        if self._tensors is None or self._tensors[0] != (device, dtype):
-            self._tensors = (
-                (device, dtype),
-                torch.as_tensor(self.groups_, device=device),
-                torch.as_tensor(self.positions_, device=device),
-                torch.as_tensor(self.transitions_, dtype=dtype, device=device),
-            )
-        return self._tensors[1:]
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        if bags.bag_index is None:
-            raise ValueError(
-                "LLPFC needs bags.bag_index (the index of every batch bag in the "
-                "bags given to prepare)."
-            )
-        self._maybe_regroup(len(bags.bag_index))
         dtype = torch.promote_types(logits.dtype, torch.float32)  # not in half
-        groups, positions, transitions = self._device_tensors(logits.device, dtype)
-        group = groups[bags.bag_index]
+        group = self.bag_tensor("groups_", logits, bags)
+        position = self.bag_tensor("positions_", logits, bags)
+        transitions = self.bag_tensor("transitions_", logits)
         # column T[:, position] of every batch bag's group: (n_batch_bags, C)
-        columns = transitions[group.clamp_min(0), :, positions[bags.bag_index]]
+        columns = transitions[group.clamp_min(0), :, position]
         weights = (group >= 0).to(dtype)[bags.segments]  # leftover bags: 0
         if bags.weights is not None:
             weights = weights * bags.take(bags.weights).to(dtype)

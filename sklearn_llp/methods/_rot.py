@@ -2,11 +2,14 @@
 
 The pseudo-labels of a batch come from one entropy-regularised optimal
 transport problem per bag, all solved together by a log-domain Sinkhorn whose
-per-bag sums are segment sums (``index_add_``): bags of different sizes share
-every iteration and no Python code runs per bag or per instance. On a CPU
-this is faster than padding the bags to an ``(n_bags, max_bag_size, k)``
-tensor (about 3.4 ms against 6.8 ms for 50 iterations on a batch of 1,024
-instances in bags of 16 to 256, 10 classes, one thread).
+per-bag sums are segment sums (:func:`~sklearn_llp.methods._losses.segment_sum`,
+deterministic: no atomic adds): bags of different sizes share every iteration
+and no Python code runs per bag or per instance. The segments are checked and
+cut into runs once per batch, not once per iteration. On a CPU this is faster
+than padding the bags to an ``(n_bags, max_bag_size, k)`` tensor (about 3.4
+ms against 6.8 ms for 50 iterations on a batch of 1,024 instances in bags of
+16 to 256, 10 classes, one thread, measured with ``index_add_`` sums, which
+the segment sums match or beat: ``benchmarks/results/segment_sum.json``).
 """
 
 from numbers import Integral, Real
@@ -15,13 +18,7 @@ import torch
 from sklearn.utils._param_validation import Interval
 
 from ._base import LLPMethod
-from ._losses import segment_mean, weighted_mean
-
-
-def _segment_sum(values, segments, n_segments):
-    """Sum of the rows of ``values`` (n, k) within each segment: (n_segments, k)."""
-    sums = values.new_zeros((n_segments, values.shape[1]))
-    return sums.index_add_(0, segments, values)
+from ._losses import _segment_plan, _sum_runs, segment_mean, weighted_mean
 
 
 @torch.no_grad()
@@ -41,10 +38,11 @@ def sinkhorn_pseudo_labels(
     reg)`` of POT solves for one bag; here all bags are solved at once, with
     no Python loop over bags or instances: the plan of the whole batch is kept
     as ``log T`` of shape ``(n, k)``, the instance marginal is a ``logsumexp``
-    over classes, and the per-bag class sums are a segment sum
-    (``index_add_``). The class step sums ``exp(log T)`` right after the rows
-    were normalised, so every term is in ``[0, 1]``: no overflow, and no
-    per-segment maximum is needed. The last half-iteration fits the instance
+    over classes, and the per-bag class sums are a deterministic segment sum
+    (``segment_sum``, bags cut into runs once). The class step sums
+    ``exp(log T)`` right after the rows were normalised, so every term is in
+    ``[0, 1]``: no overflow, and no per-segment maximum is needed. The last
+    half-iteration fits the instance
     marginal, so every row is exactly a distribution; the per-bag column sums
     approach the class counts as the iterations converge.
 
@@ -101,7 +99,13 @@ def sinkhorn_pseudo_labels(
     props = props / props.sum(1, keepdim=True)
     mass = torch.ones_like(scores[:, :1]) if weights is None else weights[:, None]
     mass = mass.to(scores.dtype)
-    sizes = _segment_sum(mass, segments, n_bags)
+    # sort the instances by bag once (batches are sorted already): every
+    # iteration then sums contiguous runs, with no check and no device sync
+    plan = _segment_plan(segments, n_bags)
+    if plan.order is not None:
+        scores, mass = scores[plan.order], mass[plan.order]
+    segments = plan.segments
+    sizes = _sum_runs(mass, plan)
     log_counts = (props * sizes).log()  # log of the class marginal, -inf for 0
     tiny = torch.finfo(scores.dtype).tiny
     log_plan = scores - torch.logsumexp(scores, dim=1, keepdim=True)
@@ -109,10 +113,12 @@ def sinkhorn_pseudo_labels(
         # Class marginal: rows sum to 1 here, so exp(log_plan) <= 1 (the plan
         # is mass_i * exp(log_plan)). A class whose mass has underflowed in
         # the whole bag moves by ~ -log(tiny) per iteration instead of to +inf.
-        columns = _segment_sum(mass * log_plan.exp(), segments, n_bags)
+        columns = _sum_runs(mass * log_plan.exp(), plan)
         log_plan = log_plan + (log_counts - columns.clamp_min(tiny).log())[segments]
         # Instance marginal: every row sums to 1.
         log_plan = log_plan - torch.logsumexp(log_plan, dim=1, keepdim=True)
+    if plan.order is not None:  # back to the caller's order of the instances
+        return log_plan.exp()[torch.argsort(plan.order)]
     return log_plan.exp()
 
 

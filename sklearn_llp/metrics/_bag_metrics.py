@@ -23,14 +23,12 @@ each bag counting once whatever its size.
 """
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import rel_entr
 
-from .._decision import class_prior, decide, prior_offsets
-from ..utils import Bags, check_bags
+from .._decision import class_prior, decide, fit_decision
+from ..utils import check_bags
 from ..utils._validation import (
-    _id_array,
-    _is_index_list,
+    _bags_form,
     as_float_matrix,
     binary_from_fraction,
 )
@@ -182,10 +180,12 @@ def bag_errors_of(bags, y_proba, metrics=BAG_METRICS, decision="argmax", pred=No
     ``pred`` (class index of every row) gives the hard estimates; else
     ``decision`` decides from ``y_proba``: ``"argmax"``, or ``"prior"``
     (labels whose class rates over the rows match the bags' overall
-    proportions, see :func:`sklearn_llp._decision.prior_offsets`).
+    proportions, the rule of ``LLPClassifier(threshold="prior")``: see
+    :func:`sklearn_llp._decision.fit_decision`).
     """
     if pred is None and decision == "prior":
-        pred = decide(y_proba, prior_offsets(y_proba, class_prior(bags), bags.weights))
+        rule = fit_decision("prior", y_proba, class_prior(bags), bags.weights)
+        pred = decide(y_proba, *rule)
     weights = None if bags.weights is None else bags.weights[bags.members]
     return errors_of_pairs(
         bags.pair_bags,
@@ -199,7 +199,8 @@ def bag_errors_of(bags, y_proba, metrics=BAG_METRICS, decision="argmax", pred=No
 
 
 def _n_samples(bags, y_proba):
-    """Number of samples: the rows of ``y_proba``, which ``bags`` must match.
+    """The rows of ``y_proba``, which ``bags`` must match, and ``bags`` read
+    in its form (:func:`~sklearn_llp.utils.check_bags`).
 
     A list of index arrays does not say how many samples there are; ``y_proba``
     does. Checked before the bags, so that a length mismatch names the two
@@ -207,25 +208,24 @@ def _n_samples(bags, y_proba):
     """
     y_proba = as_float_matrix(y_proba, "y_proba")
     n_samples = y_proba.shape[0] if y_proba.ndim else 1
-    if isinstance(bags, Bags):
-        if bags.n_samples != n_samples:
-            raise ValueError(
-                f"bags covers {bags.n_samples} rows but y_proba has {n_samples}."
-            )
-    elif sp.issparse(bags):
-        if bags.shape[0] != n_samples:
-            raise ValueError(
-                f"bags (a membership matrix) has {bags.shape[0]} rows but y_proba "
-                f"has {n_samples}; it must be (n_samples, n_bags)."
-            )
-    elif bags is not None and not _is_index_list(bags):
-        n_ids = len(_id_array(bags)) if np.ndim(bags) else 0
+    form, value = _bags_form(bags, n_samples)
+    if form == "bags" and value.n_samples != n_samples:
+        raise ValueError(
+            f"bags covers {value.n_samples} rows but y_proba has {n_samples}."
+        )
+    if form == "membership" and value.shape[0] != n_samples:
+        raise ValueError(
+            f"bags (a membership matrix) has {value.shape[0]} rows but y_proba "
+            f"has {n_samples}; it must be (n_samples, n_bags)."
+        )
+    if form == "ids":
+        n_ids = value.shape[0] if value.ndim else 0
         if n_ids != n_samples:
             raise ValueError(
                 f"bags has {n_ids} entries but y_proba has {n_samples} rows; "
                 "give one bag id per sample (row of y_proba)."
             )
-    return n_samples
+    return n_samples, value
 
 
 def _check_decision(decision):
@@ -234,12 +234,8 @@ def _check_decision(decision):
 
 
 def check_bags_and_proba(bags, props, y_proba, *, classes=None, sample_weight=None):
-    """Validated :class:`~sklearn_llp.utils.Bags` and probabilities that match.
-
-    ``bags`` go to the validator as given: converting a list here would hide
-    mixed id types (0 and '0') from it.
-    """
-    n_samples = _n_samples(bags, y_proba)
+    """Validated :class:`~sklearn_llp.utils.Bags` and probabilities that match."""
+    n_samples, bags = _n_samples(bags, y_proba)
     bags = check_bags(
         bags,
         props,

@@ -26,6 +26,8 @@ from sklearn.utils.validation import _num_samples
 
 from ..utils import check_bags
 from ..utils._validation import (
+    _class_names,
+    _has_class_names,
     _table_to_frame,
     as_float_matrix,
     attach_props_table,
@@ -65,7 +67,12 @@ def _as_props_table(table):
     if values.ndim != 2 or values.shape[1] < 2:
         raise ValueError("props_table needs one column per class, 2 at least.")
     values = check_prop_values(values, "props_table")
-    columns = frame.columns if isinstance(table, pd.DataFrame) else None
+    # class names stay names (integers too); unnamed columns stay unnamed
+    columns = None
+    if isinstance(table, pd.DataFrame):
+        columns = _class_names(table.columns)
+    elif _has_class_names(table):  # a dict of dicts: the inner keys
+        columns = pd.Index(list(frame.columns))
     if columns is not None and columns.has_duplicates:
         raise ValueError(
             f"props_table has duplicate class columns: {columns.tolist()}."
@@ -91,7 +98,9 @@ def bag_props_table(bags, props, *, classes=None):
     -------
     table : DataFrame of shape (n_bags, n_classes)
         Proportions indexed by bag id (index name ``"bag"``), one column per
-        class, rows summing to 1.
+        class, rows summing to 1. Columns named after classes are matched to
+        a model's ``classes_`` by name; without names or ``classes`` they are
+        the default ``RangeIndex`` and read in the order of ``classes_``.
 
     Examples
     --------
@@ -104,7 +113,13 @@ def bag_props_table(bags, props, *, classes=None):
     """
     bags = check_bags(bags, props, classes=classes, require_props=True)
     index = pd.Index(bags.ids, name="bag", tupleize_cols=False)
-    return pd.DataFrame(bags.props, index=index, columns=list(bags.classes))
+    # class names (integers too) as a plain Index; column numbers as a RangeIndex
+    columns = (
+        pd.RangeIndex(bags.n_classes)
+        if bags.positional_classes
+        else pd.Index(bags.classes)
+    )
+    return pd.DataFrame(bags.props, index=index, columns=columns)
 
 
 class BagScorer:

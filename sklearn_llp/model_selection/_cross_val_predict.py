@@ -11,7 +11,7 @@ from ._split import BagKFold
 
 
 def _fit_and_predict(estimator, X, bags, train, test, method, fit_params):
-    train_bags, _ = bags.restrict(train)
+    train_bags, _ = bags.restrict(train)  # carries the fold's sample weights
     estimator.fit(_safe_indexing(X, train), train_bags, **fit_params)
     return getattr(estimator, method)(_safe_indexing(X, test))
 
@@ -40,8 +40,8 @@ def cross_val_predict(
     ----------
     estimator : LLPClassifier or Pipeline ending in one
         Cloned for every fold; fitted as ``fit(X_train, bags_train)`` with the
-        fold's validated :class:`~sklearn_llp.utils.Bags` (proportions
-        included).
+        fold's validated :class:`~sklearn_llp.utils.Bags` (proportions and
+        sample weights included).
     X : array-like or DataFrame of shape (n_samples, n_features)
     bags : array-like, DataFrame, sparse matrix or list of arrays
         The bags, in any form :func:`~sklearn_llp.utils.check_bags` accepts.
@@ -57,7 +57,11 @@ def cross_val_predict(
         Folds fitted in parallel (joblib).
     fit_params : dict, default=None
         Extra keyword arguments of ``fit`` (e.g. ``max_epochs`` for a
-        Pipeline step is a parameter, not a fit parameter).
+        Pipeline step is a parameter, not a fit parameter). A
+        ``"sample_weight"`` (one weight per row of ``X``) is validated with
+        the bags, before any fold is fitted, and reaches every fold's ``fit``
+        through its bags, restricted to the fold's rows; a row of weight 0
+        is still predicted.
 
     Returns
     -------
@@ -84,7 +88,15 @@ def cross_val_predict(
             f"method must be 'predict' or 'predict_proba'; got {method!r}."
         )
     n_samples = _num_samples(X)
-    validated = check_bags(bags, props, n_samples=n_samples, require_props=True)
+    fit_params = dict(fit_params or {})
+    # validated once, with the bags: each fold's Bags carry its rows' weights
+    validated = check_bags(
+        bags,
+        props,
+        n_samples=n_samples,
+        sample_weight=fit_params.pop("sample_weight", None),
+        require_props=True,
+    )
     cv = BagKFold(5) if cv is None else cv
     splits = list(cv.split(X, bags))
     tested = np.concatenate([test for _, test in splits])
@@ -95,7 +107,7 @@ def cross_val_predict(
         )
     results = Parallel(n_jobs=n_jobs)(
         delayed(_fit_and_predict)(
-            clone(estimator), X, validated, train, test, method, fit_params or {}
+            clone(estimator), X, validated, train, test, method, fit_params
         )
         for train, test in splits
     )

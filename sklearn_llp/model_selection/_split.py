@@ -26,7 +26,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples
 
 from ..utils import Bags, check_bags
-from ..utils._validation import _is_index_list
+from ..utils._validation import _is_index_list, _membership
 
 
 def _validated_bags(splitter, X, y, groups):
@@ -90,8 +90,45 @@ def _draw_groups(order, group_rows, kind, target):
     return taken
 
 
+def _is_count(size):
+    return isinstance(size, Integral) and not isinstance(size, bool)
+
+
+def _check_size_sum(test_size, train_size, n_groups, splitter):
+    """Refuse sizes that ask for more than there is, as scikit-learn's
+    ``GroupShuffleSplit`` does: two fractions summing to more than 1, or two
+    numbers of bags summing to more than the bags there are. (With one of
+    each, whether they fit depends on the bags drawn: see
+    :func:`shuffle_split_groups`.)"""
+    if test_size is None or train_size is None:
+        return
+    if _is_count(test_size) and _is_count(train_size):
+        if test_size + train_size > n_groups:
+            raise ValueError(
+                f"{splitter}: the sum of train_size and test_size = "
+                f"{train_size + test_size} bags, should be at most the number of "
+                f"bags {n_groups} (groups of connected bags). Reduce test_size "
+                "and/or train_size."
+            )
+    elif not _is_count(test_size) and not _is_count(train_size):
+        if test_size + train_size > 1:
+            raise ValueError(
+                f"{splitter}: the sum of test_size and train_size = "
+                f"{test_size + train_size}, should be in the (0, 1) range (they "
+                "are fractions of the rows). Reduce test_size and/or train_size."
+            )
+
+
 def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split"):
     """One random split of groups of rows: boolean test and train masks.
+
+    Sizes that ask for more than there is are refused, as scikit-learn's
+    ``GroupShuffleSplit`` refuses them: two fractions (floats) summing to
+    more than 1, two numbers of groups (ints) summing to more than
+    ``n_groups``. With one of each, the split is refused when the groups
+    left after drawing the test side cannot give ``train_size``: fewer
+    groups than an int ``train_size``, or fewer rows than a float
+    ``train_size`` of all the rows (test side an int).
 
     Parameters
     ----------
@@ -101,10 +138,17 @@ def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split
         Fraction of the rows (float) or number of groups (int); None is the
         complement of the other (``test_size`` 0.1 when both are None).
     rng : RandomState
+    splitter : str, default="split"
+        Name of the caller, for error messages.
 
     Returns
     -------
     train, test : ndarray of bool, shape (n_groups,)
+
+    Raises
+    ------
+    ValueError
+        For invalid or incompatible sizes, and when a side would be empty.
     """
     n_groups = len(group_rows)
     total = float(group_rows.sum())
@@ -115,15 +159,37 @@ def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split
             f"{splitter} needs at least 2 bags (groups of connected bags) to "
             f"hold some out; got {n_groups}."
         )
+    if test_size is not None:
+        test_kind, test_target = _group_target(test_size, n_groups, total, "test_size")
+    if train_size is not None:
+        kind, target = _group_target(train_size, n_groups, total, "train_size")
+    _check_size_sum(test_size, train_size, n_groups, splitter)
     order = rng.permutation(n_groups)
     if test_size is not None:
-        kind, target = _group_target(test_size, n_groups, total, "test_size")
-        test = _draw_groups(order, group_rows, kind, target)
+        test = _draw_groups(order, group_rows, test_kind, test_target)
     if train_size is None:
         train = ~test
     else:
-        kind, target = _group_target(train_size, n_groups, total, "train_size")
         rest = order if test_size is None else order[~test[order]]
+        if test_size is not None and (
+            (kind == "groups" and len(rest) < target)
+            or (
+                kind == "rows"
+                and _is_count(test_size)
+                and group_rows[rest].sum() < target * (1 - 1e-9)
+            )
+        ):
+            left = (
+                f"{len(rest)} bag(s)"
+                if kind == "groups"
+                else f"{group_rows[rest].sum() / total:.3g} of the rows"
+            )
+            raise ValueError(
+                f"{splitter}: test_size={test_size} and train_size={train_size} "
+                f"do not fit together: the bags held out leave {left} to train "
+                f"on (the bags form {n_groups} group(s) of connected bags). "
+                "Reduce test_size and/or train_size."
+            )
         train = _draw_groups(rest, group_rows, kind, target)
         if test_size is None:
             test = ~train
@@ -204,7 +270,10 @@ def subset_membership(bags, rows):
     else:
         largest = max((int(np.max(b)) for b in bags if np.size(b)), default=-1)
         n_samples = max(largest, int(rows.max(initial=-1))) + 1
-    sub, kept = check_bags(bags, n_samples=n_samples).restrict(rows)
+    # index lists go in as a matrix: n lists of one row each for n rows would
+    # read as a column of bag ids
+    matrix = bags if sp.issparse(bags) else _membership(bags, n_samples, "bags")
+    sub, kept = check_bags(matrix, n_samples=n_samples).restrict(rows)
     if sp.issparse(bags):
         return sub.membership().asformat(bags.format), kept
     return np.split(sub.members, sub.indptr[1:-1]) if len(kept) else [], kept
@@ -347,7 +416,11 @@ class BagShuffleSplit(GroupShuffleSplit):
         ``train_size`` is None too.
     train_size : float or int, default=None
         Fraction of the rows or number of bags to train on, drawn from the
-        bags not held out. If None, all of them.
+        bags not held out. If None, all of them. As with scikit-learn's
+        ``GroupShuffleSplit``, two fractions summing to more than 1 or two
+        numbers of bags summing to more than the bags there are raise a
+        ValueError; with one of each, so does a split whose held-out bags
+        leave too few bags (or rows) for ``train_size``.
     random_state : int, RandomState instance or None, default=None
         Seeds the draws; pass an int for reproducible splits.
 
@@ -378,29 +451,50 @@ class BagShuffleSplit(GroupShuffleSplit):
         )
         self._default_test_size = 0.1
 
-    def split_bags(self, bags):
+    def split_bags(self, bags, *, min_train_bags=1):
         """Generate boolean train and test masks over the bags of a ``Bags``.
 
         Parameters
         ----------
         bags : Bags
             Validated bags (:func:`~sklearn_llp.utils.check_bags`).
+        min_train_bags : int, default=1
+            Fewest bags the training side may hold (bags, not groups of
+            connected bags); a split with fewer raises a ValueError naming
+            ``test_size``. Every split has at least one bag on each side.
 
         Yields
         ------
         train, test : ndarray of bool, shape (n_bags,)
+
+        Raises
+        ------
+        ValueError
+            For sizes that do not fit the bags (see
+            :func:`shuffle_split_groups`), or a split leaving fewer than
+            ``min_train_bags`` training bags.
         """
+        if not _is_count(min_train_bags) or min_train_bags < 1:
+            raise ValueError(
+                f"min_train_bags must be a positive int; got {min_train_bags!r}."
+            )
         _, group_rows = bags.component_rows()
         rng = check_random_state(self.random_state)
+        name = type(self).__name__
         for _ in range(self.n_splits):
             train, test = shuffle_split_groups(
-                group_rows,
-                self.test_size,
-                self.train_size,
-                rng,
-                splitter=type(self).__name__,
+                group_rows, self.test_size, self.train_size, rng, splitter=name
             )
-            yield train[bags.components], test[bags.components]
+            train, test = train[bags.components], test[bags.components]
+            if train.sum() < min_train_bags:
+                raise ValueError(
+                    f"{name} leaves {int(train.sum())} of the {len(train)} bags "
+                    f"to train on, fewer than the {min_train_bags} required "
+                    f"(test_size={self.test_size}, train_size="
+                    f"{self.train_size}): use more bags, or hold out fewer "
+                    "rows (or none)."
+                )
+            yield train, test
 
     def split(self, X, y=None, groups=None):
         """Generate train and test indices, whole bags on each side.

@@ -2,9 +2,8 @@
 
 import numpy as np
 
-from ..bags._proportions import _unbagged_mask
+from ..bags._proportions import _bag_ids, _unbagged_mask
 from ..utils import check_bags
-from ..utils._validation import _id_array
 
 #: Up to this many distinct sizes, every integer size gets its own bar.
 _MAX_INTEGER_BINS = 50
@@ -18,8 +17,9 @@ def plot_bag_sizes(bags, ax=None, **hist_kwargs):
     Parameters
     ----------
     bags : array-like of shape (n_samples,)
-        Bag id of every sample, as returned by a bag generator. Samples with
-        the integer id ``-1`` belong to no bag and are not counted.
+        Bag id of every sample, as returned by a bag generator (or one
+        column of them). Samples with the integer id ``-1`` belong to no bag
+        and are not counted.
     ax : matplotlib Axes, default=None
         Axes to draw on; a new figure is made when None.
     **hist_kwargs : dict
@@ -62,11 +62,10 @@ def plot_bag_sizes(bags, ax=None, **hist_kwargs):
             "plot_bag_sizes needs matplotlib, an optional dependency: "
             "pip install sklearn-llp[plot]"
         ) from exc
-    ids = _id_array(bags)
-    if ids.ndim == 1:
-        ids = ids[~_unbagged_mask(ids)]
-        if len(ids) == 0:
-            raise ValueError("bags holds no bag (every entry is -1 or it is empty).")
+    ids = _bag_ids(bags)
+    ids = ids[~_unbagged_mask(ids)]
+    if len(ids) == 0:
+        raise ValueError("bags holds no bag (every entry is -1 or it is empty).")
     sizes = check_bags(ids).sizes
     if ax is None:
         _, ax = plt.subplots()

@@ -1,8 +1,9 @@
 """The validated bag data model shared by every part of the package.
 
 :func:`check_bags` reads bags and proportions in any accepted form and
-returns a :class:`Bags`, the one representation the classifier, metrics,
-scorers and splitters work on.
+returns a :class:`Bags`, the one (immutable) representation the classifier,
+metrics, scorers and splitters work on; :func:`check_fit_inputs` is the one
+reading of the inputs of ``fit`` (bags and proportions, or labels).
 """
 
 from ._bags import Bags
@@ -12,6 +13,7 @@ from ._validation import (
     PROPS_SUM_TOL,
     UNBAGGED,
     check_bags,
+    check_fit_inputs,
 )
 
 __all__ = [
@@ -21,4 +23,5 @@ __all__ = [
     "UNBAGGED",
     "Bags",
     "check_bags",
+    "check_fit_inputs",
 ]

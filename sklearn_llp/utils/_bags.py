@@ -1,5 +1,6 @@
 """``Bags``: the one validated representation of bags and their proportions."""
 
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -7,6 +8,56 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 
+def _read_only(values, dtype=None):
+    """``values`` as an array nobody can write to, copied if the caller holds it."""
+    if values is None:
+        return None
+    array = np.asarray(values, dtype=dtype)
+    if array.flags.writeable:
+        if array is values or not array.flags.owndata:  # shared with the caller
+            array = array.copy()
+        array.flags.writeable = False
+    return array
+
+
+def _check_weights(sample_weight, n_samples):
+    """Validated sample weights; None when they weigh nothing (all equal)."""
+    if sample_weight is None:
+        return None
+    try:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"sample_weight must hold numbers; {exc}") from exc
+    if weights.ndim == 0:
+        weights = np.full(n_samples, float(weights))
+    if weights.shape != (n_samples,):
+        raise ValueError(
+            f"sample_weight has shape {weights.shape} but X has {n_samples} rows; "
+            "give one weight per row."
+        )
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    if not weights.sum() > 0:
+        raise ValueError(
+            "sample_weight is zero for every row: nothing to learn from; give "
+            "some rows a positive weight."
+        )
+    if np.all(weights == weights[0]):
+        return None  # equal weights weigh nothing: exactly as unweighted
+    return weights
+
+
+def _frozen(array):
+    """A freshly computed array, made read-only in place."""
+    array.flags.writeable = False
+    return array
+
+
+def _take(values, index):
+    return None if values is None else values[index]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Bags:
     """Validated bags: which rows each bag holds and, if given, its proportions.
 
@@ -19,7 +70,14 @@ class Bags:
 
     Internally a set of bags is a list of (bag, row) pairs, bag after bag:
     bag ``j`` holds rows ``members[indptr[j]:indptr[j + 1]]``. Disjoint bags
-    have one pair per bagged row; overlapping bags share rows.
+    have one pair per bagged row; overlapping bags share rows. A row of
+    sample weight 0 is in no bag.
+
+    A ``Bags`` is immutable: its attributes cannot be assigned and its arrays
+    are read-only, so one validated object can be shared by an estimator,
+    its splits and its scorers without any of them changing it for the
+    others. :meth:`with_props`, :meth:`with_weights`, :meth:`select` and
+    :meth:`restrict` return new objects.
 
     Parameters
     ----------
@@ -42,36 +100,86 @@ class Bags:
         Weight of every bag in means over bags; None counts every bag once.
         Set only where each row is its own bag (supervised data), so that a
         row's sample weight weighs its cross-entropy as in scikit-learn.
+    positional_classes : bool, default=False
+        True when ``classes`` are the default ``0..n_classes-1`` given to
+        unnamed proportions (no column names, no ``classes``): they number
+        the columns, so a later ``classes`` labels the columns in order
+        instead of being matched to them by name.
 
     Examples
     --------
     >>> from sklearn_llp.utils import check_bags
     >>> bags = check_bags(["b", "a", "a", "b"], [[0, 1], [1, 0], [1, 0], [0, 1]])
+    >>> bags
+    Bags(n_bags=2, n_samples=4, classes=[0, 1])
     >>> bags.ids.tolist(), bags.sizes.tolist()
     (['a', 'b'], [2, 2])
     >>> bags.props.tolist()
     [[1.0, 0.0], [0.0, 1.0]]
+    >>> bags.props.flags.writeable
+    False
+
+    A weight of 0 takes a row out of its bag; a new object is returned:
+
+    >>> weighted = bags.with_weights([1.0, 2.0, 0.0, 1.0])
+    >>> weighted.sizes.tolist(), bags.sizes.tolist()
+    ([1, 2], [2, 2])
     """
 
-    def __init__(
-        self,
-        indptr,
-        members,
-        ids,
-        n_samples,
-        props=None,
-        classes=None,
-        weights=None,
-        bag_weights=None,
-    ):
-        self.indptr = np.asarray(indptr, dtype=np.int64)
-        self.members = np.asarray(members, dtype=np.int64)
-        self.ids = np.asarray(ids)
-        self.n_samples = int(n_samples)
-        self.props = props
-        self.classes = classes
-        self.weights = weights
-        self.bag_weights = bag_weights
+    indptr: np.ndarray
+    members: np.ndarray
+    ids: np.ndarray
+    n_samples: int
+    props: np.ndarray | None = None
+    classes: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    bag_weights: np.ndarray | None = None
+    positional_classes: bool = False
+
+    def __post_init__(self):
+        # frozen: the converted values go in through object.__setattr__
+        def set_field(name, value):
+            object.__setattr__(self, name, value)
+
+        set_field("indptr", _read_only(self.indptr, np.int64))
+        set_field("members", _read_only(self.members, np.int64))
+        set_field("ids", _read_only(self.ids))
+        set_field("n_samples", int(self.n_samples))
+        set_field("props", _read_only(self.props, np.float64))
+        set_field("classes", _read_only(self.classes))
+        set_field("weights", _read_only(self.weights, np.float64))
+        set_field("bag_weights", _read_only(self.bag_weights, np.float64))
+        set_field("positional_classes", bool(self.positional_classes))
+        self._check_shapes()
+
+    def __setstate__(self, state):
+        # unpickled arrays (e.g. in a joblib worker) come back writable
+        vars(self).update(state)
+        for value in state.values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+
+    def _check_shapes(self):
+        """Catch an inconsistent construction (a bug, not a user error)."""
+        n_bags = self.n_bags
+        expected = {
+            "ids": (self.ids, (n_bags,)),
+            "members": (
+                self.members,
+                (int(self.indptr[-1]) if len(self.indptr) else 0,),
+            ),
+            "weights": (self.weights, (self.n_samples,)),
+            "bag_weights": (self.bag_weights, (n_bags,)),
+        }
+        if self.props is not None:
+            if self.classes is None:
+                raise ValueError("Bags.props needs classes, one per column.")
+            expected["props"] = (self.props, (n_bags, len(self.classes)))
+        for name, (value, shape) in expected.items():
+            if value is not None and value.shape != shape:
+                raise ValueError(
+                    f"Bags.{name} has shape {value.shape}; expected {shape}."
+                )
 
     def __repr__(self):
         classes = "" if self.classes is None else f", classes={self.classes.tolist()}"
@@ -99,7 +207,7 @@ class Bags:
     @cached_property
     def pair_bags(self):
         """Bag of every (bag, row) pair."""
-        return np.repeat(np.arange(self.n_bags), self.sizes)
+        return _frozen(np.repeat(np.arange(self.n_bags), self.sizes))
 
     @cached_property
     def overlapping(self):
@@ -116,7 +224,7 @@ class Bags:
             raise ValueError("Overlapping bags have no single bag per row.")
         codes = np.full(self.n_samples, -1, dtype=np.int64)
         codes[self.members] = self.pair_bags
-        return codes
+        return _frozen(codes)
 
     def total_weights(self):
         """Total sample weight of every bag (its size when unweighted)."""
@@ -138,9 +246,10 @@ class Bags:
         """Connected group of every bag: bags sharing a row, directly or
         through other bags, are in one group (each bag its own if disjoint)."""
         if not self.overlapping:
-            return np.arange(self.n_bags)
+            return _frozen(np.arange(self.n_bags))
         membership = self.membership().tocsr()
-        return connected_components(membership.T @ membership, directed=False)[1]
+        groups = connected_components(membership.T @ membership, directed=False)[1]
+        return _frozen(groups)
 
     def component_rows(self):
         """Component of every row (-1 for a row in no bag) and the number of
@@ -158,17 +267,13 @@ class Bags:
         pairs = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(
             sizes.sum()
         )
-        return Bags(
-            np.concatenate([[0], np.cumsum(sizes)]),
-            self.members[pairs],
-            self.ids[bag_index],
-            self.n_samples,
-            props=None if self.props is None else self.props[bag_index],
-            classes=self.classes,
-            weights=self.weights,
-            bag_weights=None
-            if self.bag_weights is None
-            else self.bag_weights[bag_index],
+        return replace(
+            self,
+            indptr=np.concatenate([[0], np.cumsum(sizes)]),
+            members=self.members[pairs],
+            ids=self.ids[bag_index],
+            props=_take(self.props, bag_index),
+            bag_weights=_take(self.bag_weights, bag_index),
         )
 
     def restrict(self, rows):
@@ -182,11 +287,12 @@ class Bags:
         Returns
         -------
         bags : Bags
-            Over ``n_rows`` rows; bags with a member outside ``rows`` are
-            dropped.
+            Over ``n_rows`` rows, with the weights of those rows; bags with a
+            member outside ``rows`` are dropped.
         kept : ndarray
             Indices of the kept bags in ``self``.
         """
+        rows = np.asarray(rows, dtype=np.int64)
         position = np.full(self.n_samples, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
         inside = position[self.members] >= 0
@@ -195,8 +301,91 @@ class Bags:
             == self.sizes
         )
         sub = self.select(kept)
-        sub.members = position[sub.members]
-        sub.n_samples = len(rows)
-        if self.weights is not None:
-            sub.weights = self.weights[rows]
+        weights, bag_weights = _take(self.weights, rows), sub.bag_weights
+        if weights is not None and np.all(weights == weights[:1]):
+            # equal weights weigh nothing, as check_bags reads them
+            weights = bag_weights = None
+        sub = replace(
+            sub,
+            members=position[sub.members],
+            n_samples=len(rows),
+            weights=weights,
+            bag_weights=bag_weights,
+        )
         return sub, kept
+
+    def with_props(self, props, classes, *, positional=False):
+        """The same bags carrying ``props``, columns labelled by ``classes``.
+
+        Parameters
+        ----------
+        props : array-like of shape (n_bags, n_classes)
+            Validated proportions of every bag, in the order of ``self.ids``.
+        classes : array-like of shape (n_classes,)
+            Class label of every column.
+        positional : bool, default=False
+            Whether ``classes`` are only the default column numbers (see
+            ``positional_classes``).
+
+        Returns
+        -------
+        bags : Bags
+            A new object; ``self`` is unchanged.
+        """
+        return replace(
+            self, props=props, classes=classes, positional_classes=positional
+        )
+
+    def with_weights(self, sample_weight):
+        """The same bags weighted by ``sample_weight``.
+
+        A row of weight 0 leaves every bag it is in, and a bag left empty is
+        dropped, as a weight of 0 removes a row. Equal weights weigh nothing
+        (the bags stay unweighted).
+
+        Parameters
+        ----------
+        sample_weight : array-like of shape (n_samples,) or None
+            Finite, non-negative weight of every row, some positive; None
+            changes nothing.
+
+        Returns
+        -------
+        bags : Bags
+            A new object, or ``self`` when nothing changes.
+
+        Raises
+        ------
+        ValueError
+            If ``sample_weight`` is invalid, or the bags already carry other
+            weights (rows of weight 0 are gone from them: validate the bags
+            afresh from their ids with the new weights).
+        """
+        weights = _check_weights(sample_weight, self.n_samples)
+        if sample_weight is None:
+            return self
+        if self.weights is not None:
+            if weights is not None and np.array_equal(weights, self.weights):
+                return self
+            raise ValueError(
+                "sample_weight differs from the weights these bags already carry "
+                "(a Bags validated with sample_weight); pass the same weights or "
+                "none, or validate the bags afresh from their ids with the new "
+                "sample_weight."
+            )
+        if weights is None:
+            return self
+        keep = weights[self.members] > 0
+        if keep.all():
+            return replace(self, weights=weights)
+        sizes = np.bincount(self.pair_bags[keep], minlength=self.n_bags)
+        full = sizes > 0
+        return replace(
+            self,
+            indptr=np.concatenate([[0], np.cumsum(sizes[full])]),
+            members=self.members[keep],
+            ids=self.ids[full],
+            props=_take(self.props, full),
+            bag_weights=_take(self.bag_weights, full),
+            weights=weights,
+        )

@@ -8,6 +8,7 @@ same data gives the same :class:`~sklearn_llp.utils.Bags`.
 
 import numbers
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -68,22 +69,51 @@ def _is_index_list(bags):
     return all(sequences)
 
 
+def _is_id_column(bags):
+    """A list of one-element lists, as ``df[["bag"]].values.tolist()`` gives
+    (Python lists only: row-index arrays of one row stay row indices)."""
+    return (
+        isinstance(bags, (list, tuple))
+        and len(bags) > 0
+        and all(isinstance(b, list) and len(b) == 1 for b in bags)
+    )
+
+
+def _object_array(values):
+    values = list(values)
+    keys = np.empty(len(values), dtype=object)
+    keys[:] = values
+    return keys
+
+
+def _integer_ids(values):
+    """Python ints of any size kept exact: int64, else uint64, else objects.
+
+    ``np.asarray`` makes ``[2**63 + 5, 2**63 + 6, 5]`` float64, merging ids.
+    """
+    ints = [int(v) for v in values]
+    for dtype in (np.int64, np.uint64):
+        try:
+            return np.array(ints, dtype=dtype)
+        except OverflowError:
+            continue
+    return _object_array(ints)
+
+
 def _id_array(bags, name="bags"):
     """One hashable id per row, as a 1-D array; tuples and DataFrame rows
-    become composite keys."""
+    become composite keys, and a one-column form becomes its column."""
     if isinstance(bags, pd.DataFrame):
-        if bags.shape[1] == 1:
-            return bags.iloc[:, 0].to_numpy()
-        keys = np.empty(len(bags), dtype=object)
-        keys[:] = list(bags.itertuples(index=False, name=None))
-        return keys
+        if bags.shape[1] != 1:
+            return _object_array(bags.itertuples(index=False, name=None))
+        bags = bags.iloc[:, 0]
     if isinstance(bags, (pd.Series, pd.Index)):
         return bags.to_numpy()
     if isinstance(bags, (list, tuple)):
+        if _is_id_column(bags):
+            bags = [b[0] for b in bags]
         if any(isinstance(b, tuple) for b in bags):
-            keys = np.empty(len(bags), dtype=object)
-            keys[:] = list(bags)
-            return keys
+            return _object_array(bags)
         # np.asarray would turn [0, '0'] into two equal strings: check first
         scalars = all(np.ndim(b) == 0 for b in bags)
         inferred = pd.api.types.infer_dtype(bags, skipna=True) if scalars else ""
@@ -92,7 +122,74 @@ def _id_array(bags, name="bags"):
                 f"{name} mixes id types ({inferred}), e.g. 0 and '0', which would "
                 "be merged or compared ambiguously; use one type for all bag ids."
             )
-    return np.asarray(bags)
+        ids = np.asarray(bags)
+        if ids.dtype.kind in "fO" and all(
+            isinstance(b, numbers.Integral) for b in bags
+        ):
+            return _integer_ids(bags)
+        if ids.dtype.kind in "US" and any(
+            isinstance(b, (str, bytes)) and b[-1:] in ("\x00", b"\x00") for b in bags
+        ):
+            # NumPy's fixed-width strings drop trailing NULs ("a" == "a\0")
+            return _object_array(bags)
+        return ids
+    ids = np.asarray(bags)
+    if ids.ndim == 2 and ids.shape[1] == 1:
+        return ids[:, 0]  # a column of ids, e.g. df[["bag"]].to_numpy()
+    return ids
+
+
+def _bags_form(bags, n_samples=None, name="bags"):
+    """Which form ``bags`` takes: the one place that decides it.
+
+    Returns ``(form, value)``:
+
+    - ``("bags", bags)`` for a validated :class:`Bags`;
+    - ``("membership", matrix)`` for a sparse ``(n_samples, n_bags)`` matrix;
+    - ``("index_lists", bags)`` for a list of row-index sequences, one per
+      bag;
+    - ``("ids", ids)`` for one bag id per row: ``ids`` is 1-D, a one-column
+      form (a ``(n, 1)`` array, a one-column DataFrame, a list of
+      one-element lists) read as its column and rows of several key columns
+      (a DataFrame, a list of tuples) as composite keys.
+
+    A list whose items are all one-element Python lists is a column of ids
+    when it has ``n_samples`` items (or ``n_samples`` is None), else a list of
+    bags of one row each; one that reads both ways with different bags (the
+    ids a shuffled ``0..n-1``) is refused.
+    """
+    if bags is None:
+        raise TypeError(
+            f"{name} is None: pass one bag id per row of X (the second argument "
+            "of fit), or class labels as y with props=None for supervised data."
+        )
+    if isinstance(bags, Bags):
+        return "bags", bags
+    if sp.issparse(bags):
+        return "membership", bags
+    if _is_id_column(bags):
+        if n_samples is None or len(bags) == n_samples:
+            ids = _id_array(bags, name)
+            rows = np.arange(len(ids))
+            # 0..n-1 shuffled: row i in bag ids[i], or bag j holding row ids[j]
+            shuffled = ids.dtype.kind in "iu" and not np.array_equal(ids, rows)
+            if shuffled and np.array_equal(np.sort(ids), rows):
+                raise ValueError(
+                    f"{name} (one-element lists) reads both as a column of bag "
+                    "ids and as bags of one row each, with different bags; "
+                    f"pass np.ravel({name}) for bag ids, or arrays of row "
+                    "indices for bags."
+                )
+            return "ids", ids
+        if not all(isinstance(b[0], numbers.Integral) for b in bags):
+            raise ValueError(
+                f"{name} is a list of one-element lists, read as a column of bag "
+                f"ids, but has {len(bags)} entries for X of {n_samples} rows; "
+                "give one bag id per row."
+            )
+    if _is_index_list(bags):
+        return "index_lists", bags
+    return "ids", _id_array(bags, name)
 
 
 def _check_ids(ids, name):
@@ -139,7 +236,7 @@ def _check_ids(ids, name):
                 )
     elif kind not in "iubUS":
         raise TypeError(f"{name} must hold bag ids; got dtype {ids.dtype}.")
-    if kind in "iuf" and np.any(ids == UNBAGGED):
+    if kind in "iufO" and np.any(np.asarray(ids == UNBAGGED, dtype=bool)):
         raise ValueError(
             f"{name} holds the id {UNBAGGED}, which marks rows in no bag (the bag "
             f"generators give it to left-over rows); drop those rows, e.g. "
@@ -147,14 +244,15 @@ def _check_ids(ids, name):
         )
 
 
-def _encode_ids(bags, n_samples, name):
+def _encode_ids(ids, n_samples, name):
     """Integer codes (bag of every row) and the sorted distinct ids."""
-    ids = _id_array(bags, name)
     if ids.ndim != 1:
         raise ValueError(
             f"{name} must be 1-D with one bag id per row of X; got shape "
             f"{ids.shape}. For composite keys pass a DataFrame of the key columns "
-            "or a list of tuples."
+            "or a list of tuples; for overlapping bags a sparse membership matrix "
+            "(scipy.sparse.csr_matrix of the 0/1 array) or a list of row-index "
+            "arrays."
         )
     if ids.shape[0] != n_samples:
         raise ValueError(
@@ -207,7 +305,14 @@ def _membership(bags, n_samples, name):
     if np.any(sizes == 0):
         raise ValueError(
             f"{name} has {int((sizes == 0).sum())} empty bag(s), e.g. bag "
-            f"{int(np.flatnonzero(sizes == 0)[0])}; every bag needs a member."
+            f"{int(np.flatnonzero(sizes == 0)[0])}; every bag needs a member. "
+            "Taking rows of a membership matrix (as GridSearchCV and "
+            "cross_validate slice y) keeps the columns of bags whose rows are "
+            "gone: split overlapping bags with "
+            "sklearn_llp.model_selection.subset_membership (or use "
+            "sklearn_llp.model_selection.cross_val_predict), or drop the empty "
+            "columns, membership[:, membership.getnnz(axis=0) > 0], with their "
+            "rows of props."
         )
     return membership
 
@@ -256,8 +361,10 @@ def _is_default_index(index):
     )
 
 
-def _default_columns(columns, n_classes):
-    return columns is None or list(columns) == list(range(n_classes))
+def _class_names(columns):
+    """A DataFrame's columns as class names; None for the default
+    ``RangeIndex`` of a frame built from an array (column numbers)."""
+    return None if _is_default_index(columns) else columns
 
 
 def _unique_classes(classes):
@@ -271,8 +378,9 @@ def _unique_classes(classes):
 def match_classes(columns, n_classes, classes, name="props"):
     """``classes_`` and the column order of the proportions that matches it.
 
-    Named columns are matched to ``classes`` by name; unnamed columns (or the
-    default ``0..n_classes-1``) are read in the order of ``classes``.
+    Named columns (``columns`` not None: a DataFrame's, integers included)
+    are matched to ``classes`` by name; unnamed ones (``columns=None``) are
+    read in the order of ``classes``.
     """
     if classes is not None:
         classes = _unique_classes(classes)
@@ -288,7 +396,7 @@ def match_classes(columns, n_classes, classes, name="props"):
                 f"{name} has duplicate class columns: {columns.tolist()}; name "
                 "every class once."
             )
-    if _default_columns(columns, n_classes):
+    if columns is None:
         order = np.arange(n_classes)
         return (order if classes is None else classes), order
     if classes is None:
@@ -296,8 +404,8 @@ def match_classes(columns, n_classes, classes, name="props"):
     if set(classes.tolist()) != set(columns.tolist()):
         raise ValueError(
             f"{name} columns {columns.tolist()} do not match classes "
-            f"{classes.tolist()}; name the columns after the classes, or leave "
-            f"them 0..{n_classes - 1} to be read in the order of classes."
+            f"{classes.tolist()}; name the columns after the classes, or pass "
+            "unnamed proportions (an array) to be read in the order of classes."
         )
     position = {c: i for i, c in enumerate(columns.tolist())}
     return classes, np.array([position[c] for c in classes.tolist()])
@@ -411,12 +519,16 @@ def _lookup_table(props, bag_ids, name):
             f"id(s) that occur in bags, e.g. {shown}."
         )
     values = as_float_matrix(frame.to_numpy(), name)[rows]
-    return values, (frame.columns if _has_class_names(props) else None)
+    if not _has_class_names(props):
+        return values, None
+    if isinstance(props, pd.DataFrame):
+        return values, _class_names(props.columns)
+    return values, list(frame.columns)  # a dict of dicts: keys are names
 
 
 def _positional(props, name):
     """An array-like of proportions as a float matrix and its class columns."""
-    columns = props.columns if isinstance(props, pd.DataFrame) else None
+    columns = _class_names(props.columns) if isinstance(props, pd.DataFrame) else None
     if isinstance(props, pd.DataFrame | pd.Series):
         props = props.to_numpy()
     values = as_float_matrix(props, name)
@@ -451,37 +563,6 @@ def _bag_props_from_rows(values, codes, bag_ids, n_samples, name):
     return bag_props
 
 
-def _check_weights(sample_weight, n_samples):
-    if sample_weight is None:
-        return None
-    weights = as_float_matrix(sample_weight, "sample_weight")
-    if weights.ndim == 0:
-        weights = np.full(n_samples, float(weights))
-    if weights.shape != (n_samples,):
-        raise ValueError(
-            f"sample_weight has shape {weights.shape} but X has {n_samples} rows; "
-            "give one weight per row."
-        )
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ValueError("sample_weight must be finite and non-negative.")
-    if not weights.sum() > 0:
-        raise ValueError(
-            "sample_weight is zero for every row: nothing to learn from; give "
-            "some rows a positive weight."
-        )
-    if np.all(weights == weights[0]):
-        return None  # equal weights weigh nothing: exactly as unweighted
-    return weights
-
-
-def _without_weightless_bags(bags):
-    """Drop bags of zero total weight: a weight of 0 removes a row."""
-    if bags.weights is None:
-        return bags
-    positive = bags.total_weights() > 0
-    return bags if positive.all() else bags.select(positive)
-
-
 # ----------------------------------------------------------------------
 # the validator
 # ----------------------------------------------------------------------
@@ -501,15 +582,26 @@ def check_bags(
     Parameters
     ----------
     bags : array-like, DataFrame, sparse matrix, list of arrays or Bags
-        Which rows form a bag, in one of these forms:
+        Which rows form a bag. Its form is decided in one place, in this
+        order:
 
-        - one bag id per row: ints, strings, bools, timestamps, or composite
-          keys as tuples (a list of tuples, or a DataFrame of key columns);
-          the id ``-1`` is refused (the generators' mark of rows in no bag);
-        - bags that may overlap: a sparse ``(n_samples, n_bags)`` membership
-          matrix (nonzero entries mark membership) or a list of ``n_bags``
-          arrays (or lists) of row indices;
-        - a :class:`Bags`, returned as it is (checked against ``n_samples``).
+        - a :class:`Bags` (already validated): checked against
+          ``n_samples``, merged with ``sample_weight`` and ``classes`` (see
+          below);
+        - a sparse ``(n_samples, n_bags)`` membership matrix (nonzero entries
+          mark membership): bags that may overlap;
+        - a list of ``n_bags`` arrays (or lists) of row indices: bags that
+          may overlap. But a list whose items are all one-element Python
+          lists (``df[["bag"]].values.tolist()``) is a column of bag ids when
+          it has ``n_samples`` items (or ``n_samples`` is None); it is
+          refused if those ids are ``0..n-1`` shuffled, which read as bags of
+          one row each too, with other bags. With another number of items it
+          is a list of bags of one row each;
+        - anything else holds one bag id per row: ints (of any size),
+          strings, bools, timestamps. A one-column form -- a ``(n, 1)``
+          array, a one-column DataFrame -- is read as its column; several
+          key columns (a DataFrame, or a list of tuples) are composite keys.
+          The id ``-1`` is refused (the generators' mark of rows in no bag).
     props : array-like, DataFrame, Series or dict, default=None
         Label proportions. With bag ids: sample-aligned ``(n_samples,
         n_classes)`` (each row its bag's proportions), a 1-D positive-class
@@ -519,21 +611,28 @@ def check_bags(
         object with the default index ``0..n-1`` is read by position. With
         membership forms: one row per bag ``(n_bags, n_classes)``, or a table
         keyed by ``0..n_bags-1``. Rows must sum to 1 within
-        :data:`PROPS_SUM_TOL` (then renormalised).
+        :data:`PROPS_SUM_TOL` (then renormalised). Must be None with a
+        :class:`Bags`, which carries its proportions.
     n_samples : int, default=None
         Number of rows of ``X``; default: the length of ``bags`` (the rows of
         a membership matrix; required for lists of row indices).
     classes : array-like of shape (n_classes,), default=None
-        Class labels in column order. Named columns (a DataFrame's) are
-        matched to them by name. Default: the named columns, else
-        ``0..n_classes-1``.
+        Class labels. Named columns -- a DataFrame's columns (integers
+        included, unless they are the default ``RangeIndex`` of a frame
+        built from an array), the inner keys of a dict of dicts, the classes
+        of a :class:`Bags` -- are matched to them by name, and must be the
+        same set; unnamed columns (arrays, lists, a dict of vectors, a
+        Series of fractions) are read in the order of ``classes``. Default:
+        the named columns, else ``0..n_classes-1``.
     sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative weight of every row; bags whose rows all weigh 0 are
-        dropped (a weight of 0 removes a row).
+        Non-negative weight of every row. A row of weight 0 is removed from
+        its bags and bags left empty are dropped. A :class:`Bags` that
+        already carries other weights is refused.
     require_props : bool, default=False
-        Raise if ``props`` is None.
+        Raise if there are no proportions.
     min_bags : int, default=1
-        Fewest bags accepted (training needs 2).
+        Fewest bags accepted (training needs 2), counted after bags of zero
+        weight are dropped.
     name : str, default="bags"
         The argument's name in error messages.
 
@@ -551,58 +650,59 @@ def check_bags(
     ([[0.5, 0.5], [0.0, 1.0]], [0, 1])
     >>> check_bags([np.array([0, 1]), np.array([1, 2])], n_samples=3).overlapping
     True
+
+    A column of ids, and a validated ``Bags`` merged with weights:
+
+    >>> check_bags([[0], [0], [1], [1]]).sizes.tolist()
+    [2, 2]
+    >>> check_bags(bags, sample_weight=[1, 0, 0, 0]).ids.tolist()
+    [0]
     """
-    if isinstance(bags, Bags):
-        if n_samples is not None and bags.n_samples != n_samples:
-            raise ValueError(
-                f"{name} covers {bags.n_samples} rows but X has {n_samples}."
-            )
-        if props is not None:
-            raise ValueError(
-                f"{name} is a validated Bags object, which carries its "
-                "proportions; pass props=None."
-            )
-        if require_props and bags.props is None:
+    form, value = _bags_form(bags, n_samples, name)
+    if form == "bags":
+        validated = _merge_classes(value, props, n_samples, classes, name)
+        if require_props and validated.props is None:
             raise TypeError(f"{name} is a Bags object without proportions.")
-        return bags
-    if bags is None:
-        raise TypeError(
-            f"{name} is None: pass one bag id per row of X (the second argument "
-            "of fit), or class labels as y with props=None for supervised data."
-        )
-    overlapping = sp.issparse(bags) or _is_index_list(bags)
-    if n_samples is None:
-        if sp.issparse(bags):
-            n_samples = bags.shape[0]
-        elif overlapping:
-            raise TypeError("n_samples is required with bags as row-index lists.")
-        else:
-            n_samples = len(_id_array(bags))
-    if overlapping:
-        membership = _membership(bags, n_samples, name)
-        indptr = membership.indptr.astype(np.int64)
-        members = membership.indices.astype(np.int64)
-        bag_ids = np.arange(membership.shape[1])
-        codes = None
     else:
-        codes, bag_ids = _encode_ids(bags, n_samples, name)
+        validated = _new_bags(form, value, props, n_samples, classes, name)
+        if require_props and validated.props is None:
+            raise TypeError("props is None: pass the label proportions of the bags.")
+    n_given = validated.n_bags
+    validated = validated.with_weights(sample_weight)
+    if validated.n_bags < min_bags:
+        weighed = (
+            f" ({n_given - validated.n_bags} dropped: all their rows have "
+            "sample_weight 0)"
+            if validated.n_bags < n_given
+            else ""
+        )
+        raise ValueError(
+            f"{name} holds {validated.n_bags} bag(s){weighed}; LLP needs at least "
+            f"{min_bags}: the proportions of a single bag say nothing about which "
+            "instance is which."
+        )
+    return validated
+
+
+def _new_bags(form, value, props, n_samples, classes, name):
+    """A :class:`Bags` from ids or a membership form, with its proportions."""
+    if form == "ids":
+        n_samples = len(value) if n_samples is None and value.ndim else n_samples
+        codes, bag_ids = _encode_ids(value, n_samples, name)
         members = np.argsort(codes, kind="stable")
         indptr = np.concatenate([[0], np.cumsum(np.bincount(codes))])
-    if len(bag_ids) < min_bags:
-        raise ValueError(
-            f"{name} holds {len(bag_ids)} bag(s); LLP needs at least {min_bags}: "
-            "the proportions of a single bag say nothing about which instance "
-            "is which."
-        )
-    weights = _check_weights(sample_weight, n_samples)
+    else:
+        if n_samples is None:
+            if form == "index_lists":
+                raise TypeError("n_samples is required with bags as row-index lists.")
+            n_samples = value.shape[0]
+        membership = _membership(value, n_samples, name)
+        indptr, members = membership.indptr, membership.indices
+        bag_ids = np.arange(membership.shape[1])
+    bags = Bags(indptr, members, bag_ids, n_samples)
     if props is None:
-        if require_props:
-            raise TypeError("props is None: pass the label proportions of the bags.")
-        return _without_weightless_bags(
-            Bags(indptr, members, bag_ids, n_samples, weights=weights)
-        )
-
-    if overlapping:
+        return bags
+    if form != "ids":
         if isinstance(props, Mapping) or (
             isinstance(props, (pd.DataFrame, pd.Series))
             and not _is_default_index(props.index)
@@ -617,20 +717,38 @@ def check_bags(
                     f"shape {values.shape}."
                 )
         bag_props = check_prop_values(values, "props")
-    elif _is_per_bag_table(props, _id_array(bags), bag_ids, n_samples, "props"):
+    elif _is_per_bag_table(props, value, bag_ids, n_samples, "props"):
         values, columns = _lookup_table(props, bag_ids, "props")
         bag_props = check_prop_values(values, "props")
     else:
         values, columns = _positional(props, "props")
         bag_props = _bag_props_from_rows(values, codes, bag_ids, n_samples, "props")
-    bags = _with_props(
-        Bags(indptr, members, bag_ids, n_samples, weights=weights),
-        bag_props,
-        columns,
-        classes,
-        "props",
-    )
-    return _without_weightless_bags(bags)
+    return _with_props(bags, bag_props, columns, classes, "props")
+
+
+def _merge_classes(bags, props, n_samples, classes, name):
+    """A validated :class:`Bags` checked against ``X``, its columns in the
+    order of ``classes``."""
+    if n_samples is not None and bags.n_samples != n_samples:
+        raise ValueError(f"{name} covers {bags.n_samples} rows but X has {n_samples}.")
+    if props is not None:
+        raise ValueError(
+            f"{name} is a validated Bags object, which carries its "
+            "proportions; pass props=None."
+        )
+    if classes is None or bags.props is None:
+        return bags
+    if bags.positional_classes:  # unnamed columns: classes label them in order
+        return _with_props(bags, bags.props, None, classes, name)
+    classes = _unique_classes(classes)
+    if set(classes.tolist()) != set(bags.classes.tolist()):
+        raise ValueError(
+            f"classes {classes.tolist()} are not the classes of {name} "
+            f"{bags.classes.tolist()}: the proportions of a Bags object are "
+            "named by its classes, which classes may only reorder. Validate the "
+            "bags with these classes in the first place."
+        )
+    return _with_props(bags, bags.props, bags.classes, classes, name)
 
 
 def _with_props(bags, bag_props, columns, classes, name):
@@ -639,10 +757,9 @@ def _with_props(bags, bag_props, columns, classes, name):
         raise ValueError(
             f"{name} has {bag_props.shape[1]} class column; at least 2 are needed."
         )
-    classes, order = match_classes(columns, bag_props.shape[1], classes, name)
-    bags.props = bag_props[:, order]
-    bags.classes = np.asarray(classes)
-    return bags
+    matched, order = match_classes(columns, bag_props.shape[1], classes, name)
+    positional = columns is None and classes is None
+    return bags.with_props(bag_props[:, order], matched, positional=positional)
 
 
 def attach_props_table(bags, table, classes=None, name="props_table"):
@@ -662,7 +779,115 @@ def attach_props_table(bags, table, classes=None, name="props_table"):
     Returns
     -------
     bags : Bags
-        ``bags`` with ``props`` and ``classes`` set.
+        A new ``bags`` with ``props`` and ``classes`` set.
     """
     values, columns = _lookup_table(table, bags.ids, name)
     return _with_props(bags, check_prop_values(values, name), columns, classes, name)
+
+
+# ----------------------------------------------------------------------
+# the inputs of fit
+# ----------------------------------------------------------------------
+def check_fit_inputs(
+    y,
+    props=None,
+    *,
+    n_samples,
+    sample_weight=None,
+    classes=None,
+    min_bags=2,
+    require_props=False,
+):
+    """Validate what ``fit`` receives: bags and proportions, or labels.
+
+    The one reading of ``fit(X, y, props, sample_weight)`` shared by every
+    estimator: with ``props`` (or ``y`` a :class:`Bags`), ``y`` holds the
+    bags and goes to :func:`check_bags`; without, ``y`` holds the class
+    label of every row (supervised data), which become bags of one row
+    with one-hot proportions, so that training code sees one kind of input.
+
+    Parameters
+    ----------
+    y : array-like, DataFrame, sparse matrix, list of arrays or Bags
+        The bags in any form :func:`check_bags` accepts, or, with
+        ``props=None`` and no :class:`Bags`, the class label of every row.
+    props : array-like, DataFrame, Series or dict, default=None
+        Label proportions of the bags, in any form :func:`check_bags`
+        accepts.
+    n_samples : int
+        Number of rows of ``X``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weight of every row; a row of weight 0 is removed.
+        With labels, a row's weight also weighs its own bag (its
+        cross-entropy), as in scikit-learn.
+    classes : array-like of shape (n_classes,), default=None
+        Class labels: the column order of ``props`` (see
+        :func:`check_bags`), or with labels every class, present or not.
+    min_bags : int, default=2
+        Fewest bags accepted (with ``props``).
+    require_props : bool, default=False
+        Refuse labels: ``props=None`` is then an error.
+
+    Returns
+    -------
+    bags : Bags
+        Immutable validated bags with proportions and classes (at least 2).
+    on_labels : bool
+        Whether ``y`` held labels (every row its own bag).
+
+    Examples
+    --------
+    >>> from sklearn_llp.utils import check_fit_inputs
+    >>> bags, on_labels = check_fit_inputs(["a", "b", "b"], n_samples=3)
+    >>> on_labels, bags.classes.tolist(), bags.props.tolist()
+    (True, ['a', 'b'], [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> bags, on_labels = check_fit_inputs([0, 0, 1, 1], [0.5, 0.5, 1, 1], n_samples=4)
+    >>> on_labels, bags.n_bags, bags.props.tolist()
+    (False, 2, [[0.5, 0.5], [0.0, 1.0]])
+    """
+    if y is None and props is None:
+        raise ValueError(
+            "This estimator requires y to be passed, but the target y is None: "
+            "pass bag ids as y with props, or class labels as y."
+        )
+    if props is not None or isinstance(y, Bags) or require_props:
+        bags = check_bags(
+            y,
+            props,
+            n_samples=n_samples,
+            classes=classes,
+            sample_weight=sample_weight,
+            require_props=True,
+            min_bags=min_bags,
+        )
+        return bags, False
+    return _label_bags(y, n_samples, classes, sample_weight), True
+
+
+def _label_bags(y, n_samples, classes, sample_weight):
+    """Supervised data: every row its own bag, with a one-hot proportion."""
+    classes, codes = check_labels(y, n_samples, classes)
+    if len(classes) < 2:
+        raise ValueError(
+            f"y holds a single class ({classes.tolist()}): one class is not "
+            "enough, at least 2 are needed (or pass them all as classes)."
+        )
+    rows = np.arange(n_samples)
+    bags = Bags(
+        np.arange(n_samples + 1),
+        rows,
+        rows,
+        n_samples,
+        props=np.eye(len(classes))[codes],
+        classes=classes,
+    )
+    bags = bags.with_weights(sample_weight)  # rows of weight 0 are dropped
+    if bags.weights is None:
+        return bags
+    if np.count_nonzero(bags.props.sum(axis=0)) < 2:
+        raise ValueError(
+            "sample_weight leaves rows of a single class with a positive "
+            "weight; at least 2 classes are needed."
+        )
+    # each row is its own bag: its weight weighs its cross-entropy
+    return replace(bags, bag_weights=bags.weights[bags.ids])

@@ -1,0 +1,147 @@
+"""Cost of the deterministic segment sums against the ``index_add_`` they replace.
+
+CPU, one thread, batches of 128/2048/8192 rows in bags of 16/64/256 rows,
+uniform (a reshape and a sum) or mixed (sizes from half to 1.5 times that:
+``torch.segment_reduce``), 10 classes: ``proportion_loss`` forward and
+backward (``segment_sum`` against the former ``index_add_`` code, below);
+``take``, the gather of overlapping bags (every row in two) and its backward
+(``gather_rows`` against indexing, whose backward is an ``index_put_``
+scatter-add); ``sinkhorn_50``, ROT's pseudo-labels (50 iterations). The two
+versions run in turns (the order swapped every round, so both see the same
+load): times are medians of ``--repeats`` loops, ``ratio`` the median of the
+paired ratios, ``max_abs_diff`` the largest difference of their results.
+
+    python benchmarks/segment_sum.py     # -> benchmarks/results/segment_sum.json
+    python benchmarks/segment_sum.py --quick --out /tmp
+"""
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from sklearn_llp.methods._losses import LOG_EPS, gather_rows, proportion_loss
+from sklearn_llp.methods._rot import sinkhorn_pseudo_labels
+
+
+def old_segment_sum(values, segments, n):
+    return values.new_zeros((n, *values.shape[1:])).index_add_(0, segments, values)
+
+
+def old_proportion_loss(logits, segments, bag_props):  # the former code
+    probs, n = torch.softmax(logits.float(), dim=1), len(bag_props)
+    sums = old_segment_sum(probs, segments, n)
+    bag_probs = sums / old_segment_sum(probs.new_ones(len(probs)), segments, n)[:, None]
+    return -(bag_props.float() * torch.log(bag_probs + LOG_EPS)).sum(1).mean()
+
+
+@torch.no_grad()
+def old_sinkhorn(log_probs, segments, bag_props, n_iter=50):
+    n, mass = len(bag_props), torch.ones_like(log_probs[:, :1])
+    props = bag_props / bag_props.sum(1, keepdim=True)
+    log_counts = (props * old_segment_sum(mass, segments, n)).log()
+    tiny = torch.finfo(log_probs.dtype).tiny
+    log_plan = log_probs - torch.logsumexp(log_probs, dim=1, keepdim=True)
+    for _ in range(n_iter):
+        columns = old_segment_sum(mass * log_plan.exp(), segments, n)
+        log_plan = log_plan + (log_counts - columns.clamp_min(tiny).log())[segments]
+        log_plan = log_plan - torch.logsumexp(log_plan, dim=1, keepdim=True)
+    return log_plan.exp()
+
+
+def paired_us(new, old, repeats, min_time=0.05):
+    """Median times (us) of loops of ``new`` and ``old`` calls, run in turns
+    (the order swapped every round) so that both see the same load."""
+    new(), old()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < min_time:
+        new()
+        calls += 1
+    times = {new: [], old: []}
+    for round_ in range(repeats):
+        for fn in (new, old) if round_ % 2 else (old, new):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[fn].append((time.perf_counter() - start) / calls * 1e6)
+    ratios = [a / b for a, b in zip(times[new], times[old])]
+    return {
+        "deterministic_us": round(statistics.median(times[new]), 1),
+        "index_add_us": round(statistics.median(times[old]), 1),
+        "ratio": round(statistics.median(ratios), 3),
+    }
+
+
+def case(rows, bag, mixed, repeats, k=10):
+    gen = torch.Generator().manual_seed(rows + bag)
+    bag = min(bag, rows)
+    sizes = torch.full((rows // bag,), bag)
+    if mixed:  # sizes from bag/2 to 3 bag/2, the last one fills the batch
+        sizes = torch.randint(
+            bag // 2, bag + bag // 2 + 1, (rows // bag,), generator=gen
+        )
+        sizes = sizes[: int((sizes.cumsum(0) < rows).sum()) + 1]
+        sizes[-1] = rows - sizes[:-1].sum()
+    segments = torch.arange(len(sizes)).repeat_interleave(sizes)
+    logits = torch.randn(rows, k, generator=gen, requires_grad=True)
+    props = torch.softmax(torch.randn(len(sizes), k, generator=gen), 1)
+    log_probs = torch.log_softmax(logits.detach(), 1)
+    # overlapping bags for the gather: every row in two bags
+    members = torch.cat([torch.randperm(rows, generator=gen) for _ in range(2)])
+    upstream = torch.randn(2 * rows, k, generator=gen)
+
+    def loss_step(loss_fn):  # forward and backward: the loss and the gradient
+        logits.grad = None
+        loss = loss_fn(logits, segments, props)
+        loss.backward()
+        return torch.cat([loss.detach().view(1), logits.grad.ravel()])
+
+    def take_step(gather):
+        logits.grad = None
+        (gather(logits, members) * upstream).sum().backward()
+        return logits.grad.clone()
+
+    pairs = {
+        "proportion_loss": (
+            lambda: loss_step(proportion_loss),
+            lambda: loss_step(old_proportion_loss),
+        ),
+        "take": (
+            lambda: take_step(gather_rows),
+            lambda: take_step(torch.Tensor.__getitem__),
+        ),
+        "sinkhorn_50": (
+            lambda: sinkhorn_pseudo_labels(log_probs, segments, props),
+            lambda: old_sinkhorn(log_probs, segments, props),
+        ),
+    }
+    out = {"rows": rows, "bag": bag, "bags": "mixed" if mixed else "uniform"}
+    for name, (new, old) in pairs.items():
+        out[name] = paired_us(new, old, repeats)
+        out[name]["max_abs_diff"] = float((new() - old()).abs().max())
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=Path(__file__).parent / "results", type=Path)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="one size, 3 repeats")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    grid = [(r, b, m) for r in (128, 2048, 8192) for b in (16, 64, 256) for m in (0, 1)]
+    grid, repeats = (grid[:1], 3) if args.quick else (grid, args.repeats)
+    report = dict(torch=torch.__version__, threads=1, repeats=repeats)
+    report["loadavg_at_start"] = os.getloadavg()  # a shared machine is noisy
+    report["results"] = [case(*config, repeats) for config in grid]
+    print(json.dumps(report, indent=1))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "segment_sum.json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
