@@ -200,7 +200,7 @@ def segment_sum(values, segments, n_segments):
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp.methods._losses import segment_sum
+    >>> from sklearn_llp.methods import segment_sum
     >>> segment_sum(torch.tensor([[1.0], [2.0], [4.0]]), torch.tensor([0, 0, 2]), 3)
     tensor([[3.],
             [0.],
