@@ -209,14 +209,10 @@ def test_laplace_privacy_loss_is_at_most_epsilon_and_reaches_it(epsilon):
     assert abs(at_epsilon - 0.25) < 4 * math.sqrt(0.25 * 0.75 / len(loss))
 
 
-@pytest.mark.parametrize(
-    "mechanism, epsilon, delta",
-    [("analytic_gaussian", 1.0, 0.01), ("analytic_gaussian", 0.3, 0.02)],
-)
-def test_gaussian_release_has_the_delta_it_is_given(mechanism, epsilon, delta):
-    """delta(epsilon) = E_D[(1 - exp(epsilon - L))_+] over the privacy loss
-    L of the release (the hockey-stick divergence of D from D')."""
-    ids, y, counts, other = neighbour_pairs(400_000)
+def gaussian_delta_terms(n_pairs, epsilon, mechanism, delta, seed):
+    """Per-pair terms ``(1 - exp(epsilon - L))_+`` whose mean is the delta of
+    a Gaussian release at ``epsilon``, and the privacy losses ``L``."""
+    ids, y, counts, other = neighbour_pairs(n_pairs)
     _, noisy = dp_proportions(
         ids,
         y,
@@ -224,14 +220,24 @@ def test_gaussian_release_has_the_delta_it_is_given(mechanism, epsilon, delta):
         mechanism=mechanism,
         delta=delta,
         return_counts=True,
-        random_state=2,
+        random_state=seed,
     )
     sigma = noisy.attrs["noise_scale"]
     released = noisy.to_numpy()
     loss = (
         ((released - other) ** 2).sum(axis=1) - ((released - counts) ** 2).sum(axis=1)
     ) / (2 * sigma**2)
-    terms = np.maximum(1 - np.exp(epsilon - loss), 0.0)
+    return np.maximum(1 - np.exp(epsilon - loss), 0.0), loss
+
+
+@pytest.mark.parametrize(
+    "mechanism, epsilon, delta",
+    [("analytic_gaussian", 1.0, 0.01), ("analytic_gaussian", 0.3, 0.02)],
+)
+def test_gaussian_release_has_the_delta_it_is_given(mechanism, epsilon, delta):
+    """delta(epsilon) = E_D[(1 - exp(epsilon - L))_+] over the privacy loss
+    L of the release (the hockey-stick divergence of D from D')."""
+    terms, loss = gaussian_delta_terms(400_000, epsilon, mechanism, delta, seed=2)
     measured = terms.mean()
     se = terms.std() / math.sqrt(len(terms))
     assert abs(measured - delta) < 4.5 * se
@@ -242,22 +248,7 @@ def test_gaussian_release_has_the_delta_it_is_given(mechanism, epsilon, delta):
 
 def test_classical_gaussian_release_is_within_its_delta():
     epsilon, delta = 0.5, 0.05
-    ids, y, counts, other = neighbour_pairs(200_000)
-    _, noisy = dp_proportions(
-        ids,
-        y,
-        epsilon,
-        mechanism="gaussian",
-        delta=delta,
-        return_counts=True,
-        random_state=3,
-    )
-    sigma = noisy.attrs["noise_scale"]
-    released = noisy.to_numpy()
-    loss = (
-        ((released - other) ** 2).sum(axis=1) - ((released - counts) ** 2).sum(axis=1)
-    ) / (2 * sigma**2)
-    terms = np.maximum(1 - np.exp(epsilon - loss), 0.0)
+    terms, _ = gaussian_delta_terms(200_000, epsilon, "gaussian", delta, seed=3)
     assert terms.mean() + 4 * terms.std() / math.sqrt(len(terms)) < delta
 
 
