@@ -112,10 +112,9 @@ class LLPClassifierMixin(ClassifierMixin):
         to :meth:`_decide`."""
         return fit_decision(self._decision_rule(), proba, prior, weights)
 
-    def _check_threshold(self, classes=None):
+    def _check_threshold(self, classes):
         """Refuse a float ``threshold`` unless there are two classes; called
         with the data's ``classes`` before fitting, so nothing is trained."""
-        classes = self.classes_ if classes is None else classes
         if isinstance(self.threshold, Real) and len(classes) != 2:
             raise ValueError(
                 f"threshold={self.threshold} is a probability threshold of the "
@@ -130,7 +129,6 @@ class LLPClassifierMixin(ClassifierMixin):
         (called only for prior matching), ``weights`` their sample weights
         and ``prior`` the bags' overall class proportions.
         """
-        self._check_threshold()
         if self._decision_rule() == "prior":
             proba = training_proba()
         else:

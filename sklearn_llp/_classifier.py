@@ -400,8 +400,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         return bags, on_labels
 
     def _check_fit_problem(self, bags, on_labels):
-        if len(bags.classes) < 2:
-            raise ValueError("y holds a single class; at least 2 are needed.")
         self._check_threshold(bags.classes)
 
     def _commit_fit_inputs(self, bags, on_labels):

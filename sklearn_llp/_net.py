@@ -194,6 +194,9 @@ class LLPNet(RuntimeMixin, NeuralNet):
     def _commit_fit_inputs(self, bags, on_labels):
         """Hook: set the fitted attributes read from the data (e.g. classes)."""
 
+    def _warn_if_unidentifiable(self, bags, X):
+        """Hook: warn when the bags cannot identify the model (see subclasses)."""
+
     # ------------------------------------------------------------------
     # data
     # ------------------------------------------------------------------
@@ -473,9 +476,6 @@ class LLPNet(RuntimeMixin, NeuralNet):
             self._weights_stale_ = True
             raise
         return self
-
-    def _warn_if_unidentifiable(self, bags, X):
-        """Hook: warn when the bags cannot identify the model (see subclasses)."""
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
         super().on_epoch_begin(

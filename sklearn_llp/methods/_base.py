@@ -9,7 +9,7 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
-from ._losses import exp_rampup, proportion_loss, weighted_mean
+from ._losses import exp_rampup, gather_rows, proportion_loss, weighted_mean
 
 
 class BagBatch(NamedTuple):
@@ -57,8 +57,6 @@ class BagBatch(NamedTuple):
         """
         if self.members is None or per_instance is None:
             return per_instance
-        from ._losses import gather_rows
-
         return gather_rows(per_instance, self.members)
 
     def proportion_loss(self, logits):

@@ -50,9 +50,13 @@ def _too_few_groups(splitter, name, n_groups, needed):
     )
 
 
+def _is_count(size):
+    return isinstance(size, Integral) and not isinstance(size, bool)
+
+
 def _group_target(size, n_groups, total_rows, what):
     """Rows (float: a fraction of all rows) or groups (int) to draw."""
-    if isinstance(size, Integral) and not isinstance(size, bool):
+    if _is_count(size):
         if not 1 <= size < n_groups:
             raise ValueError(
                 f"{what}={size} bags must be at least 1 and fewer than the "
@@ -88,10 +92,6 @@ def _draw_groups(order, group_rows, kind, target):
         candidates = order[np.argsort(group_rows[order], kind="stable")]
         taken[candidates[0]] = True
     return taken
-
-
-def _is_count(size):
-    return isinstance(size, Integral) and not isinstance(size, bool)
 
 
 def _check_size_sum(test_size, train_size, n_groups, splitter):
