@@ -515,8 +515,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         loads_weights = kwargs.get("f_params") is not None or (
             kwargs.get("checkpoint") is not None
         )
-        offsets = getattr(self, "decision_offsets_", None)
-        if fitted and loads_weights and offsets is not None and np.any(offsets):
+        if fitted and loads_weights and self._decision_rule() == "prior":
             warnings.warn(
                 "load_params replaced the weights of a fitted model whose "
                 "decision rule (threshold) was fitted on the previous weights: "

@@ -292,3 +292,19 @@ def test_zero_weight_rows_never_fill_a_subsampled_bag():
     np.testing.assert_allclose(
         clf.predict_proba(X), alone.predict_proba(X), rtol=1e-5, atol=1e-6
     )
+
+
+@pytest.mark.parametrize("threshold, warns", [("prior", True), (0.3, False)])
+def test_loading_weights_warns_only_of_a_rule_fitted_to_the_old_ones(
+    threshold, warns, tmp_path
+):
+    import warnings
+
+    X, bags, props = make_problem()
+    clf = small(threshold=threshold).fit(X, bags, props)
+    clf.save_params(f_params=tmp_path / "params.pt")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.load_params(f_params=tmp_path / "params.pt")
+    kept = [w for w in caught if "decision_offsets_" in str(w.message)]
+    assert bool(kept) == warns
