@@ -480,6 +480,20 @@ def test_predict_follows_the_documented_decision_rule(
     )
 
 
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", LLP)
+def test_half_precision_fits_every_method_with_float32_weights(name, precision):
+    # precision=: forward passes under autocast; weights, losses and the
+    # probabilities predict_proba returns stay float32, predict follows the rule
+    p = problem(3)
+    est = make(name, precision=precision).fit(p.X, p.codes, p.aligned)
+    assert all(w.dtype == torch.float32 for w in est.module_.parameters())
+    assert np.isfinite(est.history[:, "train_loss"]).all()
+    proba = est.predict_proba(p.X)
+    assert proba.dtype == np.float32 and np.isfinite(proba).all()
+    np.testing.assert_array_equal(est.predict(p.X), documented_prediction(est, proba))
+
+
 @pytest.mark.parametrize("features", ["continuous", "discrete"])
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("name", ALL)
