@@ -99,7 +99,7 @@ from sklearn_llp.datasets import load_adult
 from sklearn_llp.datasets._adult import ADULT_N_TRAIN
 from sklearn_llp.exceptions import FitDivergedError
 from sklearn_llp.linear import MeanMapClassifier
-from sklearn_llp.methods import method_params
+from sklearn_llp.methods import make_method, method_params
 from sklearn_llp.metrics import make_bag_scorer
 from sklearn_llp.model_selection import BagKFold
 
@@ -594,6 +594,9 @@ def hyperparameters(task):
         params.update(method__rot_alpha=ROT_ALPHA)
     elif method in ("llpfc", "easyllp"):
         params.update({f"method__{k}": v for k, v in method_params(method).items()})
+    if method != SUPERVISED and make_method(method).early_stopping_default:
+        # "auto" is off for the other methods: their records need no rerun
+        params["early_stopping"] = "auto"
     params.update(SELECTED.get((task["dataset"], task["bagging"], method), {}))
     if task["method"] in VARIANTS:
         params.update(VARIANTS[task["method"]]["params"])
@@ -716,6 +719,7 @@ def run_task(task):
             "fit_seconds": round(fit_seconds, 2),
             "epochs": params.get("max_epochs"),
             "batch_size_": getattr(clf, "batch_size_", None),
+            "best_epoch_": getattr(clf, "best_epoch_", None),
             "decision": decision_rule(params, n_classes, method == SUPERVISED),
             "threshold_": (
                 None

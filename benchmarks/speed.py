@@ -1103,6 +1103,12 @@ def parse_args(argv=None):
         action="store_true",
         help="recompute the summary and speed.md from OUT/speed.json (no timing)",
     )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="only the defaults at scale: this many rows (e.g. 1.6e6)",
+    )
     parser.add_argument("--_worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -1125,8 +1131,86 @@ def _print_result(r, wall):
     )
 
 
+def scale_at_defaults(n_rows, out, epochs=2, seed=0):
+    """Issue 22's large case: rows/s and accuracy of ``LLPClassifier`` at its
+    defaults on ``n_rows`` x 40 features in random bags of 64, 4 classes,
+    DLLP, against the previous defaults (128 rows a step, one thread)."""
+    from sklearn_llp import LLPClassifier
+    from sklearn_llp._runtime import auto_threads
+
+    rng = np.random.default_rng(seed)
+    n_test = 100_000
+    X = rng.standard_normal((n_rows + n_test, 40), dtype=np.float32)
+    logits = X @ rng.normal(0.0, 0.5, (40, 4)).astype(np.float32)
+    y = (logits + rng.gumbel(size=logits.shape).astype(np.float32)).argmax(1)
+    X, X_test, y, y_test = X[:n_rows], X[n_rows:], y[:n_rows], y[n_rows:]
+    bags = rng.permutation(n_rows) // 64
+    props = np.zeros((bags.max() + 1, 4))
+    np.add.at(props, (bags, y), 1.0)
+    props = (props / props.sum(1, keepdims=True))[bags]
+    variants = {
+        "defaults": {},
+        "batch_size='auto', n_threads=1": {"n_threads": 1},
+        "previous defaults: batch_size=128, n_threads=1": {
+            "batch_size": 128,
+            "n_threads": 1,
+        },
+    }
+    records, load = [], os.getloadavg()[0]
+    for name, params in variants.items():
+        clf = LLPClassifier(
+            method="dllp", max_epochs=epochs, verbose=0, random_state=seed, **params
+        )
+        threads = params.get("n_threads", auto_threads())
+        tic = time.perf_counter()
+        clf.fit(X, bags, props)
+        seconds = time.perf_counter() - tic
+        records.append(
+            {
+                "variant": name,
+                "params": params,
+                "threads": threads,
+                "batch_size_": clf.batch_size_,
+                "fit_s": round(seconds, 2),
+                "rows_per_s": round(n_rows * epochs / seconds),
+                "accuracy": float(np.mean(clf.predict(X_test) == y_test)),
+            }
+        )
+        print(json.dumps(records[-1]), flush=True)
+    report = {
+        "benchmark": "speed at scale, defaults",
+        "machine": machine_info(),
+        "load_average_before": load,
+        "rows": n_rows,
+        "epochs": epochs,
+        "records": records,
+    }
+    (out / "speed_scale.json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [
+        f"# `LLPClassifier` at its defaults on {n_rows:,} rows (`speed.py --scale`)",
+        "",
+        f"{n_rows:,} rows x 40 features in random bags of 64, 4 classes, DLLP, "
+        f"{epochs} epochs (fit time includes validation of the inputs); accuracy "
+        f"on 100,000 further rows. {report['machine'].get('cpu_model', '')}; load "
+        f"average {report['load_average_before']:.2f} before.",
+        "",
+        "| variant | threads | batch_size_ | fit s | rows/s | accuracy |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        lines.append(
+            f"| {r['variant']} | {r['threads']} | {r['batch_size_']} | "
+            f"{r['fit_s']:.1f} | {r['rows_per_s']:,} | {r['accuracy']:.3f} |"
+        )
+    (out / "speed_scale.md").write_text("\n".join(lines) + "\n")
+    return report
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.scale:
+        args.out.mkdir(parents=True, exist_ok=True)
+        return scale_at_defaults(int(args.scale), args.out)
     if args._worker:
         _worker_main(args._worker)
         return None

@@ -113,6 +113,7 @@ PUBLIC_MODULES = [
     "metrics",
     "model_selection",
     "modules",
+    "parallel",
     "plotting",
     "utils",
 ]

@@ -35,6 +35,9 @@ from sklearn_llp.bags import UniformBagGenerator
 
 matplotlib.use("Agg")  # draw to files, no display needed
 torch.set_num_threads(1)  # small networks: one thread is enough
+# Default --out: examples/out/, git-ignored (sphinx-gallery, which defines no
+# __file__, passes its own --out).
+OUT = Path(globals().get("__file__", ".")).resolve().parent / "out"
 
 MODELS = [
     ("LLP-VAT (bags of 16)", "vat", False),
@@ -69,7 +72,11 @@ def plot(accuracies, y_test, vat_pred, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
-    parser.add_argument("--out", default=".", help="folder of the PNG")
+    parser.add_argument(
+        "--out",
+        default=OUT,
+        help="folder of the PNG (default examples/out, git-ignored)",
+    )
     parser.add_argument("--quick", action="store_true", help="10 epochs, not 100")
     args = parser.parse_args(argv)
     epochs = 10 if args.quick else 100

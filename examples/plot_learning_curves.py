@@ -51,6 +51,9 @@ from sklearn_llp.bags import UniformBagGenerator
 
 matplotlib.use("Agg")  # draw to files, no display needed
 torch.set_num_threads(1)  # small networks: one thread is enough
+# Default --out: examples/out/, git-ignored (sphinx-gallery, which defines no
+# __file__, passes its own --out).
+OUT = Path(globals().get("__file__", ".")).resolve().parent / "out"
 
 CURVES = {
     "train_loss": "Training loss (VAT: + consistency)",
@@ -86,7 +89,11 @@ def robust_ylim(ax, curves, skip):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
-    parser.add_argument("--out", default=".", help="folder of the PNG")
+    parser.add_argument(
+        "--out",
+        default=OUT,
+        help="folder of the PNG (default examples/out, git-ignored)",
+    )
     parser.add_argument("--quick", action="store_true", help="30 epochs, not 100")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

@@ -50,6 +50,9 @@ from sklearn_llp.bags import UniformBagGenerator
 
 matplotlib.use("Agg")  # draw to files, no display needed
 torch.set_num_threads(1)  # small networks: one thread is enough
+# Default --out: examples/out/, git-ignored (sphinx-gallery, which defines no
+# __file__, passes its own --out).
+OUT = Path(globals().get("__file__", ".")).resolve().parent / "out"
 
 NOISE = 0.1
 METHODS = {
@@ -114,7 +117,11 @@ def plot(models, X, y, bags, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
-    parser.add_argument("--out", default=".", help="folder of the PNG")
+    parser.add_argument(
+        "--out",
+        default=OUT,
+        help="folder of the PNG (default examples/out, git-ignored)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="data and model seed")
     parser.add_argument("--epochs", type=int, default=None, help="default 600")
     parser.add_argument(

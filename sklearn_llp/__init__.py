@@ -1,7 +1,9 @@
 """sklearn-llp: Learning from Label Proportions for scikit-learn.
 
 Train an instance-level classifier from bags of instances labelled only by
-the class proportions of each bag: ``LLPClassifier().fit(X, bags, props)``.
+the class proportions of each bag: ``LLPClassifier().fit(X, bags, props)``;
+or a regressor from the mean target of each bag:
+``LLPRegressor().fit(X, bags, targets)``.
 
 Subpackages
 -----------
@@ -42,11 +44,13 @@ from . import (
     utils,
 )
 from ._classifier import LLPClassifier
+from ._regressor import LLPRegressor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LLPClassifier",
+    "LLPRegressor",
     "bags",
     "datasets",
     "exceptions",

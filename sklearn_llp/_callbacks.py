@@ -37,27 +37,7 @@ class BagValidationErrors(Callback):
     def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
         if training:
             return
-        # kept where they are (the predictions on the device): one transfer
-        # an epoch, in on_epoch_end, not one per batch
-        target = batch[1]
-        pairs = y_pred.detach()
-        weights = target.get("weights")
-        if "members" in target:  # overlapping bags: one row per bag member
-            members = target["members"]
-            pairs = pairs[members.to(pairs.device)]
-            if weights is not None:
-                weights = weights[members.to(weights.device)]
-        n_bags = len(target["bag_props"])
-        bag_weights = target.get("bag_weights")
-        self.batches_.append(
-            (
-                pairs,
-                target["segments"],
-                target["bag_props"],
-                torch.ones(len(pairs)) if weights is None else weights,
-                torch.ones(n_bags) if bag_weights is None else bag_weights,
-            )
-        )
+        self.batches_.append(held_out_batch(y_pred.detach(), batch[1]))
 
     def on_epoch_end(self, net, dataset_valid=None, **kwargs):
         if dataset_valid is None or not getattr(self, "batches_", None):
@@ -80,6 +60,30 @@ class BagValidationErrors(Callback):
             is_best = _is_best(net.history, name, errors, tie_break)
             net.history.record(f"valid_{name}", value)
             net.history.record(f"valid_{name}_best", is_best)
+
+
+def held_out_batch(pred, target):
+    """What a validation batch leaves for the epoch's bag errors.
+
+    ``(pred, segments, bag_props, weights, bag_weights)``, one row of
+    ``pred`` per (bag, row) pair, kept where they are (predictions on the
+    device): one host transfer an epoch, in ``on_epoch_end``, not one per
+    batch. Missing weights are ones.
+    """
+    weights = target.get("weights")
+    if "members" in target:  # overlapping bags: one row per bag member
+        members = target["members"]
+        pred = pred[members.to(pred.device)]
+        if weights is not None:
+            weights = weights[members.to(weights.device)]
+    bag_weights = target.get("bag_weights")
+    return (
+        pred,
+        target["segments"],
+        target["bag_props"],
+        torch.ones(len(pred)) if weights is None else weights,
+        torch.ones(len(target["bag_props"])) if bag_weights is None else bag_weights,
+    )
 
 
 def _concatenate(batches):
@@ -112,6 +116,53 @@ def _is_best(history, name, errors, tie_break):
     ]
     previous = [p for p in previous if np.isfinite(p[0])]
     return not previous or key < min(previous)
+
+
+class BagEarlyStopping(Callback):
+    """Stop when the held-out bag error stops improving; keep the best epoch.
+
+    Active when the estimator's ``do_early_stopping_`` is True (its
+    ``early_stopping`` resolved for the fit). After every epoch it reads the
+    ``valid_<record>_best`` flag that :class:`BagValidationErrors` (or the
+    estimator's own validation callback) wrote for ``net._stopping_record``
+    (for the classifier ``hard_l1``, ties broken by ``soft_l1``); it copies
+    the module's weights (on their device) when the epoch is the best so far,
+    stops the fit after ``n_iter_no_change`` epochs without improvement, and
+    at the end of training restores the best epoch's weights. The restored
+    epoch is ``best_epoch_`` on the estimator (1-based, in the history).
+    """
+
+    def on_train_begin(self, net, **kwargs):
+        self.active_ = bool(getattr(net, "do_early_stopping_", False))
+        self.best_state_ = None
+        self.best_epoch_ = None
+        self.misses_ = 0
+        net.best_epoch_ = None
+
+    def on_epoch_end(self, net, **kwargs):
+        if not self.active_:
+            return
+        row = net.history[-1]
+        if row.get(f"valid_{net._stopping_record}_best", False):
+            self.best_state_ = {
+                name: value.detach().clone()
+                for name, value in net.module_.state_dict().items()
+            }
+            self.best_epoch_ = row["epoch"]
+            self.misses_ = 0
+            return
+        self.misses_ += 1
+        if self.misses_ >= net.n_iter_no_change:
+            # skorch's way out of the fit loop (caught by partial_fit, which
+            # then runs on_train_end)
+            raise KeyboardInterrupt
+
+    def on_train_end(self, net, **kwargs):
+        if not self.active_ or self.best_state_ is None:
+            return
+        net.module_.load_state_dict(self.best_state_)
+        net.best_epoch_ = self.best_epoch_
+        self.best_state_ = None
 
 
 class EpochTable(PrintLog):
@@ -198,7 +249,7 @@ class CallbackGuard(Callback):
             if (
                 isinstance(monitor, str)
                 and monitor.startswith("valid_")
-                and not net.validation_fraction
+                and not net._held_out_fraction()
             ):
                 raise ValueError(
                     f"callbacks: {type(callback).__name__} ({name!r}) monitors "

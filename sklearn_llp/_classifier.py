@@ -75,7 +75,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         matching recovers such decisions. A float in (0, 1): the fixed
         threshold ``proba[:, 1] >= threshold`` (two classes). ``"auto"``:
         ``"prior"`` for two classes fitted on bags, ``"argmax"`` otherwise
-        (more classes, or labels); see ``benchmarks/results/threshold.md``.
+        (more classes, or labels); see the user guide, "Decisions without
+        instance labels" (:ref:`threshold`).
         Fitted: ``decision_offsets_`` and ``threshold_``.
     max_bag_size : int, default=1024
         Bags with more instances are subsampled afresh every epoch to this
@@ -89,8 +90,24 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         records ``valid_loss`` (proportion loss) and the bag errors
         ``valid_hard_l1``, ``valid_soft_l1``, ``valid_hard_kl`` and
         ``valid_soft_kl`` (see :mod:`sklearn_llp.metrics`), which skorch's
-        ``EarlyStopping``/``Checkpoint`` can monitor. None trains on all bags.
-        The split is drawn once per ``fit`` and kept by ``partial_fit``.
+        ``EarlyStopping``/``Checkpoint`` can monitor. None trains on all bags,
+        unless early stopping is on: it then holds out 0.1. The split is
+        drawn once per ``fit`` and kept by ``partial_fit``.
+    early_stopping : "auto" or bool, default="auto"
+        Stop when the held-out bags' hard L1 error (ties broken by the soft
+        L1) has not improved for ``n_iter_no_change`` epochs, and restore the
+        weights of the best epoch (``best_epoch_``). ``"auto"`` turns it on
+        for the methods that overfit their loss as training goes on
+        (``"easyllp"``, ``"llpfc"``: their ``early_stopping_default``) when
+        they train on bags (not labels) and at least 5 bags are held out
+        (50 bags at the default fraction 0.1); it stays off for the
+        proportion-loss methods, where holding out bags cost 0.2-0.8 points
+        on digits in bags of 16 (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``,
+        60 epochs, 3 seeds). Measured there, ``"easyllp"`` 71.1 % without
+        and 88.1 % with it, ``"llpfc"`` 81.4 % and 89.4 %.
+    n_iter_no_change : int, default=10
+        Epochs without a new best held-out error after which early stopping
+        ends the fit.
     random_state : int, RandomState instance or None, default=None
         Seeds the network's initialisation, the bag shuffling, the validation
         split and the random perturbations; an int makes a CPU fit
@@ -124,16 +141,22 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         model is left as it was).
     verbose : int, default=1
         1 prints skorch's epoch table; 0 is silent.
-    device : str, default="auto"
+    device : str, torch.device or None, default="auto"
         ``"auto"`` trains on CUDA when available, else on the CPU; or any
         torch device string. ``set_params(device=...)`` on a fitted model
-        moves its network and optimizer state there.
+        moves its network and optimizer state there. None moves nothing:
+        the network and data stay where torch creates them (the CPU unless
+        torch's default device is set); placement is then someone else's
+        (:class:`~sklearn_llp.parallel.AcceleratedLLPClassifier`'s
+        accelerator).
     n_threads : int, "auto" or None, default="auto"
         Torch intra-op threads during ``fit`` and ``predict`` on the CPU,
         restored afterwards (torch's setting is process-wide). ``"auto"``
         uses the free cores, decided once per call: the cores of the
         process's CPU affinity (and cgroup quota) less the 1-minute load
-        average of other processes, at most ``torch.get_num_threads()`` and
+        average of other processes (or less what the CPU counters of the
+        last 0.1 s show, when lower: the average still counts a process for
+        a minute after it has ended), at most ``torch.get_num_threads()`` and
         at least 1 -- so 2 on an idle 2-core machine, 1 beside one busy
         process, and 1 inside a joblib, loky or Dask worker or under a
         ``threadpoolctl`` limit of 1 (see
@@ -188,6 +211,15 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         prior-matched one is a training probability, or the smallest float32
         above them all; 0.5 for ``argmax``). None otherwise. Usable in
         ``sklearn.model_selection.FixedThresholdClassifier``.
+    do_early_stopping_ : bool
+        Whether the last ``fit`` stopped early (``early_stopping`` resolved).
+    best_epoch_ : int or None
+        The epoch (1-based, as in ``history``) whose weights early stopping
+        restored; None without early stopping.
+    train_bag_ids_ : ndarray or None
+        Ids of the bags trained on (without the held-out bags; accumulated
+        by ``partial_fit``), which the bag scorers check against the bags
+        they score. None when fitted on labels.
     n_train_steps_ : int
         Optimizer steps taken so far.
     total_steps_ : int
@@ -241,6 +273,9 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     __metadata_request__partial_fit = {"props": True}
     __metadata_request__score = {"props": True}
 
+    # early stopping follows the held-out hard L1 bag error (ties: soft L1)
+    _stopping_record = "hard_l1"
+
     _parameter_constraints = {
         **LLPNet._parameter_constraints,
         "classes": ["array-like", None],
@@ -271,6 +306,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         device="auto",
         n_threads="auto",
         precision="float32",
+        early_stopping="auto",
+        n_iter_no_change=10,
         **kwargs,
     ):
         super().__init__(
@@ -290,6 +327,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
             device=device,
             n_threads=n_threads,
             precision=precision,
+            early_stopping=early_stopping,
+            n_iter_no_change=n_iter_no_change,
             **kwargs,
         )
         self.classes = classes

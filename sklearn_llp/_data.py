@@ -191,6 +191,49 @@ class BagBatchSampler(Sampler):
         return max(1, len(np.unique(offsets // self.batch_size)))
 
 
+class ShardedBatchSampler(Sampler):
+    """One process's share of another sampler's batches (data-parallel).
+
+    Every epoch the wrapped sampler's batches (whole bags) are dealt round
+    robin: process ``rank`` of ``num_replicas`` gets batches ``rank``,
+    ``rank + num_replicas``, ... so the processes train on disjoint bags
+    that together cover the epoch. Every process gets the same number of
+    batches, ``ceil(n_batches / num_replicas)`` -- a process that waits for
+    a gradient all-reduce the others never make would hang: where the
+    batches do not divide evenly, the short processes are padded by
+    wrapping around to the epoch's first batches (a few bags then count
+    twice in that epoch; nothing is dropped).
+
+    The wrapped sampler must draw the same batches on every process (the
+    same seed): each process computes the whole epoch and keeps its share.
+
+    Parameters
+    ----------
+    sampler : iterable of index arrays
+        The batches of one epoch per iteration (a :class:`BagBatchSampler`).
+    num_replicas : int
+        Number of processes.
+    rank : int
+        This process, in ``0 .. num_replicas - 1``.
+    """
+
+    def __init__(self, sampler, num_replicas, rank):
+        if not 0 <= rank < num_replicas:
+            raise ValueError(f"rank={rank} is not in 0..{num_replicas - 1}.")
+        self.sampler = sampler
+        self.num_replicas = num_replicas
+        self.rank = rank
+
+    def __iter__(self):
+        batches = list(self.sampler)
+        n_steps = -(-len(batches) // self.num_replicas)
+        positions = range(self.rank, n_steps * self.num_replicas, self.num_replicas)
+        return iter([batches[i % len(batches)] for i in positions])
+
+    def __len__(self):
+        return -(-len(self.sampler) // self.num_replicas)
+
+
 class ArrayDataset(torch.utils.data.Dataset):
     """Plain instances for prediction, indexed by arrays of rows."""
 

@@ -31,7 +31,13 @@ from skorch.history import History
 from skorch.utils import to_tensor
 
 from ._base import refuse_sklearn_cross_val_predict, restore_on_error
-from ._callbacks import BagValidationErrors, CallbackGuard, DivergenceGuard, EpochTable
+from ._callbacks import (
+    BagEarlyStopping,
+    BagValidationErrors,
+    CallbackGuard,
+    DivergenceGuard,
+    EpochTable,
+)
 from ._data import (
     ArrayDataset,
     BagBatchSampler,
@@ -61,6 +67,11 @@ _UNUSED_SKORCH_PARAMS = (
 # Attributes a fit sets from the data; restored if that fit fails before
 # training starts, so a failed refit never leaves a half-updated model.
 _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "_input_shape_")
+
+#: ``early_stopping``: the held-out fraction when ``validation_fraction`` is
+#: None, and the fewest held-out bags with which ``"auto"`` turns it on.
+_EARLY_STOPPING_FRACTION = 0.1
+_MIN_HELD_OUT_BAGS = 5
 
 #: ``batch_size="auto"``: fewest rows a step, and bags a step for large bags.
 _MIN_BATCH_ROWS = 128
@@ -104,11 +115,25 @@ class LLPNet(RuntimeMixin, NeuralNet):
     # ``method`` is a component like ``module``: ``method__*`` parameters
     prefixes_ = [*NeuralNet.prefixes_, "method"]
 
+    #: The held-out record whose ``valid_<record>_best`` flag early stopping
+    #: follows (skorch records ``valid_loss_best``).
+    _stopping_record = "loss"
+
+    #: The registry ``method`` names are looked up in (a method of the other
+    #: task is refused before any work).
+    _method_task = "classification"
+
+    #: Whether ``early_stopping="auto"`` also holds out rows of a supervised
+    #: fit (labels or instance targets) for methods that ask for it.
+    _early_stopping_supervised = False
+
     _parameter_constraints = {
         "module": [callable, None],
         "method": [str, LLPMethod],
         "max_bag_size": [Interval(Integral, 1, None, closed="left"), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "max_epochs": [Interval(Integral, 0, None, closed="left")],
@@ -118,7 +143,7 @@ class LLPNet(RuntimeMixin, NeuralNet):
         ],
         "predict_batch_size": [Interval(Integral, 1, None, closed="left")],
         "callbacks": [list, tuple, StrOptions({"disable"}), None],
-        "device": [str, torch.device],
+        "device": [str, torch.device, None],
         "precision": [StrOptions({"float32", "bfloat16", "float16"})],
         "n_threads": [
             Interval(Integral, 1, None, closed="left"),
@@ -146,6 +171,8 @@ class LLPNet(RuntimeMixin, NeuralNet):
         device,
         n_threads,
         precision,
+        early_stopping="auto",
+        n_iter_no_change=10,
         **kwargs,
     ):
         for name in _UNUSED_SKORCH_PARAMS:
@@ -172,6 +199,8 @@ class LLPNet(RuntimeMixin, NeuralNet):
         self.predict_batch_size = predict_batch_size
         self.n_threads = n_threads
         self.precision = precision
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
 
     # ------------------------------------------------------------------
     # hooks for subclasses
@@ -224,20 +253,50 @@ class LLPNet(RuntimeMixin, NeuralNet):
 
     def _split(self, dataset):
         """Hold out ``validation_fraction`` of the rows, in whole bags."""
-        if not self.validation_fraction:
+        fraction = self._held_out_fraction()
+        if not fraction:
             return TrainValid(dataset, None)
         splitter = BagShuffleSplit(
-            n_splits=1,
-            test_size=self.validation_fraction,
-            random_state=self._split_seed_,
+            n_splits=1, test_size=fraction, random_state=self._split_seed_
         )
         try:  # LLP needs at least 2 training bags
             train, valid = next(splitter.split_bags(dataset.bags, min_train_bags=2))
         except ValueError as exc:
+            stopping = " (early_stopping=True)" if self.do_early_stopping_ else ""
             raise ValueError(
-                f"validation_fraction={self.validation_fraction}: {exc}"
+                f"validation_fraction={fraction}{stopping}: {exc}"
             ) from None
         return TrainValid(dataset.select_bags(train), dataset.select_bags(valid))
+
+    def _held_out_fraction(self):
+        """``validation_fraction``, or its early-stopping default of 0.1."""
+        if self.validation_fraction is None and getattr(
+            self, "do_early_stopping_", False
+        ):
+            return _EARLY_STOPPING_FRACTION
+        return self.validation_fraction
+
+    def _resolve_early_stopping(self, bags, on_labels, method):
+        """Whether this fit stops early (``early_stopping`` resolved).
+
+        ``"auto"`` is on for the methods whose ``early_stopping_default`` is
+        True (those that overfit their loss as training goes on) when they
+        train on bags (not labels, nor bags of one row: the same data) and
+        enough are held out to rank epochs: at least
+        ``_MIN_HELD_OUT_BAGS`` bags (groups of connected bags) in
+        ``validation_fraction`` of them.
+        """
+        if self.early_stopping != "auto":
+            return bool(self.early_stopping)
+        # labels and bags of one row are the same data (a supervised fit)
+        supervised = on_labels or bags.sizes.max(initial=0) <= 1
+        if supervised and not self._early_stopping_supervised:
+            return False
+        if not getattr(method, "early_stopping_default", False):
+            return False
+        fraction = self.validation_fraction or _EARLY_STOPPING_FRACTION
+        n_groups = len(np.unique(bags.components))
+        return n_groups * fraction >= _MIN_HELD_OUT_BAGS
 
     def _resolve_batch_size(self, bags):
         """``batch_size="auto"``: room for about 8 typical bags a step.
@@ -260,7 +319,7 @@ class LLPNet(RuntimeMixin, NeuralNet):
             sizes = np.minimum(sizes, self.max_bag_size)
         typical = int(np.median(sizes))
         rows = int(sizes.sum())
-        if device_type(self.device) != "cpu":  # a GPU wants wider steps
+        if device_type(self._resolved_device()) != "cpu":  # a GPU: wider steps
             minimum = int(np.clip(rows // 32, _MIN_BATCH_ROWS, 1024))
         else:  # wider steps where they stay plentiful (>= 512 an epoch)
             minimum = int(np.clip(rows // 512, _MIN_BATCH_ROWS, _MAX_CPU_BATCH))
@@ -291,6 +350,7 @@ class LLPNet(RuntimeMixin, NeuralNet):
                 ("callback_guard", CallbackGuard()),
                 *callbacks,
                 ("valid_bag_errors", BagValidationErrors()),
+                ("early_stopping", BagEarlyStopping()),
                 ("divergence_guard", DivergenceGuard()),
             ]
         )
@@ -377,7 +437,9 @@ class LLPNet(RuntimeMixin, NeuralNet):
         ``method__*`` value fails before any work; override it to build a
         method in another way.
         """
-        self.method_ = make_method(self.method, self.get_params_for("method"))
+        self.method_ = make_method(
+            self.method, self.get_params_for("method"), task=self._method_task
+        )
         return self
 
     def initialize(self):
@@ -427,16 +489,20 @@ class LLPNet(RuntimeMixin, NeuralNet):
             )
         if not on_labels and not continuing:
             self._warn_if_unidentifiable(bags, X)
+        early_stopping = self._resolve_early_stopping(bags, on_labels, method)
         # every check has passed: commit
         self._input_shape_ = tuple(X.shape[1:])
         self._commit_fit_inputs(bags, on_labels)
         self._fit_on_labels_ = on_labels
         self.method_ = method
         self.batch_size_ = batch_size
+        self.do_early_stopping_ = early_stopping
         if self.precision == "float16" and not (
             continuing and hasattr(self, "grad_scaler_")
         ):
-            self.grad_scaler_ = torch.amp.GradScaler(device_type(self.device))
+            self.grad_scaler_ = torch.amp.GradScaler(
+                device_type(self._resolved_device())
+            )
         if not continuing:
             self.n_train_steps_ = 0
             self._split_seed_ = None  # one validation split per fit
@@ -447,7 +513,7 @@ class LLPNet(RuntimeMixin, NeuralNet):
                 if self._seed_ is not None
                 else int(check_random_state(None).randint(np.iinfo(np.int32).max))
             )
-        dataset = BagDataset(resident(as_tensor(X), self.device), bags)
+        dataset = BagDataset(resident(as_tensor(X), self._resolved_device()), bags)
         stale = getattr(self, "_weights_stale_", False)
         # predictable while it trains (callbacks may predict); unfitted if
         # training fails
@@ -463,6 +529,7 @@ class LLPNet(RuntimeMixin, NeuralNet):
                 if not continuing and not (partial and self.initialized_ and not stale):
                     self.initialize()
                 datasets = self._split(dataset)
+                self._record_train_bags(datasets.train.bags, on_labels, continuing)
                 self.method_.prepare(
                     datasets.train.bags, np.random.RandomState(self._seed_)
                 )
@@ -476,6 +543,18 @@ class LLPNet(RuntimeMixin, NeuralNet):
             self._weights_stale_ = True
             raise
         return self
+
+    def _record_train_bags(self, bags, on_labels, continuing):
+        """``train_bag_ids_``: the bags trained on (accumulated by partial
+        fits), so that a bag scorer can warn when it scores one of them."""
+        if on_labels:
+            self.train_bag_ids_ = None
+            return
+        ids = np.asarray(bags.ids)
+        previous = getattr(self, "train_bag_ids_", None) if continuing else None
+        if previous is not None and previous.dtype.kind == ids.dtype.kind:
+            ids = np.union1d(previous, ids)
+        self.train_bag_ids_ = ids
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
         super().on_epoch_begin(
@@ -532,11 +611,15 @@ class LLPNet(RuntimeMixin, NeuralNet):
         with self._autocast():
             logits = self.infer(Xi, **fit_params)
             loss = self.get_loss(logits, target, X=Xi, training=True)
+        self._backward(loss)
+        return {"loss": loss, "y_pred": logits}
+
+    def _backward(self, loss):
+        """Hook: back-propagate the loss of a training step."""
         if self.precision == "float16":  # scaled, so small gradients survive
             self.grad_scaler_.scale(loss).backward()
         else:
             loss.backward()
-        return {"loss": loss, "y_pred": logits}
 
     def _autocast(self):
         """Mixed precision of ``precision``: the network's passes in a low

@@ -20,15 +20,25 @@ from sklearn.utils import check_random_state
 
 
 def resolve_device(device):
-    """``"auto"`` is CUDA when available, else the CPU; anything else as given."""
+    """``"auto"`` is CUDA when available, else the CPU; anything else as given.
+
+    None stays None: placement is left to someone else (skorch's
+    ``AccelerateMixin`` lets the accelerator place the network); tensors
+    are then not moved.
+    """
     if isinstance(device, str) and device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
 
 
 def device_type(device):
-    """``"cpu"``, ``"cuda"``...: the same for ``"cpu"`` and ``torch.device("cpu")``."""
-    return torch.device(resolve_device(device)).type
+    """``"cpu"``, ``"cuda"``...: the same for ``"cpu"`` and ``torch.device("cpu")``;
+    None is torch's default device (where unmoved tensors are made)."""
+    device = resolve_device(device)
+    if device is None:
+        default = getattr(torch, "get_default_device", None)  # torch >= 2.3
+        return default().type if default is not None else "cpu"
+    return torch.device(device).type
 
 
 def resident(X, device):
@@ -36,10 +46,14 @@ def resident(X, device):
 
     Batches are then gathered by index on the device: one transfer per fit
     instead of one per step. Sparse ``X`` stays on the host (densified per
-    batch), as does ``X`` too large for the device.
+    batch), as does ``X`` too large for the device, or when ``device`` is
+    None (placement left to someone else).
     """
-    device = torch.device(resolve_device(device))
-    if device.type != "cuda" or not torch.is_tensor(X):
+    device = resolve_device(device)
+    if device is None or not torch.is_tensor(X):
+        return X
+    device = torch.device(device)
+    if device.type != "cuda":
         return X
     free, _ = torch.cuda.mem_get_info(device)
     if X.element_size() * X.nelement() > free // 2:
@@ -132,6 +146,46 @@ def running_others(samples=3):
     return sorted(counts)[len(counts) // 2]
 
 
+#: ``busy_now``: the window it measures over, and how long a measurement is
+#: reused (fits and predictions in a loop measure once a second at most).
+_BUSY_WINDOW = 0.1
+_BUSY_REUSE = 1.0
+_busy_state = {}
+
+
+def busy_now(window=_BUSY_WINDOW):
+    """Cores that other processes kept busy over the last ``window`` seconds.
+
+    From the machine's CPU counters (``/proc/stat``) over a short window,
+    less this process's CPU time in it; None where unknown (not Linux).
+    Unlike the 1-minute load average, it falls to 0 as soon as a process
+    ends, so that a fit started right after another one (a script run twice,
+    a benchmark's next variant) sees an idle machine as idle. Reused for
+    ``_BUSY_REUSE`` seconds.
+    """
+    now = time.monotonic()
+    if _busy_state and now - _busy_state["at"] < _BUSY_REUSE:
+        return _busy_state["busy"]
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        first, cpu0 = _cpu_ticks(), time.process_time()
+        time.sleep(window)
+        second, cpu1 = _cpu_ticks(), time.process_time()
+    except (OSError, ValueError, AttributeError):
+        return None
+    elapsed = max(time.monotonic() - now, 1e-3)
+    busy = (second - first) / ticks / elapsed - (cpu1 - cpu0) / elapsed
+    _busy_state.update(at=time.monotonic(), busy=max(busy, 0.0))
+    return _busy_state["busy"]
+
+
+def _cpu_ticks():
+    """Busy clock ticks of all CPUs since boot (all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    return sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)
+
+
 @lru_cache(maxsize=1)
 def _cgroup_cpu_limit():
     """Cores allowed by a cgroup CPU quota (containers), or None."""
@@ -196,13 +250,15 @@ def in_worker():
 
 
 def auto_threads(
-    cores=None, load=None, own=None, worker=None, limit=None, running=None
+    cores=None, load=None, own=None, worker=None, limit=None, running=None, now=None
 ):
     """The torch threads of ``n_threads="auto"``: the free cores, or 1.
 
-    ``busy = max(load - own, running)``, the cores other processes use --
-    by the 1-minute load average, and by the threads runnable right now,
-    which see at once a process the average has not caught up with -- and
+    ``busy = max(min(load - own, now), running)``, the cores other processes
+    use -- by the 1-minute load average, unless the CPU counters of the last
+    0.1 s (``now``) show less (the average lags a minute behind a process
+    that has ended), and by the threads runnable right now, which see at
+    once a process the average has not caught up with -- and
     ``threads = clip(round(cores - busy), 1, min(cores, limit))``: the cores
     not busy, a core counting as free when less than half of it is busy;
     1 inside a parallel worker. Every input is detected when None, and may
@@ -228,6 +284,9 @@ def auto_threads(
     running : int, default=None
         Threads of other processes runnable now (:func:`running_others`);
         0 where unknown.
+    now : float, default=None
+        Cores other processes kept busy over the last 0.1 s
+        (:func:`busy_now`); where unknown the load average stands alone.
 
     Returns
     -------
@@ -243,6 +302,8 @@ def auto_threads(
     1
     >>> auto_threads(load=0.1, running=1, **idle)  # ... that has just started
     1
+    >>> auto_threads(load=1.05, running=0, now=0.0, **idle)  # ... that has ended
+    2
     """
     if worker is None:
         worker = in_worker()
@@ -264,7 +325,13 @@ def auto_threads(
         own = own_load()
     if running is None:
         running = running_others() or 0
-    free = cores - max(load - own, running, 0.0)
+    others = load - own
+    if others > 0.5:  # the average says busy: is it still?
+        if now is None:
+            now = busy_now()
+        if now is not None:
+            others = min(others, now)
+    free = cores - max(others, running, 0.0)
     return int(min(max(math.floor(free + 0.5), 1), cap))
 
 
@@ -331,11 +398,17 @@ class RuntimeMixin:
     settings afterwards.
     """
 
+    def _resolved_device(self):
+        """The device the estimator computes on: ``device`` with ``"auto"``
+        resolved. Hook: a subclass whose ``device=None`` leaves placement to
+        a wrapper (an accelerator) returns the wrapper's device."""
+        return resolve_device(self.device)
+
     @contextmanager
     def _on_device(self):
         """Let skorch see the resolved device while it works, keep ``"auto"``."""
         requested = self.device
-        resolved = resolve_device(requested)
+        resolved = self._resolved_device()
         self.device = resolved
         try:
             yield
@@ -348,7 +421,7 @@ class RuntimeMixin:
         """Use ``n_threads`` torch threads on the CPU, restored afterwards
         (``"auto"``: :func:`auto_threads`, decided once on entering)."""
         wanted = self.n_threads
-        if wanted is None or device_type(self.device) != "cpu":
+        if wanted is None or device_type(self._resolved_device()) != "cpu":
             yield
             return
         if wanted == "auto":
@@ -369,15 +442,19 @@ class RuntimeMixin:
             yield
             return
         devices = []
-        if device_type(self.device) == "cuda":
-            devices = [torch.device(resolve_device(self.device)).index or 0]
+        device = self._resolved_device()
+        if device_type(device) == "cuda":
+            devices = [torch.device(device).index or 0]
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(self._seed_)
             yield
 
     def _move_to_device(self):
-        """Move the network and the optimizer state to ``device``."""
-        device = resolve_device(self.device)
+        """Move the network and the optimizer state to ``device`` (None:
+        they stay where they are)."""
+        device = self._resolved_device()
+        if device is None:
+            return
         for name in self._modules:
             getattr(self, name + "_").to(device)
         for name in self._optimizers:

@@ -27,17 +27,6 @@ def old_batch(dataset, bagging):
     return base
 
 
-#: Cells where "auto" differs from the old rule, on purpose: Adult's base
-#: batch of 256 was set by hand (never piloted); "auto" gives 128 rows there.
-#: The few-bags cells (count-N) did not exist.
-AUTO_DIFFERS = {
-    ("adult", "uniform-16"): 128,
-    ("adult", "uniform-64"): 128,
-    ("adult", "kmeans"): 128,
-    ("adult", "supervised"): 128,
-}
-
-
 @pytest.fixture(scope="module")
 def accuracy_module():
     spec = importlib.util.spec_from_file_location("benchmark_accuracy", SCRIPT)
@@ -249,33 +238,6 @@ def test_auto_batch_is_the_old_hand_rule_on_digits(accuracy_module):
     clf = m.LLPClassifier(method="dllp", max_epochs=0, verbose=0, device="cpu")
     clf.fit(X_train, y_train)
     assert clf.batch_size_ == old_batch("digits", "supervised") == 128
-
-
-@pytest.mark.skipif(not COMMITTED.exists(), reason="no committed results")
-def test_committed_records_use_the_old_batches(accuracy_module):
-    """Every committed record of the grid ran with the batch of the old hand
-    rule, except the cells of ``AUTO_DIFFERS`` (explained there); variants
-    with the batch they name."""
-    m = accuracy_module
-    records = json.loads(COMMITTED.read_text())["records"]
-    for record in records:
-        hp = record["hyperparameters"]
-        used = record.get("batch_size_", hp.get("batch_size"))
-        if m.base_method(record["method"]) == "meanmap":
-            assert used is None
-            continue
-        key = (record["dataset"], record["bagging"])
-        if record["method"] in m.VARIANTS:
-            assert used == m.VARIANTS[record["method"]]["params"]["batch_size"]
-            continue
-        if record["bagging"].startswith("count-"):
-            expected = m.auto_batch_size(record["bags"]["bag_size_median"])
-            assert used == expected == 8 * 1024  # 8 bags capped at 1,024 rows
-            continue
-        if hp.get("batch_size") == "auto" and key in AUTO_DIFFERS:
-            assert used == AUTO_DIFFERS[key]
-            continue
-        assert used == old_batch(*key), record
 
 
 def test_carry_over_keeps_only_unchanged_computations(accuracy_module):

@@ -43,7 +43,7 @@ def tiny_problem(weights=None):
 
 def test_easyllp_loss_of_a_tiny_batch_by_hand():
     bags, logits, batch, probs = tiny_problem()
-    method = EasyLLP().prepare(bags, None)
+    method = EasyLLP(loss="log").prepare(bags, None)
     # prior over the 6 rows: (4 [0.5, 0.25, 0.25] + 2 [0, 0, 1]) / 6
     p = np.array([2, 1, 3]) / 6
     np.testing.assert_allclose(method.class_prior_, p)
@@ -169,7 +169,7 @@ def test_easyllp_is_unbiased_for_random_bags():
 def test_weighted_loss_by_hand_and_scale_invariance():
     weights = np.array([1.0, 2.0, 3.0, 1.0, 2.0, 1.0])  # a1 b1 a2 a3 b2 a4
     bags, logits, batch, probs = tiny_problem(weights)
-    method = EasyLLP().prepare(bags, None)
+    method = EasyLLP(loss="log").prepare(bags, None)
     # W_a = 1 + 3 + 1 + 1 = 6, W_b = 4; prior (6 alpha_a + 4 alpha_b) / 10
     alpha_a, alpha_b = np.array([0.5, 0.25, 0.25]), np.array([0.0, 0.0, 1.0])
     p = (6 * alpha_a + 4 * alpha_b) / 10
@@ -187,7 +187,7 @@ def test_weighted_loss_by_hand_and_scale_invariance():
     assert loss.item() == pytest.approx(expected, rel=1e-12)
 
     scaled_bags, _, scaled_batch, _ = tiny_problem(5 * weights)
-    scaled = EasyLLP().prepare(scaled_bags, None)
+    scaled = EasyLLP(loss="log").prepare(scaled_bags, None)
     assert scaled.get_loss(None, None, logits, scaled_batch, 0, 1).item() == (
         pytest.approx(loss.item(), rel=1e-12)
     )
@@ -195,9 +195,15 @@ def test_weighted_loss_by_hand_and_scale_invariance():
 
 def test_unit_weights_and_singleton_bags():
     bags, logits, batch, _ = tiny_problem()
-    loss = EasyLLP().prepare(bags, None).get_loss(None, None, logits, batch, 0, 1)
+    loss = (
+        EasyLLP(loss="log")
+        .prepare(bags, None)
+        .get_loss(None, None, logits, batch, 0, 1)
+    )
     ones = batch._replace(weights=torch.ones(3, dtype=torch.float64))
-    unit = EasyLLP().prepare(bags, None).get_loss(None, None, logits, ones, 0, 1)
+    unit = (
+        EasyLLP(loss="log").prepare(bags, None).get_loss(None, None, logits, ones, 0, 1)
+    )
     assert unit.item() == pytest.approx(loss.item(), rel=1e-12)
 
     # one row per bag: y~ = alpha, the weighted cross-entropy
@@ -212,7 +218,11 @@ def test_unit_weights_and_singleton_bags():
         weights=torch.tensor(weights),
         bag_index=torch.arange(7),
     )
-    loss = EasyLLP().prepare(singles, None).get_loss(None, None, logits, batch, 0, 1)
+    loss = (
+        EasyLLP(loss="log")
+        .prepare(singles, None)
+        .get_loss(None, None, logits, batch, 0, 1)
+    )
     expected = (
         F.cross_entropy(logits, torch.tensor(labels), reduction="none")
         @ torch.tensor(weights)
@@ -247,7 +257,7 @@ def test_bag_index_lookup_with_shuffled_batches_and_subsampled_bags(weighted):
     props = rng.dirichlet(np.ones(4), n_bags)[codes]
     weights = rng.uniform(0.5, 2.0, len(ids)) if weighted else None
     bags = check_bags(ids, props, sample_weight=weights)
-    method = EasyLLP().prepare(bags, None)
+    method = EasyLLP(loss="log").prepare(bags, None)
 
     dataset = BagDataset(torch.zeros(bags.n_samples, 1), bags)
     logits_of_row = torch.randn(bags.n_samples, 4, dtype=torch.float64)
@@ -301,9 +311,9 @@ def test_bad_loss_names_the_parameter(small_bags, value):
 def test_clone_get_params_and_grid_search(small_bags):
     X, bags, props, _ = small_bags
     clf = LLPClassifier(method="easyllp", max_epochs=4, random_state=0, verbose=0)
-    assert clf.get_params()["method__loss"] == "log"
-    assert make_method("easyllp").get_params() == {"loss": "log"}
-    assert clone(clf.set_params(method__loss="square")).method__loss == "square"
+    assert clf.get_params()["method__loss"] == "square"
+    assert make_method("easyllp").get_params() == {"loss": "square"}
+    assert clone(clf.set_params(method__loss="log")).method__loss == "log"
 
     search = GridSearchCV(
         clf,

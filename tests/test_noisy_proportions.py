@@ -600,3 +600,42 @@ def test_benchmark_resummarise_relabels_an_old_json(tmp_path):
     for e in old:  # the same noise: share sd 1 / (50 e) = 2 / (50 (2 e))
         if e != "inf":
             assert f"| {2 * float(e):g} | {1 / (50 * float(e)):.3f} |" in text
+
+
+def test_benchmark_digits_study_quick(tmp_path):
+    """The release-formats study: integer noise, suppression, rows dropped."""
+    module = load_benchmark()
+    payload = module.main(["--study", "digits", "--quick", "--out", str(tmp_path)])
+    meta = payload["meta"]
+    assert meta["mechanism"] == "discrete_laplace" and meta["sensitivity"] == 2.0
+    suppression = payload["suppression_sweep"]
+    assert {r["min_bag_size"] for r in suppression} == {1, 10}
+    sizes = np.array(meta["sizes"])
+    for r in suppression:  # the rows of the withheld bags were dropped
+        assert r["rows_kept"] == pytest.approx(
+            sizes[sizes >= r["min_bag_size"]].sum() / sizes.sum()
+        )
+    assert {r["method"] for r in payload["epsilon_sweep"]} == {"dllp", "size", "noisy"}
+    text = (tmp_path / "noisy_proportions.digits.md").read_text()
+    assert "| 10 | " in text and "| inf (exact) |" in text
+    assert (tmp_path / "noisy_proportions.digits.png").stat().st_size > 0
+
+
+def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
+    """README and user guide quote the committed digits study exactly."""
+    root = Path(__file__).resolve().parents[1]
+    payload = json.loads(
+        (root / "benchmarks" / "results" / "noisy_proportions.digits.json").read_text()
+    )
+    readme = (root / "README.md").read_text()
+    guide = (root / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
+
+    def cell(row):
+        return f"{row['accuracy']:.3f} ± {row['accuracy_std']:.3f}"
+
+    for row in payload["epsilon_sweep"]:
+        assert cell(row) in readme and cell(row) in guide, row
+    for row in payload["suppression_sweep"]:
+        assert cell(row) in guide, row
+        if row["min_bag_size"] != 5:  # the README shows 1, 10, 20, 40
+            assert cell(row) in readme, row

@@ -32,10 +32,15 @@ from sklearn_llp._runtime import auto_threads, available_cores, in_worker, own_l
         (dict(cores=8, load=0.0, own=0.0, limit=4), 4),  # torch.set_num_threads(4)
         (dict(cores=2, load=0.0, own=0.0, limit=1), 1),  # threadpoolctl limit 1
         (dict(cores=2, load=0.0, own=0.0, worker=True), 1),  # in a worker
+        # the average lags: a process that has just ended still counts in it
+        (dict(cores=2, load=1.0, own=0.0, now=0.0), 2),
+        (dict(cores=2, load=1.0, own=0.0, now=0.9), 1),  # ... one still busy
+        (dict(cores=8, load=3.2, own=0.2, now=1.0), 7),
     ],
 )
 def test_decision_table(inputs, expected):
-    inputs = {"worker": False, "limit": 64, "running": 0, **inputs}
+    # now=inf: the counters agree with the load average unless a row says
+    inputs = {"worker": False, "limit": 64, "running": 0, "now": math.inf, **inputs}
     assert auto_threads(**inputs) == expected
 
 
@@ -125,3 +130,22 @@ def test_estimator_uses_auto_threads_and_restores(monkeypatch):
         assert torch.get_num_threads() == 2
     with clf.set_params(n_threads=None)._threads():
         assert torch.get_num_threads() == previous
+
+
+def test_busy_now_sees_a_busy_process_and_its_end(monkeypatch):
+    """The CPU counters see a busy process while it runs and nothing once it
+    has ended, while the 1-minute load average still counts it."""
+    import subprocess
+
+    monkeypatch.setattr(_runtime, "_busy_state", {})
+    before = _runtime.busy_now()  # whatever else this machine runs
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        _runtime._busy_state.clear()
+        assert _runtime.busy_now() > before + 0.6
+    finally:
+        busy.kill()
+        busy.wait()
+    _runtime._busy_state.clear()
+    assert _runtime.busy_now() < before + 0.5  # ended: not busy any more

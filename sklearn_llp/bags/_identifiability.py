@@ -244,7 +244,9 @@ class IdentifiabilityReport:
     n_classes : int
         Number of classes (columns of the proportions).
     classes : tuple
-        Class labels, in column order.
+        Class labels, in column order: the names given (``classes=``, the
+        columns of a ``props`` DataFrame, the keys of a dict) or, for
+        unnamed proportions, the column numbers ``0..n_classes-1``.
     n_features : int or None
         Columns of ``X`` (a DataFrame's non-numeric columns counted as their
         number of levels, as after one-hot encoding); None without ``X``.
@@ -297,6 +299,9 @@ class IdentifiabilityReport:
         :func:`warn_if_unidentifiable` warn.
     notes : tuple of str
         Observations that do not warn (e.g. few but very different bags).
+    positional_classes : bool
+        True when the proportions named no classes, so ``classes`` holds
+        column numbers; ``str(report)`` then says how to name them.
     """
 
     n_samples: int
@@ -316,6 +321,7 @@ class IdentifiabilityReport:
     effective_labels: float
     problems: tuple = ()
     notes: tuple = ()
+    positional_classes: bool = False
 
     @property
     def ok(self):
@@ -342,17 +348,26 @@ class IdentifiabilityReport:
             f"effective_labels={self.effective_labels:.1f})"
         )
 
+    def _class_names(self):
+        names = ", ".join(map(repr, self.classes))
+        if self.positional_classes:
+            return f"(unnamed: columns {names} of props; pass classes= to name them)"
+        return f"[{names}]"
+
     def __str__(self):
         def floats(values, fmt="{:.3g}"):
             return ", ".join(fmt.format(v) for v in values)
 
+        prior = floats(self.prior)
+        if not self.positional_classes:
+            prior = ", ".join(f"{c}: {p:.3g}" for c, p in zip(self.classes, self.prior))
         verdict = "no problem found" if self.ok else f"{len(self.problems)} problem(s)"
         lines = [
             f"Identifiability report: {verdict}",
             f"  bags: {self.n_bags} over {self.n_samples} rows; effective number "
             f"{self.effective_n_bags:.1f} (sizes), informative "
             f"{self.informative_n_bags:.1f}",
-            f"  classes: {self.n_classes} {list(self.classes)}",
+            f"  classes: {self.n_classes} {self._class_names()}",
         ]
         if self.n_features is not None:
             lines.append(
@@ -360,7 +375,7 @@ class IdentifiabilityReport:
                 f"{self.effective_dimension:.1f})"
             )
         lines += [
-            f"  prior: {floats(self.prior)}",
+            f"  prior: {prior}",
             f"  std across bags: {floats(self.proportion_std)} (relative "
             f"{floats(self.relative_spread, '{:.2f}')})",
             f"  canonical correlations bag-class: "
@@ -431,7 +446,7 @@ def _findings(report):
     return tuple(problems), tuple(notes)
 
 
-def check_identifiability(bags, props, X=None, *, sample_weight=None):
+def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=None):
     """Check whether bags and their proportions can identify a classifier.
 
     Cheap diagnostics (milliseconds for 10^5 rows) of whether fitting an
@@ -481,6 +496,10 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None):
         Weight of every row: bags are weighed by their total weight, and
         ``effective_labels`` uses the Kish effective number of rows
         ``(sum w)^2 / sum w^2``.
+    classes : array-like of shape (n_classes,), default=None
+        Names of the proportions' columns (e.g. ``FeatureBagGenerator``'s
+        ``classes_``), shown in the report. Defaults to the columns of a
+        ``props`` DataFrame, else the column numbers.
 
     Returns
     -------
@@ -526,6 +545,7 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None):
         props,
         n_samples=n_samples,
         sample_weight=sample_weight,
+        classes=classes,
         require_props=True,
     )
     props = validated.props
@@ -566,6 +586,7 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None):
         n_bags=int(n_bags),
         n_classes=int(n_classes),
         classes=tuple(validated.classes.tolist()),
+        positional_classes=bool(validated.positional_classes),
         n_features=n_features,
         effective_dimension=effective_dimension,
         prior=tuple(prior.tolist()),

@@ -100,6 +100,12 @@ class LLPMethod(BaseEstimator):
     #: :meth:`validate` before every fit.
     _parameter_constraints: dict = {}
 
+    #: Whether the estimator's ``early_stopping="auto"`` turns early stopping
+    #: on for this method (given enough bags): True for losses that a network
+    #: overfits as training goes on, so that the last epoch is worse than an
+    #: earlier one.
+    early_stopping_default: bool = False
+
     def validate(self):
         """Check the hyperparameters against ``_parameter_constraints``.
 

@@ -8,11 +8,9 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..bags._privacy import NOISE_NORMS, noise_variance
 from ._base import LLPMethod
 from ._losses import proportion_loss
-
-#: Variance of a noise of scale 1: Laplace ``2 b**2``, Gaussian ``sigma**2``.
-_UNIT_VARIANCE = {"laplace": 2.0, "gaussian": 1.0}
 
 
 def noisy_proportion_weights(
@@ -58,7 +56,8 @@ def noisy_proportion_weights(
         Size (or total sample weight) ``n_B`` of every bag, positive.
     count_variance : float or array-like of shape (n_bags,)
         Noise variance ``v`` of every count of a bag (Laplace ``2 b**2``,
-        Gaussian ``sigma**2``), in the units of ``sizes``.
+        Gaussian ``sigma**2``; :func:`~sklearn_llp.bags.noise_variance`), in
+        the units of ``sizes``.
     label_variance : float
         ``tau``, positive.
     n_classes : int
@@ -150,7 +149,9 @@ class NoisyProportions(LLPMethod):
         r_B = n_B tau / (n_B tau + (1 - 1/C) v)
 
     with ``n_B`` the bag's size, ``v`` the noise variance of a count
-    (``2 scale**2`` for Laplace, ``scale**2`` for Gaussian), ``C`` the number
+    (``2 scale**2`` for Laplace, ``scale**2`` for Gaussian,
+    :func:`~sklearn_llp.bags.noise_variance` for the integer noises, just
+    below those), ``C`` the number
     of classes and ``tau`` the mean over classes of ``pi_c (1 - pi_c)``
     (``pi``: the class proportions of all training rows, from the bags'
     proportions and sizes): the marginal variance of a label indicator,
@@ -213,15 +214,26 @@ class NoisyProportions(LLPMethod):
     weights above assume that projection. Clipping biases the proportions of
     small noisy bags towards the middle; their small weight limits the harm.
 
+    **Suppressed bags.** A release that withholds small bags has no
+    proportions for their rows, which ``fit`` refuses; drop those rows
+    explicitly (:func:`~sklearn_llp.bags.released_rows`). A bag released
+    with no usable information may instead be kept with a very large
+    per-bag scale (below), which weighs it all but 0.
+
     Parameters
     ----------
-    noise : {"laplace", "gaussian"}, default="laplace"
-        Distribution of the noise on every count.
+    noise : {"laplace", "gaussian", "discrete_laplace", "discrete_gaussian"}, \
+default="laplace"
+        Distribution of the noise on every count, ``table.attrs["noise"]``
+        of a :func:`~sklearn_llp.bags.dp_proportions` release. Another noise
+        of known variance ``v`` per count: ``noise="gaussian"`` with
+        ``scale=sqrt(v)`` (only the variance enters the weights).
     scale : float or dict or Series, default=1.0
         Scale of the noise on every count: the Laplace ``b`` (``sensitivity
         / epsilon``: ``2 / epsilon`` for a release of
         :func:`~sklearn_llp.bags.dp_proportions`, whose neighbours differ in
-        one person's label; 1.0 is epsilon = 2 there) or the Gaussian
+        one person's label; 1.0 is epsilon = 2 there), the Gaussian
+        ``sigma``, or the discrete Laplace ``t`` or discrete Gaussian
         ``sigma``, as :func:`~sklearn_llp.bags.dp_noise_scale`
         gives it and ``dp_proportions(...).attrs["noise_scale"]`` records
         it; in the units of the bag sizes (with ``sample_weight``, of the
@@ -260,7 +272,7 @@ class NoisyProportions(LLPMethod):
     """
 
     _parameter_constraints = {
-        "noise": [StrOptions(set(_UNIT_VARIANCE))],
+        "noise": [StrOptions(set(NOISE_NORMS))],
         "scale": [Interval(Real, 0, None, closed="left"), Mapping, pd.Series],
         "weighting": [StrOptions({"likelihood", "reliability"})],
     }
@@ -300,7 +312,9 @@ class NoisyProportions(LLPMethod):
         props = np.asarray(bags.props, dtype=np.float64)
         prior = self.class_prior_
         self.label_variance_ = float(np.mean(prior * (1.0 - prior)))
-        self.count_variance_ = _UNIT_VARIANCE[self.noise] * self._bag_scales(bags) ** 2
+        self.count_variance_ = np.asarray(
+            noise_variance(self.noise, self._bag_scales(bags)), dtype=np.float64
+        )
         if self.label_variance_ > 0:
             self.reliability_ = noisy_proportion_weights(
                 sizes,

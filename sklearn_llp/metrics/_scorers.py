@@ -14,9 +14,13 @@ routing; a :class:`BagScorer` therefore works in two ways:
   bag up by the id in ``y``.
 
 A scorer that gets neither raises an error that says what to do; it never
-returns NaN on its own.
+returns NaN on its own. A scorer that is given bags the model was trained on
+(``train_bag_ids_`` of a fitted ``LLPClassifier``) warns with a
+:class:`~sklearn_llp.exceptions.BagLeakageWarning`: a held-out score needs
+whole held-out bags (``cv=BagKFold(5)``, never ``cv=5`` with ``y=bags``).
 """
 
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -24,6 +28,7 @@ import pandas as pd
 from sklearn.utils.metadata_routing import MetadataRequest
 from sklearn.utils.validation import _num_samples
 
+from ..exceptions import BagLeakageWarning
 from ..utils import check_bags
 from ..utils._validation import (
     _class_names,
@@ -47,6 +52,83 @@ _NO_PROPS = (
     "bags=bags, props=props) or make_bag_scorer({metric!r}, "
     "props_table=table) with a DataFrame indexed by bag id."
 )
+
+
+_LEAK = (
+    "{n_trained} of the {n_scored} bags that {scorer} scores {how}, so the "
+    "score is not a held-out score. With y=bags, cv=5 (an integer cv, KFold, "
+    "StratifiedKFold) splits every bag across the folds and scores fragments "
+    "of bags whose other rows were trained on; pass cv=BagKFold(5) "
+    "(sklearn_llp.model_selection.BagKFold), which keeps every bag whole in "
+    "one fold."
+)
+
+
+def _trained_bag_ids(estimator):
+    """``train_bag_ids_`` of the LLP model in ``estimator`` (itself, a
+    Pipeline's last step, a search's ``best_estimator_``), or None."""
+    for _ in range(8):  # nested pipelines and searches
+        ids = getattr(estimator, "train_bag_ids_", None)
+        if ids is not None:
+            return ids
+        if hasattr(estimator, "steps"):
+            estimator = estimator.steps[-1][1]
+        elif hasattr(estimator, "best_estimator_"):
+            estimator = estimator.best_estimator_
+        else:
+            return None
+    return None
+
+
+def _warn_if_trained_on(scorer, estimator, bags):
+    """Warn when the scored ``bags`` were also trained on.
+
+    The ids of the scored bags are looked up in the model's
+    ``train_bag_ids_``. A scorer that knows every bag's size
+    (:func:`make_bag_scorer` with ``bags`` and ``props``) warns only for a
+    trained-on bag scored with part of its rows -- the signature of a
+    splitter that cut bags in two; scoring whole training bags (a training
+    score, ``return_train_score=True``) stays quiet. Without the sizes any
+    trained-on bag warns.
+    """
+    trained_ids = _trained_bag_ids(estimator)
+    if trained_ids is None or bags.overlapping or not bags.n_bags:
+        return
+    try:
+        ids = pd.Index(bags.ids, tupleize_cols=False)
+        trained = np.asarray(ids.isin(np.asarray(trained_ids, dtype=object)))
+    except (TypeError, ValueError):  # ids that cannot be compared
+        return
+    sizes = getattr(scorer, "_bag_sizes", None)  # absent from old pickles
+    if sizes is not None:
+        full = sizes.reindex(ids).to_numpy(dtype=float)
+        trained &= bags.sizes < full  # NaN (unknown bag) compares False
+        how = (
+            "hold only part of their rows while the model trained on bags "
+            "with the same ids"
+        )
+    else:
+        how = "were also trained on (train_bag_ids_ of the fitted model)"
+    if trained.any():
+        warnings.warn(
+            _LEAK.format(
+                n_trained=int(trained.sum()),
+                n_scored=bags.n_bags,
+                scorer=repr(scorer),
+                how=how,
+            )
+            + (
+                ""
+                if sizes is not None
+                else " Scoring the training bags on purpose (a training "
+                "score, return_train_score=True) gives this warning too: "
+                "build the scorer with make_bag_scorer(metric, bags=bags, "
+                "props=props), which knows the bags' sizes and warns only "
+                "for split bags."
+            ),
+            BagLeakageWarning,
+            stacklevel=3,
+        )
 
 
 def _as_props_table(table):
@@ -111,7 +193,11 @@ def bag_props_table(bags, props, *, classes=None):
     >>> table.to_numpy().tolist()
     [[0.5, 0.5], [0.0, 1.0]]
     """
-    bags = check_bags(bags, props, classes=classes, require_props=True)
+    return _table_of(check_bags(bags, props, classes=classes, require_props=True))
+
+
+def _table_of(bags):
+    """The per-bag proportions table of validated ``bags``."""
     index = pd.Index(bags.ids, name="bag", tupleize_cols=False)
     # class names (integers too) as a plain Index; column numbers as a RangeIndex
     columns = (
@@ -149,6 +235,16 @@ class BagScorer:
     proportions. GridSearchCV and cross_validate turn scorer errors into a
     warning and NaN scores unless ``error_score="raise"``; the warning holds
     the message.
+
+    Scoring bags that the model was trained on (``train_bag_ids_`` of a
+    fitted ``LLPClassifier``, also inside a Pipeline) gives a
+    :class:`~sklearn_llp.exceptions.BagLeakageWarning` naming
+    :class:`~sklearn_llp.model_selection.BagKFold`: ``cv=5`` with ``y=bags``
+    splits every bag across the folds. A scorer from
+    ``make_bag_scorer(metric, bags=bags, props=props)`` knows every bag's
+    size and warns only for bags scored with part of their rows, so a
+    training score of whole bags (``return_train_score=True`` under
+    ``BagKFold``) stays quiet.
 
     Parameters
     ----------
@@ -194,6 +290,8 @@ class BagScorer:
             raise ValueError(f"metric must be one of {BAG_METRICS}; got {metric!r}.")
         self.metric = metric
         self.props_table = None if props_table is None else _as_props_table(props_table)
+        # rows of every bag of the whole data set, set by make_bag_scorer
+        self._bag_sizes = None
 
     def __repr__(self):
         table = ""
@@ -249,6 +347,7 @@ class BagScorer:
                 self.props_table,
                 classes,
             )
+        _warn_if_trained_on(self, estimator, bags)
         proba = check_proba(estimator.predict_proba(X), n_samples, bags.n_classes)
         pred = None
         if self.metric.startswith("hard") and hasattr(estimator, "predict"):
@@ -295,7 +394,10 @@ def make_bag_scorer(metric="hard_l1", *, props_table=None, bags=None, props=None
     props_table : DataFrame or Series or dict, default=None
         Proportions indexed by bag id (see :class:`BagScorer`).
     bags : array-like of shape (n_samples,), default=None
-        Bag id of every sample of the data set the scorer will see.
+        Bag id of every sample of the data set the scorer will see. The
+        scorer also keeps every bag's size, so that it warns
+        (:class:`~sklearn_llp.exceptions.BagLeakageWarning`) only when a bag
+        the model trained on is scored with part of its rows.
     props : array-like, default=None
         Proportions aligned with ``bags`` (any form that
         :func:`sklearn_llp.utils.check_bags` accepts).
@@ -322,11 +424,17 @@ def make_bag_scorer(metric="hard_l1", *, props_table=None, bags=None, props=None
     """
     if (bags is None) != (props is None):
         raise ValueError("Pass both bags and props, or neither.")
-    if bags is not None:
-        if props_table is not None:
-            raise ValueError("Pass props_table, or bags and props, not both.")
-        props_table = bag_props_table(bags, props)
-    return BagScorer(metric, props_table=props_table)
+    if bags is None:
+        return BagScorer(metric, props_table=props_table)
+    if props_table is not None:
+        raise ValueError("Pass props_table, or bags and props, not both.")
+    checked = check_bags(bags, props, require_props=True)
+    scorer = BagScorer(metric, props_table=_table_of(checked))
+    if not checked.overlapping:
+        scorer._bag_sizes = pd.Series(
+            checked.sizes, index=pd.Index(checked.ids, tupleize_cols=False)
+        )
+    return scorer
 
 
 #: Minus :func:`hard_l1_error`; needs ``props`` routed (routing on).

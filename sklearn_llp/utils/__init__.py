@@ -12,6 +12,7 @@ from ._validation import (
     PROPS_NEG_TOL,
     PROPS_SUM_TOL,
     UNBAGGED,
+    check_bag_targets,
     check_bags,
     check_fit_inputs,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "PROPS_SUM_TOL",
     "UNBAGGED",
     "Bags",
+    "check_bag_targets",
     "check_bags",
     "check_fit_inputs",
 ]

@@ -504,13 +504,12 @@ def _is_per_bag_table(props, ids, bag_ids, n_samples, name):
     return False
 
 
-def _lookup_table(props, bag_ids, name):
-    """The rows of a per-bag table for ``bag_ids``, and its class columns."""
-    frame = _table_to_frame(props, name)
-    if frame.index.has_duplicates:
+def _table_rows(index, bag_ids, name):
+    """Row of a per-bag table's ``index`` for every one of ``bag_ids``."""
+    if index.has_duplicates:
         raise ValueError(f"{name} (a per-bag table) repeats a bag id in its index.")
     # get_indexer matches labels (a loc with a boolean array would be a mask)
-    rows = frame.index.get_indexer(pd.Index(bag_ids, tupleize_cols=False))
+    rows = index.get_indexer(pd.Index(bag_ids, tupleize_cols=False))
     missing = rows < 0
     if missing.any():
         shown = bag_ids[missing][:5].tolist()
@@ -518,6 +517,13 @@ def _lookup_table(props, bag_ids, name):
             f"{name} (a per-bag table) has no row for {int(missing.sum())} bag "
             f"id(s) that occur in bags, e.g. {shown}."
         )
+    return rows
+
+
+def _lookup_table(props, bag_ids, name):
+    """The rows of a per-bag table for ``bag_ids``, and its class columns."""
+    frame = _table_to_frame(props, name)
+    rows = _table_rows(frame.index, bag_ids, name)
     values = as_float_matrix(frame.to_numpy(), name)[rows]
     if not _has_class_names(props):
         return values, None
@@ -891,3 +897,305 @@ def _label_bags(y, n_samples, classes, sample_weight):
         )
     # each row is its own bag: its weight weighs its cross-entropy
     return replace(bags, bag_weights=bags.weights[bags.ids])
+
+
+# ----------------------------------------------------------------------
+# regression: bag means
+# ----------------------------------------------------------------------
+#: The column label of the targets a :class:`Bags` carries for regression:
+#: its ``props`` are then one column of bag means, ``classes == ["mean"]``.
+TARGET_COLUMN = "mean"
+
+#: Rows of sample-aligned ``targets`` that belong to one bag must agree
+#: within this tolerance, relative to the bag's mean (absolute below 1).
+TARGETS_BAG_RTOL = 1e-6
+
+
+def is_target_bags(bags):
+    """Whether a :class:`Bags` carries regression targets (bag means)."""
+    return (
+        bags.props is not None
+        and bags.props.shape[1] == 1
+        and bags.classes is not None
+        and bags.classes.tolist() == [TARGET_COLUMN]
+    )
+
+
+def _target_values(values, name):
+    """``values`` as a finite float vector: 1-D, or one column."""
+    if isinstance(values, pd.DataFrame) and {"sum", "mean"} & set(values.columns):
+        values = _named_target_columns(values, name)
+    if isinstance(values, pd.DataFrame):
+        if values.shape[1] != 1:
+            raise ValueError(
+                f"{name} is a DataFrame of {values.shape[1]} columns; give one "
+                "column of bag means (multi-output regression is not supported)."
+            )
+        values = values.iloc[:, 0]
+    if isinstance(values, pd.Series):
+        values = values.to_numpy()
+    try:
+        values = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must hold numbers (bag means); {exc}") from exc
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1:
+        hint = ""
+        if (
+            values.ndim == 2
+            and values.size
+            and np.all(np.isfinite(values))
+            and np.all(values >= 0)
+            and np.allclose(values.sum(axis=1), 1.0)
+        ):
+            # every row sums to 1: label proportions, e.g. make_bags of a
+            # target whose values are all integral (read as class labels)
+            hint = (
+                " Its rows sum to 1: these look like label proportions, which "
+                "make_bags gives for a target of integral values (read as "
+                "class labels); for bag means of such a target use the "
+                "generator's make_bag_means(X, y)."
+            )
+        raise ValueError(
+            f"{name} must be 1-D, one mean per row or per bag; got shape "
+            f"{values.shape} (multi-output regression is not supported).{hint}"
+        )
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return values
+
+
+def _targets_frame(targets, name):
+    """A per-bag table of targets (Series, one-column DataFrame, dict) as a
+    Series indexed by bag id."""
+    if isinstance(targets, pd.DataFrame):
+        if {"sum", "mean"} & set(targets.columns):
+            return _named_target_columns(targets, name)
+        if targets.shape[1] != 1:
+            raise ValueError(
+                f"{name} is a DataFrame of {targets.shape[1]} columns; a per-bag "
+                "table of targets has one column of bag means, or columns "
+                "'mean' or 'sum' with 'size', indexed by bag id."
+            )
+        return targets.iloc[:, 0]
+    if isinstance(targets, pd.Series):
+        return targets
+    values = []
+    for key, value in targets.items():
+        if np.ndim(value) != 0:
+            raise ValueError(
+                f"{name} dict must map every bag id to one number, its mean; "
+                f"bag {key!r} has {np.ndim(value)}-D value {value!r}."
+            )
+        values.append(value)
+    return pd.Series(values, index=pd.Index(list(targets), tupleize_cols=False))
+
+
+def _named_target_columns(targets, name):
+    """The bag means of a per-bag table with named columns: ``mean`` (and
+    optionally ``size``), or ``sum`` and ``size`` (means = sums / sizes)."""
+    columns = set(targets.columns)
+    if columns not in ({"mean"}, {"mean", "size"}, {"sum", "size"}):
+        raise ValueError(
+            f"{name} has columns {sorted(map(str, targets.columns))}; a per-bag "
+            "table of targets has the columns 'mean' (and optionally 'size') "
+            "or 'sum' and 'size' (each bag's total and its number of rows)."
+        )
+    if "size" in columns:
+        sizes = _target_values(targets["size"].to_numpy(), f"{name}['size']")
+        if np.any(sizes <= 0):
+            raise ValueError(f"{name}['size'] must be positive for every bag.")
+    if "mean" in columns:
+        return targets["mean"]
+    sums = _target_values(targets["sum"].to_numpy(), f"{name}['sum']")
+    return pd.Series(sums / sizes, index=targets.index)
+
+
+def _lookup_targets(targets, bag_ids, name):
+    """The means of a per-bag table for ``bag_ids``."""
+    series = _targets_frame(targets, name)
+    rows = _table_rows(series.index, bag_ids, name)
+    return _target_values(series.to_numpy(), name)[rows]
+
+
+def _targets_from_rows(values, codes, bag_ids, n_samples, name):
+    """Sample-aligned targets collapsed to one mean per bag."""
+    if values.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {values.shape[0]} values but X has {n_samples} rows; "
+            "pass one value per row (its bag's mean) or a per-bag table indexed "
+            "by bag id (a Series or dict)."
+        )
+    means = np.zeros(len(bag_ids))
+    means[codes] = values
+    spread = np.abs(values - means[codes])
+    tolerance = TARGETS_BAG_RTOL * np.maximum(1.0, np.abs(means[codes]))
+    if np.any(spread > tolerance):
+        bag = bag_ids[codes[np.argmax(spread - tolerance)]]
+        raise ValueError(
+            f"{name} differ between rows of the same bag (bag {bag!r}); every "
+            "row of a bag must carry that bag's mean."
+        )
+    return means
+
+
+def check_bag_targets(
+    bags,
+    targets=None,
+    *,
+    n_samples=None,
+    sample_weight=None,
+    min_bags=1,
+    name="bags",
+):
+    """Validate bags and their mean targets (regression) into a :class:`Bags`.
+
+    The regression counterpart of :func:`check_bags`: the bags are read in
+    every form :func:`check_bags` accepts, and ``targets`` holds the mean of
+    a continuous response over every bag (conversion value per campaign,
+    average hours per district...). The returned :class:`Bags` carries the
+    means as one column of ``props`` labelled ``classes == ["mean"]``.
+
+    Parameters
+    ----------
+    bags : array-like, DataFrame, sparse matrix, list of arrays or Bags
+        Which rows form a bag, in any form of :func:`check_bags`. A
+        :class:`Bags` must already carry targets (from this function) and
+        ``targets`` must then be None.
+    targets : array-like, Series, DataFrame or dict, default=None
+        The mean of every bag. With bag ids: sample-aligned, one value per
+        row (every row its bag's mean; the rows of a bag must agree within a
+        relative ``1e-6``), or a per-bag table keyed by bag id (a Series, a
+        one-column DataFrame or a dict ``{bag_id: mean}``; a pandas object
+        with the default index ``0..n-1`` is read by row). A DataFrame with
+        the columns ``sum`` and ``size`` gives each bag's total and its number
+        of rows (the mean is ``sum / size``: daily totals of hourly demand);
+        with ``mean`` and ``size``, the sizes are checked and not used. With membership
+        forms (overlapping bags): one value per bag, or a table keyed by
+        ``0..n_bags-1``. Values must be finite.
+    n_samples : int, default=None
+        Number of rows of ``X``; default: the length of ``bags``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weight of every row; a row of weight 0 leaves its bags.
+        The targets are taken as the bags' (weighted) means as given.
+    min_bags : int, default=1
+        Fewest bags accepted (training needs 2).
+    name : str, default="bags"
+        The argument's name in error messages.
+
+    Returns
+    -------
+    bags : Bags
+        Validated bags whose ``props[:, 0]`` holds the means.
+
+    Examples
+    --------
+    >>> from sklearn_llp.utils import check_bag_targets
+    >>> bags = check_bag_targets(["a", "a", "b"], [2.5, 2.5, -1.0])
+    >>> bags.ids.tolist(), bags.props[:, 0].tolist()
+    (['a', 'b'], [2.5, -1.0])
+    >>> check_bag_targets(["a", "a", "b"], {"a": 2.5, "b": -1.0}).props[:, 0].tolist()
+    [2.5, -1.0]
+    """
+    form, value = _bags_form(bags, n_samples, name)
+    if form == "bags":
+        if n_samples is not None and value.n_samples != n_samples:
+            raise ValueError(
+                f"{name} covers {value.n_samples} rows but X has {n_samples}."
+            )
+        if targets is not None:
+            raise ValueError(
+                f"{name} is a validated Bags object, which carries its targets; "
+                "pass targets=None."
+            )
+        if value.props is None:
+            raise TypeError(
+                f"{name} is a Bags object without targets; build it with "
+                "sklearn_llp.utils.check_bag_targets(bags, targets)."
+            )
+        if not is_target_bags(value):
+            raise ValueError(
+                f"{name} is a Bags object carrying label proportions of "
+                f"{value.n_classes} classes, not bag means; build it with "
+                "sklearn_llp.utils.check_bag_targets(bags, targets)."
+            )
+        validated = value
+    else:
+        if targets is None:
+            raise TypeError("targets is None: pass the mean target of every bag.")
+        validated = _new_bags(form, value, None, n_samples, None, name)
+        bag_ids = validated.ids
+        if form != "ids":
+            if isinstance(targets, Mapping) or (
+                isinstance(targets, (pd.DataFrame, pd.Series))
+                and not _is_default_index(targets.index)
+            ):
+                means = _lookup_targets(targets, bag_ids, "targets")
+            else:
+                means = _target_values(targets, "targets")
+                if means.shape[0] != len(bag_ids):
+                    raise ValueError(
+                        f"targets must hold one mean per bag ({len(bag_ids)}) "
+                        f"with overlapping bags; got {means.shape[0]}."
+                    )
+        elif _is_per_bag_table(targets, value, bag_ids, validated.n_samples, "targets"):
+            means = _lookup_targets(targets, bag_ids, "targets")
+        else:
+            means = _targets_from_rows(
+                _target_values(targets, "targets"),
+                validated.codes,
+                bag_ids,
+                validated.n_samples,
+                "targets",
+            )
+        validated = validated.with_props(means[:, None], np.array([TARGET_COLUMN]))
+    n_given = validated.n_bags
+    validated = validated.with_weights(sample_weight)
+    if validated.n_bags < min_bags:
+        weighed = (
+            f" ({n_given - validated.n_bags} dropped: all their rows have "
+            "sample_weight 0)"
+            if validated.n_bags < n_given
+            else ""
+        )
+        raise ValueError(
+            f"{name} holds {validated.n_bags} bag(s){weighed}; learning from "
+            f"bag means needs at least {min_bags}: the mean of a single bag says "
+            "nothing about which instance is which."
+        )
+    return validated
+
+
+def check_instance_targets(y, n_samples, sample_weight=None):
+    """Instance targets (``fit(X, y)`` of a regressor): every row its own bag.
+
+    Returns a :class:`Bags` of one row per bag whose mean is the row's
+    target (rows of weight 0 dropped), as :func:`check_bag_targets` does.
+    """
+    if y is None:
+        raise ValueError(
+            "This estimator requires y to be passed, but the target y is None: "
+            "pass bag ids as y with targets, or instance targets as y."
+        )
+    values = np.asarray(y) if not isinstance(y, (pd.Series, pd.DataFrame)) else y
+    if isinstance(values, pd.DataFrame) or (
+        isinstance(values, np.ndarray) and values.ndim == 2
+    ):
+        values = column_or_1d(values, warn=True)
+    values = _target_values(values, "y")
+    if values.shape[0] != n_samples:
+        raise ValueError(
+            "y must hold one target per row of X when targets is None; got "
+            f"{values.shape[0]} values for {n_samples} rows."
+        )
+    rows = np.arange(n_samples)
+    bags = Bags(
+        np.arange(n_samples + 1),
+        rows,
+        rows,
+        n_samples,
+        props=values[:, None],
+        classes=np.array([TARGET_COLUMN]),
+    )
+    return bags.with_weights(sample_weight)

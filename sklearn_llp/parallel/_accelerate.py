@@ -1,0 +1,205 @@
+"""Data-parallel training with Hugging Face Accelerate (skorch's ``AccelerateMixin``).
+
+skorch's mixin prepares the module and optimizer with the accelerator
+(``DistributedDataParallel`` across processes) and lets the accelerator
+shard every data loader. Bag batches cannot be sharded row by row, so this
+mixin keeps skorch's wrapping and replaces the sharding:
+
+* training batches (whole bags) are dealt to the processes by
+  :class:`~sklearn_llp._data.ShardedBatchSampler`: disjoint bags, the same
+  number of steps on every process, one shuffle drawn alike everywhere;
+* held-out bags and prediction rows are not sharded: every process
+  evaluates all of them with the same weights, so the validation errors,
+  early stopping and the prior-matched threshold are the same everywhere
+  (no gather);
+* the estimator's own training step runs (device, ``augment_batch``, the
+  method's loss) with the accelerator's ``autocast`` and ``backward``.
+"""
+
+import numpy as np
+from sklearn.utils import check_random_state
+from skorch.hf import AccelerateMixin
+
+from .._classifier import LLPClassifier
+from .._data import ShardedBatchSampler
+
+
+class LLPAccelerateMixin(AccelerateMixin):
+    """skorch's ``AccelerateMixin`` for the bag estimators (see
+    :class:`AcceleratedLLPClassifier`, which is this mixin on
+    :class:`~sklearn_llp.LLPClassifier`)."""
+
+    # ------------------------------------------------------------------
+    # parameters and device
+    # ------------------------------------------------------------------
+    def _check_params(self):
+        super()._check_params()
+        if self.accelerator.device_placement and self.device is not None:
+            raise ValueError(
+                f"device={self.device!r}: the accelerator places the network "
+                "(device_placement=True); leave device=None."
+            )
+        if self.precision != "float32":
+            raise ValueError(
+                f"precision={self.precision!r}: set mixed precision on the "
+                "accelerator instead, Accelerator(mixed_precision='bf16')."
+            )
+
+    def _validate_params(self):
+        # skorch's checks, without AccelerateMixin's check that device is
+        # None: while the estimator works, device=None stands for the
+        # accelerator's device (_resolved_device); _check_params checks the
+        # parameter itself
+        super(AccelerateMixin, self)._validate_params()
+
+    def _resolved_device(self):
+        if self.device is None:
+            return self.accelerator.device
+        return super()._resolved_device()
+
+    def _initialize_callbacks(self):
+        if self.callbacks__print_log__sink != "auto":
+            return super()._initialize_callbacks()
+        # the main process prints, and verbose=0 is silent (skorch's PrintLog
+        # ignores verbose with any sink but print); the parameter stays
+        # "auto", so that clone() copies no fitted estimator
+        self.callbacks__print_log__sink = self._print_on_main
+        try:
+            return super()._initialize_callbacks()
+        finally:
+            self.callbacks__print_log__sink = "auto"
+
+    def _print_on_main(self, *args, **kwargs):
+        if self.verbose:
+            self.accelerator.print(*args, **kwargs)
+
+    # ------------------------------------------------------------------
+    # data: whole bags per process, no accelerate sharding
+    # ------------------------------------------------------------------
+    def _train_sampler(self, dataset):
+        sampler = super()._train_sampler(dataset)
+        if self.accelerator.num_processes == 1:
+            return sampler
+        return ShardedBatchSampler(
+            sampler,
+            num_replicas=self.accelerator.num_processes,
+            rank=self.accelerator.process_index,
+        )
+
+    def get_iterator(self, dataset, training=False):
+        """The estimator's iterators, not sharded by the accelerator: the
+        training sampler deals whole bags to the processes; held-out bags and
+        prediction rows go to every process whole."""
+        return super(AccelerateMixin, self).get_iterator(dataset, training=training)
+
+    def evaluation_step(self, batch, training=False):
+        # every process evaluated the whole batch: nothing to gather
+        return super(AccelerateMixin, self).evaluation_step(batch, training=training)
+
+    # ------------------------------------------------------------------
+    # training
+    # ------------------------------------------------------------------
+    def _fit(self, *args, **kwargs):
+        if self.random_state is not None or self.accelerator.num_processes == 1:
+            return super()._fit(*args, **kwargs)
+        # every process must split and shuffle the bags alike: the fit is
+        # seeded with a seed the main process draws
+        from accelerate.utils import broadcast_object_list
+
+        seed = int(check_random_state(None).randint(np.iinfo(np.int32).max))
+        self.random_state = broadcast_object_list([seed])[0]
+        try:
+            return super()._fit(*args, **kwargs)
+        finally:
+            self.random_state = None
+
+    def initialize(self):
+        # a new network (a fresh fit) is prepared anew
+        self._wrapped_with_accelerator = False
+        return super().initialize()
+
+    def train_step_single(self, batch, **fit_params):
+        # the estimator's step; autocast and backward are the accelerator's
+        return super(AccelerateMixin, self).train_step_single(batch, **fit_params)
+
+    def _autocast(self):
+        return self.accelerator.autocast()
+
+    def _backward(self, loss):
+        self.accelerator.backward(loss)
+
+    def train_step(self, batch, **fit_params):
+        step = super().train_step(batch, **fit_params)
+        # the history records the mean loss over the processes: the same on
+        # every process, so a diverged loss stops them all at the same step
+        step["loss"] = self.accelerator.reduce(step["loss"].detach(), "mean")
+        return step
+
+    def on_train_begin(self, net, **kwargs):
+        # a continued fit (warm_start, partial_fit) after unwrapping trains
+        # the prepared (DistributedDataParallel) network again
+        if not self._wrapped_with_accelerator:
+            for name in self._modules:
+                module = getattr(self, name + "_")
+                setattr(self, name + "_", self.accelerator.prepare(module))
+            self._wrapped_with_accelerator = True
+        return super().on_train_begin(net, **kwargs)
+
+    def on_train_end(self, net, **kwargs):
+        # unwrapping waits for _after_training: the callbacks' on_train_end
+        # (early stopping's best weights) runs on the prepared network
+        self.accelerator.wait_for_everyone()
+        return super(AccelerateMixin, self).on_train_end(net, **kwargs)
+
+    def _after_training(self, dataset):
+        if self.unwrap_after_train:
+            self._unwrap_accelerator()
+        super()._after_training(dataset)
+
+
+class AcceleratedLLPClassifier(LLPAccelerateMixin, LLPClassifier):
+    """:class:`~sklearn_llp.LLPClassifier` trained data-parallel with Accelerate.
+
+    Run the script with ``accelerate launch --multi_gpu --num_processes N``
+    (or ``python -m torch.distributed.run --nproc_per_node N``): every
+    process fits the same estimator on the same ``X``, bags and
+    proportions; the network is wrapped in ``DistributedDataParallel`` and
+    each process trains on its own share of the bags.
+
+    * **Training batches** hold whole bags, dealt round robin to the
+      processes every epoch (disjoint bags, one shuffle drawn alike
+      everywhere): a step trains on ``N`` batches at once. Every process
+      makes the same number of steps; where the batches do not divide
+      evenly, the short processes repeat the epoch's first batches.
+    * **Validation** (``validation_fraction``, early stopping) and the
+      **prior-matched threshold** are computed by every process over all
+      held-out bags and all training rows, with the same weights: the same
+      numbers everywhere, at the cost of doing that work ``N`` times.
+    * **random_state=None** draws one seed on the main process for all.
+    * **Mixed precision** is the accelerator's
+      (``Accelerator(mixed_precision="bf16")``); ``precision`` must stay
+      ``"float32"``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance, default=None
+        As for :class:`~sklearn_llp.LLPClassifier`.
+    accelerator : accelerate.Accelerator
+        The accelerator, made once per process before the estimator.
+    device : None or str, default=None
+        None lets the accelerator place the network and the batches (its
+        ``device``); a device only with ``Accelerator(device_placement=False)``.
+    unwrap_after_train : bool, default=True
+        Unwrap the network after training (skorch's parameter): the fitted
+        model then predicts and pickles without the accelerator's wrapper.
+    **kwargs
+        The parameters of :class:`~sklearn_llp.LLPClassifier`.
+
+    Examples
+    --------
+    >>> from accelerate import Accelerator  # doctest: +SKIP
+    >>> from sklearn_llp.parallel import AcceleratedLLPClassifier
+    >>> clf = AcceleratedLLPClassifier(  # doctest: +SKIP
+    ...     accelerator=Accelerator(), method="vat", random_state=0
+    ... ).fit(X, bags, props)
+    """

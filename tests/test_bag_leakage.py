@@ -1,0 +1,124 @@
+"""The bag scorers warn when the bags they score were trained on (issue 24).
+
+``cross_val_score(clf, X, bags, cv=5)`` splits every bag across the folds
+(for a classifier an integer ``cv`` stratifies over ``y``, the bag ids), so
+each test fold scores fragments of bags whose other rows were trained on.
+The fitted model's ``train_bag_ids_`` lets the scorer see it and warn with a
+``BagLeakageWarning`` that names ``BagKFold``; with ``BagKFold`` it is quiet.
+"""
+
+import contextlib
+import warnings
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.model_selection import cross_val_score, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_llp import LLPClassifier
+from sklearn_llp.exceptions import BagLeakageWarning
+from sklearn_llp.metrics import hard_l1_scorer, make_bag_scorer
+from sklearn_llp.model_selection import BagKFold
+
+
+@pytest.fixture
+def problem():
+    """60 rows x 4 in ten bags of 6, sample-aligned props."""
+    rng = np.random.RandomState(0)
+    y = rng.randint(0, 2, 60)
+    X = rng.normal(size=(60, 4)) + 1.5 * y[:, None]
+    bags = np.repeat(np.arange(10), 6)
+    props = np.zeros((10, 2))
+    np.add.at(props, (bags, y), 1.0 / 6)
+    return X, bags, props[bags], y
+
+
+def small():
+    return LLPClassifier(
+        module__hidden_sizes=(8,),
+        max_epochs=2,
+        verbose=0,
+        random_state=0,
+        device="cpu",
+    )
+
+
+@contextlib.contextmanager
+def quiet():
+    """A context in which a BagLeakageWarning fails the test."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BagLeakageWarning)
+        yield
+
+
+def test_cv5_on_bag_ids_warns_and_names_bagkfold(problem):
+    X, bags, props, _ = problem
+    scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
+    with pytest.warns(BagLeakageWarning, match=r"cv=BagKFold\(5\)"):
+        cross_val_score(small(), X, bags, cv=5, scoring=scorer, params={"props": props})
+
+
+def test_bagkfold_is_quiet_also_for_training_scores(problem):
+    X, bags, props, _ = problem
+    scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
+    with quiet():
+        results = cross_validate(
+            small(),
+            X,
+            bags,
+            cv=BagKFold(5),
+            scoring=scorer,
+            params={"props": props},
+            return_train_score=True,  # whole training bags: not a leak
+            error_score="raise",
+        )
+    assert np.isfinite(results["test_score"]).all()
+    assert np.isfinite(results["train_score"]).all()
+
+
+def test_routed_scorer_warns_with_cv5_and_not_with_bagkfold(problem):
+    X, bags, props, _ = problem
+    with sklearn.config_context(enable_metadata_routing=True):
+        with pytest.warns(BagLeakageWarning, match="BagKFold"):
+            cross_val_score(
+                small(),
+                X,
+                bags,
+                cv=5,
+                scoring=hard_l1_scorer,
+                params={"props": props},
+            )
+        with quiet():
+            scores = cross_val_score(
+                small(),
+                X,
+                bags,
+                cv=BagKFold(5),
+                scoring=hard_l1_scorer,
+                params={"props": props},
+                error_score="raise",
+            )
+    assert np.isfinite(scores).all()
+
+
+def test_a_pipeline_is_looked_into(problem):
+    X, bags, props, _ = problem
+    pipeline = make_pipeline(StandardScaler(), small())
+    pipeline.fit(X[:30], bags[:30], llpclassifier__props=props[:30])
+    assert set(pipeline[-1].train_bag_ids_) == {0, 1, 2, 3, 4}
+    scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
+    with pytest.warns(BagLeakageWarning, match="1 of the 2 bags"):
+        scorer(pipeline, X[27:36], bags[27:36])  # half of bag 4, bag 5
+    with quiet():
+        scorer(pipeline, X[:30], bags[:30])  # the whole training bags
+        scorer(pipeline, X[30:], bags[30:])  # held-out bags
+
+
+def test_a_model_fitted_on_labels_is_never_warned_about(problem):
+    X, bags, props, y = problem
+    clf = small().fit(X, y)
+    assert clf.train_bag_ids_ is None
+    with quiet():
+        make_bag_scorer("hard_l1", bags=bags, props=props)(clf, X[:3], bags[:3])
