@@ -309,6 +309,15 @@ def plot(summary, meta, path):
     plt.close(fig)
 
 
+def _encode(value):
+    """JSON-safe: infinite floats (exact releases, eps = inf) as "inf"."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    return value
+
+
 def _decode(value):
     return math.inf if value == "inf" else value
 
@@ -673,18 +682,11 @@ def digits_study(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    def encode(value):
-        if isinstance(value, float) and math.isinf(value):
-            return "inf"
-        if isinstance(value, list):
-            return [encode(v) for v in value]
-        return value
-
     payload = {
-        "meta": {k: encode(v) for k, v in meta.items()},
-        "epsilon_sweep": [{k: encode(v) for k, v in r.items()} for r in eps_rows],
-        "suppression_sweep": [{k: encode(v) for k, v in r.items()} for r in sup_rows],
-        "runs": [{k: encode(v) for k, v in r.items()} for r in runs],
+        "meta": {k: _encode(v) for k, v in meta.items()},
+        "epsilon_sweep": [{k: _encode(v) for k, v in r.items()} for r in eps_rows],
+        "suppression_sweep": [{k: _encode(v) for k, v in r.items()} for r in sup_rows],
+        "runs": [{k: _encode(v) for k, v in r.items()} for r in runs],
     }
     stem = "noisy_proportions.digits"  # beside the Adult study's files
     (out / f"{stem}.json").write_text(json.dumps(payload, indent=1) + "\n")
@@ -784,13 +786,10 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    def encode(value):
-        return "inf" if isinstance(value, float) and math.isinf(value) else value
-
     payload = {
         "meta": meta,
-        "summary": [{k: encode(v) for k, v in r.items()} for r in summary],
-        "runs": [{k: encode(v) for k, v in r.items()} for r in runs],
+        "summary": [{k: _encode(v) for k, v in r.items()} for r in summary],
+        "runs": [{k: _encode(v) for k, v in r.items()} for r in runs],
     }
     (out / "noisy_proportions.json").write_text(json.dumps(payload, indent=1) + "\n")
     (out / "noisy_proportions.md").write_text(markdown(summary, meta))

@@ -673,20 +673,30 @@ def check_bags(
         validated = _new_bags(form, value, props, n_samples, classes, name)
         if require_props and validated.props is None:
             raise TypeError("props is None: pass the label proportions of the bags.")
+    return _weighted_enough(
+        validated,
+        sample_weight,
+        min_bags,
+        f"{name} holds {{n}} bag(s){{dropped}}; LLP needs at least {min_bags}: "
+        "the proportions of a single bag say nothing about which instance is "
+        "which.",
+    )
+
+
+def _weighted_enough(validated, sample_weight, min_bags, message):
+    """``validated`` with ``sample_weight``, refused when fewer than
+    ``min_bags`` bags keep a row of positive weight (``message`` formatted
+    with the number left and what the weights dropped)."""
     n_given = validated.n_bags
     validated = validated.with_weights(sample_weight)
     if validated.n_bags < min_bags:
-        weighed = (
+        dropped = (
             f" ({n_given - validated.n_bags} dropped: all their rows have "
             "sample_weight 0)"
             if validated.n_bags < n_given
             else ""
         )
-        raise ValueError(
-            f"{name} holds {validated.n_bags} bag(s){weighed}; LLP needs at least "
-            f"{min_bags}: the proportions of a single bag say nothing about which "
-            "instance is which."
-        )
+        raise ValueError(message.format(n=validated.n_bags, dropped=dropped))
     return validated
 
 
@@ -1150,21 +1160,14 @@ def check_bag_targets(
                 "targets",
             )
         validated = validated.with_props(means[:, None], np.array([TARGET_COLUMN]))
-    n_given = validated.n_bags
-    validated = validated.with_weights(sample_weight)
-    if validated.n_bags < min_bags:
-        weighed = (
-            f" ({n_given - validated.n_bags} dropped: all their rows have "
-            "sample_weight 0)"
-            if validated.n_bags < n_given
-            else ""
-        )
-        raise ValueError(
-            f"{name} holds {validated.n_bags} bag(s){weighed}; learning from "
-            f"bag means needs at least {min_bags}: the mean of a single bag says "
-            "nothing about which instance is which."
-        )
-    return validated
+    return _weighted_enough(
+        validated,
+        sample_weight,
+        min_bags,
+        f"{name} holds {{n}} bag(s){{dropped}}; learning from bag means needs at "
+        f"least {min_bags}: the mean of a single bag says nothing about which "
+        "instance is which.",
+    )
 
 
 def check_instance_targets(y, n_samples, sample_weight=None):
