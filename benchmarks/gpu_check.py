@@ -38,21 +38,17 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))  # for _common
+from _common import machine_info  # noqa: E402
+
 N_FEATURES, N_CLASSES = 64, 10
-DRY_TESTS = "tests/test_deterministic.py -k gpu_plan"
+DRY_TESTS = "tests/test_reproducibility.py -k gpu_plan"
 
 
-def machine_info(device):
-    try:
-        sys.path.insert(0, str(HERE))
-        from speed import machine_info as speed_info  # benchmarks/speed.py
-
-        info = speed_info()
-    except ImportError:
-        info = {"python": sys.version.split()[0], "torch": torch.__version__}
-    info.update(device=device, torch=torch.__version__, cuda=torch.version.cuda)
+def device_info(device):
+    """``_common.machine_info`` and, on CUDA, cuDNN's version."""
+    info = machine_info(device)
     if device == "cuda":
-        info["gpu"] = torch.cuda.get_device_name(0)
         info["cudnn"] = torch.backends.cudnn.version()
     return info
 
@@ -222,7 +218,8 @@ def write_markdown(report, path):
     info, tests, det = report["machine"], report.get("tests"), report["determinism"]
     lines = [
         f"# GPU check\n\nDevice: {info.get('gpu', info['device'])}; torch "
-        f"{info['torch']}, CUDA {info['cuda']}; dry run: {report['dry_run']}.\n"
+        f"{info['versions']['torch']}, CUDA {info.get('cuda')}; dry run: "
+        f"{report['dry_run']}.\n"
     ]
     if tests:
         lines.append(
@@ -276,7 +273,7 @@ def main(argv=None):
         )
         return 0
     warnings.simplefilter("ignore")  # tiny data sets warn of identifiability
-    report = {"machine": machine_info(args.device), "dry_run": args.dry_run}
+    report = {"machine": device_info(args.device), "dry_run": args.dry_run}
     if not args.skip_tests:
         report["tests"] = run_tests(args)
         print("tests:", report["tests"]["summary"])

@@ -74,7 +74,6 @@ import io
 import json
 import math
 import os
-import platform
 import pstats
 import subprocess
 import sys
@@ -85,6 +84,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results"
+sys.path.insert(0, str(HERE))  # for _common
+from _common import machine_info  # noqa: E402
+
+from sklearn_llp._runtime import resolve_device  # noqa: E402
 
 #: Cardinalities of the one-hot blocks, after Adult's workclass, education,
 #: marital status, occupation, relationship, race, sex and native country.
@@ -525,268 +528,96 @@ def _run_epoch(engine, device):
 
 
 # ----------------------------------------------------------------------
-# profile: where does LLPClassifier's epoch go?
+# profile: how much of LLPClassifier's epoch is host work?
 # ----------------------------------------------------------------------
-#: (label, file suffix, function name) of the per-batch costs worth naming.
-PROFILE_ITEMS = (
-    ("DataLoader.__next__ (whole data pipeline)", "dataloader.py", "__next__"),
-    ("BagDataset.__getitem__", "_data.py", "__getitem__"),
-    ("  np.unique in __getitem__", "_arraysetops_impl.py", "unique"),
-    ("  take_rows (X[idx])", "_data.py", "take_rows"),
-    ("skorch notify (batch callbacks)", "skorch/net.py", "notify"),
-    ("skorch history.record_batch", "skorch/history.py", "record_batch"),
-    ("skorch history.new_batch", "skorch/history.py", "new_batch"),
-    ("loss.item() (history)", "~", "<method 'item' of 'torch._C.TensorBase' objects>"),
-    ("skorch _set_training (module.train())", "skorch/net.py", "_set_training"),
-    ("skorch to_tensor", "skorch/utils.py", "to_tensor"),
-    ("skorch get_len", "skorch/utils.py", "get_len"),
-    ("LLPNet.get_loss", "sklearn_llp/_net.py", "get_loss"),
-    ("  _bag_batch", "sklearn_llp/_net.py", "_bag_batch"),
-    ("  proportion_loss", "methods/_losses.py", "proportion_loss"),
-    ("  vat_loss", "methods/_vat.py", "vat_loss"),
-    ("  clean_logits", "methods/_base.py", "clean_logits"),
-    ("  perturbation_mode (enter+exit)", "methods/_base.py", "perturbation_mode"),
-    ("bare: _proportion_loss", "speed.py", "_proportion_loss"),
-    ("bare: _vat_loss", "speed.py", "_vat_loss"),
-    ("module forward (MLP)", "modules/_mlp.py", "forward"),
-    ("backward (Tensor.backward)", "torch/_tensor.py", "backward"),
-    ("optimizer.zero_grad", "torch/optim/optimizer.py", "zero_grad"),
-    ("Adam update (adam())", "torch/optim/adam.py", "adam"),
-)
+class _TimedBatches:
+    """An iterable of batches that adds up the time spent making them."""
 
+    def __init__(self, batches):
+        self.batches, self.seconds = batches, 0.0
 
-def _profile_items(prof, n_batches):
-    """Per-batch microseconds (cumulative, profiled) of :data:`PROFILE_ITEMS`."""
-    stats = pstats.Stats(prof).stats
-    rows = {}
-    for label, file_suffix, func in PROFILE_ITEMS:
-        calls, cum = 0, 0.0
-        for (filename, _, name), (_, nc, _, ct, _) in stats.items():
-            if name == func and filename.replace(os.sep, "/").endswith(file_suffix):
-                calls += nc
-                cum += ct
-        if calls:
-            rows[label] = {"calls": calls, "us_per_batch": cum * 1e6 / n_batches}
-    return rows
+    def __len__(self):
+        return len(self.batches)
 
-
-def _time_call(fn, n=200, repeats=7):
-    """Median microseconds per call of ``fn`` over ``repeats`` loops of ``n``."""
-    fn()
-    per_call = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        per_call.append((time.perf_counter() - t0) / n)
-    return float(np.median(per_call)) * 1e6
-
-
-def _micro_costs(llp, bare, method, device):
-    """Unprofiled cost of each per-batch step LLPClassifier adds, on a batch
-    of median size (microseconds per call)."""
-    import torch
-    from skorch.utils import TeeGenerator, to_tensor
-
-    from sklearn_llp.methods import l2_normalize, perturbation_mode
-
-    clf = llp.clf
-    clf.device = str(device)
-    dataset = clf._training_dataset(llp.X, llp.bags, llp.props, reset=False)
-    batches = bare.sampler.batches()
-    pairs = sorted(batches, key=len)[len(batches) // 2]
-    batch = dataset[pairs]
-    Xi, target = batch
-    x = to_tensor(Xi, device=clf.device)
-    loss = clf.module_(x).sum()
-    loader = clf.get_iterator(dataset, training=True)
-
-    def bare_index():
-        bare.batch(pairs)
-
-    def loader_epoch():
-        for _ in loader:
-            pass
-
-    def notify_batch():
-        clf.notify("on_batch_begin", batch=batch, training=True)
-        clf.notify("on_batch_end", batch=batch, training=True, loss=loss, y_pred=x)
-
-    def notify_grad():
-        clf.notify(
-            "on_grad_computed",
-            named_parameters=TeeGenerator(clf.get_all_learnable_params()),
-            batch=batch,
-            training=True,
-        )
-
-    def history():
-        clf.history.record_batch("train_loss", loss.item())
-        clf.history.record_batch("train_batch_size", len(Xi))
-
-    def accumulator():
-        acc = clf.get_train_step_accumulator()
-        acc.store_step({"loss": loss, "y_pred": x})
-        acc.get_step()
-
-    n_batches = len(batches)
-    costs = {
-        f"batch rows (median batch of {len(pairs)} instances)": float(len(pairs)),
-        "BagDataset.__getitem__ (LLPClassifier)": _time_call(lambda: dataset[pairs]),
-        "bare loop: index the same batch": _time_call(bare_index),
-        "DataLoader: whole epoch / batches": _time_call(loader_epoch, n=1, repeats=3)
-        / n_batches,
-        "skorch _set_training(True) -> module.train()": _time_call(
-            lambda: clf._set_training(True)
-        ),
-        "skorch to_tensor(X) + LLPClassifier._bag_batch(target)": _time_call(
-            lambda: (to_tensor(Xi, device=clf.device), clf._bag_batch(target))
-        ),
-        "skorch notify on_batch_begin + on_batch_end": _time_call(notify_batch),
-        "skorch notify on_grad_computed (TeeGenerator)": _time_call(notify_grad),
-        "skorch history.record_batch x2 (+ loss.item())": _time_call(history),
-        "skorch train step accumulator": _time_call(accumulator),
-    }
-    if method == "vat":
-        d = torch.randn_like(x)
-        costs["VAT: l2_normalize (package)"] = _time_call(lambda: l2_normalize(d))
-        costs["VAT: F.normalize (bare loop)"] = _time_call(
-            lambda: torch.nn.functional.normalize(d, dim=1)
-        )
-
-        def stuck_check():
-            stuck = (d.flatten(1) == 0).all(dim=1).view(-1, 1)
-            torch.where(stuck, d, d)
-
-        costs["VAT: zero-gradient row check + where"] = _time_call(stuck_check)
-
-        def mode():
-            with perturbation_mode(clf.module_):
-                pass
-
-        costs["VAT: perturbation_mode enter+exit"] = _time_call(mode)
-    return costs
+    def __iter__(self):
+        batches = iter(self.batches)
+        while True:
+            t0 = time.perf_counter()
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            finally:
+                self.seconds += time.perf_counter() - t0
+            yield batch
 
 
 def run_profile(cfg, out_dir):
-    """cProfile one epoch of each engine, and time the data pipelines alone."""
-
+    """The host share of an epoch: the time spent making the batches (rows,
+    bag structure; the sampler's shuffle included) over the epoch's time,
+    for DLLP and VAT, next to the bare loop, and cProfile's top functions."""
     device = _setup_torch(cfg["threads"], cfg["device"])
     X, bags, props, _ = make_bags(cfg["rows"], cfg["bagging"], cfg.get("bag_size"))
     _warm_torch(device)
-    lines = [
-        f"# speed.py --profile: {cfg['rows']} rows, {cfg['bagging']} bags, "
-        f"{cfg['threads']} thread(s), device {device}",
-        "",
-    ]
-    summary = {}
+    summary, lines = (
+        {},
+        [
+            f"# speed.py --profile: {cfg['rows']} rows, {cfg['bagging']} bags, "
+            f"{cfg['threads']} thread(s), device {device}",
+            "",
+        ],
+    )
     for method in ("dllp", "vat"):
         bare = BareLoop(X, bags, props, method, cfg["max_bag_size"], device, 0, 3)
-        n_batches = _count_batches(bags, cfg["max_bag_size"], 0)
-        bare.epoch()  # warm-up
-        prof_bare = cProfile.Profile()
-        t0 = time.perf_counter()
-        prof_bare.enable()
-        bare.epoch()
-        prof_bare.disable()
-        bare_s = time.perf_counter() - t0
+        llp = LLPEngine(X, bags, props, method, cfg["max_bag_size"], device, 0)
+        timers, make = [], llp.clf.get_iterator
 
-        prof_llp = cProfile.Profile()
-        llp = LLPEngine(
-            X, bags, props, method, cfg["max_bag_size"], device, 0, profiler=None
-        )
-        llp.epoch()  # warm-up, not profiled
-        llp.clock.profiler = prof_llp
-        llp_s = llp.epoch()
-        llp.clock.profiler = None
+        def timed(dataset, training=False, make=make, timers=timers):
+            batches = _TimedBatches(make(dataset, training=training))
+            timers.append(batches)
+            return batches
 
-        # unprofiled epochs, interleaved, for the real ratio (paired)
-        plain = {"bare": [], "llp": []}
-        for r in range(5):
+        llp.clf.get_iterator = timed
+        times = {"llp": [], "bare": []}
+        for r in range(4):  # interleaved; round 0 warms up
             for kind in ("llp", "bare") if r % 2 == 0 else ("bare", "llp"):
+                timers.clear()
                 engine = llp if kind == "llp" else bare
-                plain[kind].append(_run_epoch(engine, device))
-        paired_ratio = float(np.median(np.divide(plain["llp"], plain["bare"])))
-        plain = {k: float(np.median(v)) for k, v in plain.items()}
-        micro = _micro_costs(llp, bare, method, device)
-
-        # the data pipelines alone, no arithmetic
-        dataset = llp.clf._training_dataset(X, bags, props, reset=False)
-        t0 = time.perf_counter()
-        for _ in llp.clf.get_iterator(dataset, training=True):
-            pass
-        llp_data_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for pairs in bare.sampler:
-            bare.batch(pairs)
-        bare_data_s = time.perf_counter() - t0
-
-        us = 1e6 / n_batches
+                times[kind].append(
+                    (_run_epoch(engine, device), sum(t.seconds for t in timers))
+                )
+        llp_s = float(np.median([t for t, _ in times["llp"][1:]]))
+        batches_s = float(np.median([b for _, b in times["llp"][1:]]))
+        bare_s = float(np.median([t for t, _ in times["bare"][1:]]))
+        n_batches = _count_batches(bags, cfg["max_bag_size"], 0)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        llp.epoch()
+        profiler.disable()
         summary[method] = {
             "batches_per_epoch": n_batches,
-            "bare_epoch_s": plain["bare"],
-            "llp_epoch_s": plain["llp"],
-            "ratio": paired_ratio,
-            "overhead_us_per_batch": (paired_ratio - 1.0) * plain["bare"] * us,
-            "micro_us_per_call": micro,
-            "bare_us_per_batch": plain["bare"] * us,
-            "data_pipeline_us_per_batch": {
-                "llp": llp_data_s * us,
-                "bare": bare_data_s * us,
-            },
-            "profiled_epoch_s": {"llp": llp_s, "bare": bare_s},
-            "profiled_items": {
-                "llp": _profile_items(prof_llp, n_batches),
-                "bare": _profile_items(prof_bare, n_batches),
-            },
+            "llp_epoch_s": llp_s,
+            "bare_epoch_s": bare_s,
+            "making_batches_s": batches_s,
+            "host_share": batches_s / llp_s,
+            "making_a_batch_us": batches_s / n_batches * 1e6,
         }
-        items = summary[method]["profiled_items"]
+        buf = io.StringIO()
+        pstats.Stats(profiler, stream=buf).sort_stats("tottime").print_stats(25)
         lines += [
-            f"## {method}: {n_batches} batches per epoch",
+            f"## {method}: {n_batches} batches an epoch",
             "",
-            f"unprofiled epoch (median of 5, interleaved): bare {plain['bare']:.3f} s, "
-            f"LLPClassifier {plain['llp']:.3f} s, paired ratio "
-            f"{paired_ratio:.3f}, overhead "
-            f"{(paired_ratio - 1.0) * plain['bare'] * us:.0f} us/batch "
-            f"(bare {plain['bare'] * us:.0f} us/batch)",
-            f"data pipeline alone: LLPClassifier's DataLoader {llp_data_s * us:.0f} "
-            f"us/batch, bare indexing {bare_data_s * us:.0f} us/batch",
-            f"profiled epoch: LLPClassifier {llp_s:.3f} s, bare {bare_s:.3f} s "
-            "(cProfile inflates Python-heavy code)",
-        ]
-        lines += [
+            f"epoch {llp_s:.3f} s (bare loop {bare_s:.3f} s); making the "
+            f"batches {batches_s:.3f} s ({batches_s / llp_s:.1%} of the epoch, "
+            f"{batches_s / n_batches * 1e6:.0f} us a batch)",
             "",
-            "| unprofiled micro-benchmark (median us per call) | us |",
-            "|---|---|",
-        ]
-        lines += [f"| {k} | {v:.1f} |" for k, v in micro.items()]
-        lines += [
+            "cProfile of one epoch, top 25 by own time:",
             "",
-            "| per batch, profiled (cumulative us) | LLPClassifier | bare loop |",
-            "|---|---|---|",
+            buf.getvalue().strip(),
+            "",
         ]
-        for label, _, _ in PROFILE_ITEMS:
-            cells = [
-                f"{items[k][label]['us_per_batch']:.0f}" if label in items[k] else "-"
-                for k in ("llp", "bare")
-            ]
-            if cells != ["-", "-"]:
-                lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
-        lines.append("")
-        for label, prof in (("LLPClassifier", prof_llp), ("bare loop", prof_bare)):
-            for key in ("tottime", "cumulative"):
-                buf = io.StringIO()
-                stats = pstats.Stats(prof, stream=buf)
-                stats.sort_stats(key).print_stats(25)
-                lines += [
-                    f"### {method}, {label}: top 25 by {key} "
-                    f"(profiled; seconds per epoch of {n_batches} batches)",
-                    "",
-                    buf.getvalue().strip(),
-                    "",
-                ]
-    path = Path(out_dir) / "speed_profile.txt"
-    path.write_text("\n".join(lines) + "\n")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "speed_profile.txt").write_text("\n".join(lines) + "\n")
     (Path(out_dir) / "speed_profile.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -825,34 +656,13 @@ def _spawn(cfg, timeout):
     )
 
 
-def machine_info():
-    import sklearn
-    import skorch
-    import torch
-
-    info = {
-        "nproc": os.cpu_count(),
-        "platform": platform.platform(),
-        "processor": platform.processor(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "skorch": skorch.__version__,
-        "scikit-learn": sklearn.__version__,
-        "cuda_available": torch.cuda.is_available(),
-    }
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu_model"] = line.split(":", 1)[1].strip()
-                    break
-        info["loadavg_at_start"] = os.getloadavg()
-    except OSError:
-        pass
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info
+def machine_line(machine):
+    """CPU, cores and torch of a report (also of reports written before
+    ``_common.machine_info``, whose keys were ``cpu_model`` and ``nproc``)."""
+    cpu = machine.get("cpu") or machine.get("cpu_model", "?")
+    cores = machine.get("usable_cpus", machine.get("nproc"))
+    torch_version = machine.get("versions", {}).get("torch") or machine.get("torch")
+    return f"{cpu}, {cores} cores, torch {torch_version}"
 
 
 def build_configs(args):
@@ -978,8 +788,7 @@ def write_markdown(report, path):
     lines = [
         "# Training speed: LLPClassifier vs a bare PyTorch loop",
         "",
-        f"Machine: {report['machine'].get('cpu_model', '?')}, "
-        f"{report['machine']['nproc']} cores, torch {report['machine']['torch']}, "
+        f"Machine: {machine_line(report['machine'])}, "
         f"{res[0]['threads'] if res else '?'} torch thread(s), device "
         f"{res[0]['device'] if res else '?'}. Epoch times are medians over "
         "the measured epochs (first epoch of every engine discarded); the four "
@@ -1191,7 +1000,7 @@ def scale_at_defaults(n_rows, out, epochs=2, seed=0):
         "",
         f"{n_rows:,} rows x 40 features in random bags of 64, 4 classes, DLLP, "
         f"{epochs} epochs (fit time includes validation of the inputs); accuracy "
-        f"on 100,000 further rows. {report['machine'].get('cpu_model', '')}; load "
+        f"on 100,000 further rows. {machine_line(report['machine'])}; load "
         f"average {report['load_average_before']:.2f} before.",
         "",
         "| variant | threads | batch_size_ | fit s | rows/s | accuracy |",
@@ -1256,7 +1065,7 @@ def main(argv=None):
             [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]
         ),
         "quick": args.quick,
-        "machine": machine_info(),
+        "machine": machine_info(resolve_device(args.device)),
         "settings": {
             "network": "sklearn_llp.modules.MLP(n_features, 2): hidden (256, 256)",
             "n_features": N_FEATURES,

@@ -9,11 +9,12 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ._decision import decide, fit_decision
 from .metrics._bag_metrics import bag_errors_of, check_proba
 from .utils import Bags, check_bags
+from .utils._validation import num_rows
 
 _SCORE_WITHOUT_PROPS = (
     "{name}.score(X, y) got no props, but the model was fitted on bags, so y "
@@ -184,10 +185,11 @@ class LLPClassifierMixin(ClassifierMixin):
             if not self._fit_on_labels_:
                 raise ValueError(_SCORE_WITHOUT_PROPS.format(name=type(self).__name__))
             return super().score(X, y, sample_weight=sample_weight)
+        n_samples = num_rows(X)
         bags = check_bags(
             y,
             props,
-            n_samples=_num_samples(X),
+            n_samples=n_samples,
             classes=self.classes_,
             sample_weight=sample_weight,
             require_props=True,

@@ -6,7 +6,7 @@ from numbers import Real
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import LLPClassifierMixin
 from ._data import ArrayDataset, subset_rows
@@ -15,6 +15,7 @@ from ._net import _UNSIZED, LLPNet
 from .bags._identifiability import check_identifiability, warn_if_unidentifiable
 from .exceptions import FitDivergedError
 from .utils import check_fit_inputs
+from .utils._validation import num_rows
 
 
 class LLPClassifier(LLPClassifierMixin, LLPNet):
@@ -26,20 +27,25 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     bags' proportions; ``predict`` then labels single instances. Every batch
     holds whole bags; bag means are segment reductions on the device.
 
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn_llp import LLPClassifier
+    >>> from sklearn_llp.bags import UniformBagGenerator
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> bags, props = UniformBagGenerator(16, random_state=0).make_bags(X, y)
+    >>> keep = bags >= 0  # the last, incomplete bag is dropped
+    >>> clf = LLPClassifier(max_epochs=20, verbose=0, random_state=0)
+    >>> clf = clf.fit(X[keep], bags[keep], props[keep])
+    >>> clf.predict(X[:5]).shape
+    (5,)
+    >>> clf.score(X[keep], bags[keep], props[keep]) > 0.8
+    True
+
     Parameters
     ----------
-    module : torch.nn.Module class or instance, default=None
-        The network; it maps a batch of ``X`` to class logits, one tensor of
-        shape ``(n_rows, n_classes)``. ``None`` uses
-        :class:`~sklearn_llp.modules.MLP`. A class whose ``__init__`` takes
-        ``n_features`` and/or ``n_classes`` gets them from the data unless set
-        as ``module__n_features``/``module__n_classes``; other arguments are
-        ``module__*`` parameters (e.g. ``module__hidden_sizes=(64,)``). An
-        instance is a template that is never trained itself: every ``fit``
-        (unless ``warm_start=True``) trains a copy in ``module_`` whose
-        parameters are reset (``reset_parameters()`` of each submodule, under
-        the fit's seed), so seeded fits are identical and estimators that
-        share the instance are independent.
     method : str or LLPMethod, default="vat"
         The training loss, a component like ``module``: ``"dllp"``
         (proportion loss only), ``"vat"`` (LLP-VAT: proportion loss plus
@@ -52,9 +58,35 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         override an instance's own values (the instance itself is cloned,
         never modified) and are validated before any training. A fresh
         method is built once per ``fit``/``partial_fit``.
-    classes : array-like, default=None
-        Class labels in the column order of ``props``; default: the columns
-        of a per-bag table, else ``0..n_classes-1``.
+    max_epochs : int, default=100
+        Epochs per ``fit`` (and per ``partial_fit``).
+    lr : float, default=1e-3
+        Learning rate.
+    batch_size : int or "auto", default="auto"
+        Target number of instances per batch; whole bags are packed until it
+        is reached, so a batch may exceed it by less than one bag. ``"auto"``
+        (the fitted ``batch_size_``) is 128 rows when the median bag (capped
+        at ``max_bag_size``) is smaller, else 8 median bags: a bag at least as
+        large as the batch is a step of its own, and the proportion gradient
+        of a single bag is noisy (Fashion-MNIST in bags of 256: 74.6 %
+        held-out accuracy with one bag a step, 82.4 % with 8). The minimum
+        grows with the data where steps stay plentiful: on the CPU it is
+        ``n_rows / 512`` when that is larger (at most 2048: at least 512
+        steps an epoch), on a GPU ``n_rows / 32`` (at most 1024).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network's initialisation, the bag shuffling, the validation
+        split and the random perturbations; an int makes a CPU fit
+        reproducible for a given number of torch threads.
+    verbose : int, default=1
+        1 prints skorch's epoch table; 0 is silent.
+    device : str, torch.device or None, default="auto"
+        ``"auto"`` trains on CUDA when available, else on the CPU; or any
+        torch device string. ``set_params(device=...)`` on a fitted model
+        moves its network and optimizer state there. None moves nothing:
+        the network and data stay where torch creates them (the CPU unless
+        torch's default device is set); placement is then someone else's
+        (:class:`~sklearn_llp.parallel.AcceleratedLLPClassifier`'s
+        accelerator).
     threshold : {"auto", "prior", "argmax"} or float, default="auto"
         How ``predict`` turns probabilities into labels (``predict_proba`` is
         the same for every choice). ``"argmax"``: the most probable class
@@ -78,10 +110,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         (more classes, or labels); see the user guide, "Decisions without
         instance labels" (:ref:`threshold`).
         Fitted: ``decision_offsets_`` and ``threshold_``.
-    max_bag_size : int, default=1024
-        Bags with more instances are subsampled afresh every epoch to this
-        many, so the memory of a step is bounded while every instance is used
-        over the epochs. None never subsamples.
     validation_fraction : float, default=None
         Fraction of the **rows** held out for validation, in whole bags (whole
         groups of connected bags when bags overlap), drawn by
@@ -108,26 +136,26 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     n_iter_no_change : int, default=10
         Epochs without a new best held-out error after which early stopping
         ends the fit.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the network's initialisation, the bag shuffling, the validation
-        split and the random perturbations; an int makes a CPU fit
-        reproducible for a given number of torch threads.
+    module : torch.nn.Module class or instance, default=None
+        The network; it maps a batch of ``X`` to class logits, one tensor of
+        shape ``(n_rows, n_classes)``. ``None`` uses
+        :class:`~sklearn_llp.modules.MLP`. A class whose ``__init__`` takes
+        ``n_features`` and/or ``n_classes`` gets them from the data unless set
+        as ``module__n_features``/``module__n_classes``; other arguments are
+        ``module__*`` parameters (e.g. ``module__hidden_sizes=(64,)``). An
+        instance is a template that is never trained itself: every ``fit``
+        (unless ``warm_start=True``) trains a copy in ``module_`` whose
+        parameters are reset (``reset_parameters()`` of each submodule, under
+        the fit's seed), so seeded fits are identical and estimators that
+        share the instance are independent.
+    classes : array-like, default=None
+        Class labels in the column order of ``props``; default: the columns
+        of a per-bag table, else ``0..n_classes-1``.
+    max_bag_size : int, default=1024
+        Bags with more instances are subsampled afresh every epoch to this
+        many, so the memory of a step is bounded while every instance is used
+        over the epochs. None never subsamples.
     optimizer : torch optimizer class, default=torch.optim.Adam
-    lr : float, default=1e-3
-        Learning rate.
-    max_epochs : int, default=100
-        Epochs per ``fit`` (and per ``partial_fit``).
-    batch_size : int or "auto", default="auto"
-        Target number of instances per batch; whole bags are packed until it
-        is reached, so a batch may exceed it by less than one bag. ``"auto"``
-        (the fitted ``batch_size_``) is 128 rows when the median bag (capped
-        at ``max_bag_size``) is smaller, else 8 median bags: a bag at least as
-        large as the batch is a step of its own, and the proportion gradient
-        of a single bag is noisy (Fashion-MNIST in bags of 256: 74.6 %
-        held-out accuracy with one bag a step, 82.4 % with 8). The minimum
-        grows with the data where steps stay plentiful: on the CPU it is
-        ``n_rows / 512`` when that is larger (at most 2048: at least 512
-        steps an epoch), on a GPU ``n_rows / 32`` (at most 1024).
     predict_batch_size : int, default=4096
         Rows per forward pass in ``predict`` and ``predict_proba``.
     callbacks : list or tuple of skorch callbacks, default=None
@@ -139,16 +167,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         Continue from the current weights on ``fit``; the data must have the
         fitted model's classes and features (else ``fit`` raises and the
         model is left as it was).
-    verbose : int, default=1
-        1 prints skorch's epoch table; 0 is silent.
-    device : str, torch.device or None, default="auto"
-        ``"auto"`` trains on CUDA when available, else on the CPU; or any
-        torch device string. ``set_params(device=...)`` on a fitted model
-        moves its network and optimizer state there. None moves nothing:
-        the network and data stay where torch creates them (the CPU unless
-        torch's default device is set); placement is then someone else's
-        (:class:`~sklearn_llp.parallel.AcceleratedLLPClassifier`'s
-        accelerator).
     n_threads : int, "auto" or None, default="auto"
         Torch intra-op threads during ``fit`` and ``predict`` on the CPU,
         restored afterwards (torch's setting is process-wide). ``"auto"``
@@ -250,23 +268,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     ``module__*`` on a fitted model re-initialises the network (skorch's
     behaviour): a :class:`~sklearn_llp.exceptions.ModelResetWarning` says so
     and the model counts as not fitted until the next ``fit``.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_digits
-    >>> from sklearn.preprocessing import StandardScaler
-    >>> from sklearn_llp import LLPClassifier
-    >>> from sklearn_llp.bags import UniformBagGenerator
-    >>> X, y = load_digits(return_X_y=True)
-    >>> X = StandardScaler().fit_transform(X)
-    >>> bags, props = UniformBagGenerator(16, random_state=0).make_bags(X, y)
-    >>> keep = bags >= 0  # the last, incomplete bag is dropped
-    >>> clf = LLPClassifier(max_epochs=20, verbose=0, random_state=0)
-    >>> clf = clf.fit(X[keep], bags[keep], props[keep])
-    >>> clf.predict(X[:5]).shape
-    (5,)
-    >>> clf.score(X[keep], bags[keep], props[keep]) > 0.8
-    True
     """
 
     __metadata_request__fit = {"props": True}
@@ -407,7 +408,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     def _fit_inputs(self, X, y, props, sample_weight, classes, continuing):
         """Bags from ids and proportions, or from labels (``props=None``)."""
-        n_samples = _num_samples(X)
+        n_samples = num_rows(X)
         if not continuing:
             return check_fit_inputs(
                 y,

@@ -9,6 +9,8 @@ import scipy.sparse as sp
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
+from .methods._losses import attach_plan
+
 
 def as_tensor(X):
     """Dense float32 tensor, or CSR matrix kept sparse until batched."""
@@ -115,6 +117,156 @@ class BagDataset(torch.utils.data.Dataset):
     def select_bags(self, bag_mask):
         """The sub-dataset of the bags where ``bag_mask`` is True."""
         return BagDataset(self.X, self.bags.select(bag_mask))
+
+
+class EpochBatches:
+    """One epoch's whole-bag batches, their structure built in one go.
+
+    Iterating asks ``sampler`` for the epoch's index arrays (as
+    :class:`BagBatchSampler` yields them), computes the rows and bag
+    structure of *every* batch with a few vectorised numpy calls, moves them
+    to the data's device in one copy per array, and yields slices: a step
+    then does no numpy work and no host-to-device copy of its structure,
+    and gathers its rows with an index already on the device. Each batch is
+    exactly ``dataset[pairs]`` for its index array ``pairs``.
+
+    Parameters
+    ----------
+    dataset : BagDataset
+    sampler : iterable of index arrays
+        The batches of one epoch per iteration; ``len(sampler)`` batches.
+    device : str, torch.device or None, default=None
+        Where the batches go (the network's device); None: where ``X`` is.
+        Rows of an ``X`` kept elsewhere (sparse, or too large for the
+        device) are gathered there and copied, one batch at a time.
+    """
+
+    def __init__(self, dataset, sampler, device=None):
+        self.dataset = dataset
+        self.sampler = sampler
+        self.device = device
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def __iter__(self):
+        batches = [np.asarray(b, dtype=np.int64) for b in self.sampler]
+        if not batches:
+            return
+        data = self.dataset
+        home = data.X.device if torch.is_tensor(data.X) else torch.device("cpu")
+        device = home if self.device is None else torch.device(self.device)
+        # "cuda" is wherever X went (cuda:0 by default): no copy then
+        gather_there = torch.is_tensor(data.X) and home.type == device.type
+        gather_there = gather_there and device.index in (None, home.index)
+        device = home if gather_there else device
+        plan, cuts = self._plan(batches)
+        on_device = {k: torch.from_numpy(v).to(device) for k, v in plan.items()}
+        bag_props = data.bag_props.to(device)[on_device["bag_index"]]
+        weights = bag_weights = None
+        if data.weights is not None:
+            weights = data.weights.to(device)[on_device["rows"]]
+        if data.bag_weights is not None:
+            bag_weights = data.bag_weights.to(device)[on_device["bag_index"]]
+        for b in range(len(batches)):
+            p, s, r = (slice(cut[b], cut[b + 1]) for cut in cuts)
+            # a batch's offsets: one per group, then its end
+            so, ro = (slice(cut[b] + b, cut[b + 1] + b + 1) for cut in cuts[1:])
+            target = {
+                "segments": attach_plan(
+                    on_device["segments"][p],
+                    on_device["segment_offsets"][so],
+                    on_device["segment_counts"][s],
+                    int(plan["sizes"][b]) or None,
+                ),
+                "bag_index": on_device["bag_index"][s],
+                "bag_props": bag_props[s],
+            }
+            if data.overlapping:  # the gather's backward sums by member
+                target["members"] = attach_plan(
+                    on_device["members"][p],
+                    on_device["member_offsets"][ro],
+                    on_device["member_counts"][r],
+                    None,
+                    order=on_device["member_order"][p],
+                )
+            if weights is not None:
+                target["weights"] = weights[r]
+            if bag_weights is not None:
+                target["bag_weights"] = bag_weights[s]
+            if gather_there:
+                X = data.X[on_device["rows"][r]]
+            else:  # sparse rows are densified on the host, one batch at a time
+                X = take_rows(data.X, plan["rows"][r]).to(device)
+            yield X, target
+
+    def _plan(self, batches):
+        """Host arrays of the whole epoch, and where each batch's part starts.
+
+        Returns the arrays and the cuts of pairs, segments and rows (each
+        ``n_batches + 1`` long): batch ``b`` holds pairs
+        ``cuts[0][b]:cuts[0][b + 1]``, and so on.
+        """
+        data = self.dataset
+        n_pairs = np.array([len(b) for b in batches])
+        pair_cuts = np.r_[0, np.cumsum(n_pairs)]
+        pairs = np.concatenate(batches)
+        batch_of_pair = np.repeat(np.arange(len(batches)), n_pairs)
+        # a segment starts where the bag changes or a batch starts
+        bag_of_pair = data.pair_bags[pairs]
+        new_bag = np.ones(len(pairs), dtype=bool)
+        np.not_equal(bag_of_pair[1:], bag_of_pair[:-1], out=new_bag[1:])
+        new_bag[pair_cuts[:-1]] = True
+        segment = np.cumsum(new_bag) - 1
+        segment_cuts = np.r_[segment[pair_cuts[:-1]], segment[-1] + 1]
+        starts = np.flatnonzero(new_bag)
+        counts = np.diff(np.r_[starts, len(pairs)])
+        # bags of one size in a batch are summed by a reshape
+        low = np.minimum.reduceat(counts, segment_cuts[:-1])
+        high = np.maximum.reduceat(counts, segment_cuts[:-1])
+        plan = {
+            "segments": segment - segment[pair_cuts[:-1]][batch_of_pair],
+            "segment_offsets": _local_offsets(starts, segment_cuts, pair_cuts),
+            "segment_counts": counts,
+            "sizes": np.where(low == high, low, 0),
+            "bag_index": bag_of_pair[new_bag],
+        }
+        members = data.bags.members[pairs]
+        if not data.overlapping:
+            plan["rows"] = members
+            return plan, (pair_cuts, segment_cuts, pair_cuts)
+        # each batch's distinct rows, sorted, and every pair's row among them
+        n_rows = data.bags.n_samples
+        keys, inverse = np.unique(batch_of_pair * n_rows + members, return_inverse=True)
+        row_cuts = np.searchsorted(keys // n_rows, np.arange(len(batches) + 1))
+        local = inverse.ravel() - row_cuts[batch_of_pair]
+        # the gather's backward sums pairs by row: their stable order by row
+        order = np.lexsort((local, batch_of_pair))
+        per_row = np.bincount(inverse.ravel(), minlength=len(keys))
+        plan.update(
+            rows=keys % n_rows,
+            members=local,
+            member_order=order - pair_cuts[batch_of_pair],
+            member_offsets=_local_offsets(
+                np.r_[0, np.cumsum(per_row)[:-1]], row_cuts, pair_cuts
+            ),
+            member_counts=per_row,
+        )
+        return plan, (pair_cuts, segment_cuts, row_cuts)
+
+
+def _local_offsets(starts, group_cuts, pair_cuts):
+    """Every batch's offsets, concatenated: the starts of its groups
+    (``group_cuts[b]:group_cuts[b + 1]`` of ``starts``, positions in the
+    epoch) relative to its first pair, then its number of pairs."""
+    n_batches = len(pair_cuts) - 1
+    n_groups = np.diff(group_cuts)
+    out = np.empty(len(starts) + n_batches, dtype=np.int64)
+    is_end = np.zeros(len(out), dtype=bool)
+    is_end[group_cuts[1:] + np.arange(n_batches)] = True
+    out[is_end] = np.diff(pair_cuts)
+    out[~is_end] = starts - np.repeat(pair_cuts[:-1], n_groups)
+    return out
 
 
 class BagBatchSampler(Sampler):
@@ -250,9 +402,4 @@ class ArrayDataset(torch.utils.data.Dataset):
 def array_loader(dataset, batch_size):
     """Sequential batches of ``batch_size`` rows, fetched one array at a time."""
     sampler = BatchSampler(SequentialSampler(dataset), batch_size, drop_last=False)
-    return DataLoader(dataset, sampler=sampler, batch_size=None)
-
-
-def bag_loader(dataset, sampler):
-    """Batches of whole bags drawn by ``sampler``."""
     return DataLoader(dataset, sampler=sampler, batch_size=None)

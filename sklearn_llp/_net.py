@@ -17,6 +17,7 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 import torch
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (
@@ -42,11 +43,18 @@ from ._data import (
     ArrayDataset,
     BagBatchSampler,
     BagDataset,
+    EpochBatches,
     array_loader,
     as_tensor,
-    bag_loader,
 )
-from ._runtime import RuntimeMixin, deterministic, device_type, draw_seed, resident
+from ._runtime import (
+    RuntimeMixin,
+    check_device,
+    deterministic,
+    device_type,
+    draw_seed,
+    resident,
+)
 from .exceptions import ModelResetWarning
 from .methods import BagBatch, LLPMethod, make_method, method_params
 from .model_selection import BagShuffleSplit
@@ -240,10 +248,13 @@ class LLPNet(RuntimeMixin, NeuralNet):
                 allow_nd=True,
                 ensure_min_samples=2 if reset else 1,
             )
-        except ValueError as exc:
+        except (TypeError, ValueError) as exc:
             if re.search(r"\bX\b", str(exc)):  # already names X
                 raise
-            raise ValueError(f"X: {exc}") from exc
+            message = f"X: {exc}{_non_numeric_hint(X)}"
+            if isinstance(exc, TypeError):  # e.g. numpy's DTypePromotionError
+                raise TypeError(message) from exc
+            raise ValueError(message) from exc
         if not reset and tuple(X.shape[1:]) != self._input_shape_:
             raise ValueError(
                 f"X has rows of shape {tuple(X.shape[1:])}, but the model was "
@@ -377,7 +388,7 @@ class LLPNet(RuntimeMixin, NeuralNet):
             sampler = BagBatchSampler(
                 dataset.pair_bags, self.batch_size_, shuffle=False
             )
-        return bag_loader(dataset, sampler)
+        return EpochBatches(dataset, sampler, device=self._resolved_device())
 
     # ------------------------------------------------------------------
     # initialisation
@@ -463,6 +474,7 @@ class LLPNet(RuntimeMixin, NeuralNet):
             self.get_params(deep=False),
             caller_name=type(self).__name__,
         )
+        check_device(self.device)
 
     def _fit(self, X, y, props, sample_weight, fit_params, partial, classes=None):
         """Validate everything, then train; a failure leaves no half-fit.
@@ -769,6 +781,24 @@ class LLPNet(RuntimeMixin, NeuralNet):
         tags.input_tags.sparse = True
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def _non_numeric_hint(X):
+    """Name the columns of a DataFrame that a network cannot take as they are."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(dtypes, "items"):
+        return ""
+    bad = [
+        f"{name!r} ({dtype})"
+        for name, dtype in dtypes.items()
+        if not pd.api.types.is_numeric_dtype(dtype)
+    ]
+    if not bad:
+        return ""
+    return (
+        f" (non-numeric columns {', '.join(bad)}: encode them first, e.g. with "
+        "a ColumnTransformer in a Pipeline)"
+    )
 
 
 def _reset_copy(template):

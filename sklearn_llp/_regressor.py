@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 from skorch.callbacks import Callback
 
 from ._callbacks import held_out_batch
@@ -15,7 +15,7 @@ from .exceptions import IdentifiabilityWarning
 from .methods._regression import regression_losses
 from .metrics._regression import bag_means_of, regression_errors_of
 from .utils import Bags
-from .utils._validation import check_bag_targets, check_instance_targets
+from .utils._validation import check_bag_targets, check_instance_targets, num_rows
 
 _SCORE_WITHOUT_TARGETS = (
     "{name}.score(X, y) got no targets, but the model was fitted on bags, so y "
@@ -166,16 +166,26 @@ class LLPRegressor(RegressorMixin, LLPNet):
     ``fit(X, y)`` without ``targets`` trains an ordinary regressor on the
     instance targets ``y`` (each row its own bag).
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_llp import LLPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.normal(size=(640, 3))
+    >>> y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=640)
+    >>> bags = rng.permutation(640) // 8  # 80 bags of 8 rows
+    >>> means = np.bincount(bags, weights=y)[bags] / 8  # every row its bag's mean
+    >>> reg = LLPRegressor(module__hidden_sizes=(), max_epochs=60, lr=0.01,
+    ...                    verbose=0, random_state=0)
+    >>> reg = reg.fit(X, bags, means)
+    >>> reg.predict(X[:3]).shape
+    (3,)
+    >>> from sklearn.metrics import r2_score
+    >>> r2_score(y, reg.predict(X)) > 0.95  # instance R^2, from bag means only
+    True
+
     Parameters
     ----------
-    module : torch.nn.Module class or instance, default=None
-        The network; it maps a batch of ``X`` to one tensor of shape
-        ``(n_rows, 1)``. ``None`` uses :class:`~sklearn_llp.modules.MLP`
-        with one output. A class whose ``__init__`` takes ``n_features``
-        and/or ``n_classes`` gets them from the data (``n_classes=1``, the
-        output width) unless set as ``module__*`` parameters; an instance is
-        a template that is never trained itself (see
-        :class:`~sklearn_llp.LLPClassifier`).
     method : str or RegressionMethod, default="bag"
         The training loss: ``"bag"`` (the size-weighted squared error of every
         bag's mean prediction, :class:`~sklearn_llp.methods.BagLoss`),
@@ -185,9 +195,23 @@ class LLPRegressor(RegressorMixin, LLPNet):
         :class:`~sklearn_llp.methods.InterpolatingLoss`; Javanmard et al.,
         ICLR 2024) or a :class:`~sklearn_llp.methods.RegressionMethod`
         instance. Hyperparameters are ``method__*`` parameters.
-    max_bag_size : int, default=1024
-        Bags with more instances are subsampled afresh every epoch to this
-        many. None never subsamples.
+    max_epochs : int, default=100
+        Epochs per ``fit`` (and per ``partial_fit``).
+    lr : float, default=1e-3
+        Learning rate.
+    batch_size : int or "auto", default="auto"
+        Target number of instances per batch, whole bags packed until it is
+        reached; ``"auto"`` as in :class:`~sklearn_llp.LLPClassifier`.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network's initialisation, the bag shuffling and the
+        validation split; an int makes a CPU fit reproducible for a given
+        number of torch threads.
+    verbose : int, default=1
+        1 prints skorch's epoch table; 0 is silent.
+    device : str, torch.device or None, default="auto"
+        ``"auto"`` trains on CUDA when available, else on the CPU; or any
+        torch device string; None moves nothing (see
+        :class:`~sklearn_llp.LLPClassifier`).
     validation_fraction : float, default=None
         Fraction of the rows held out for validation, in whole bags. Every
         epoch the history records ``valid_loss`` (the bag loss, in
@@ -196,38 +220,6 @@ class LLPRegressor(RegressorMixin, LLPNet):
         :func:`~sklearn_llp.metrics.bag_mean_squared_error`), which skorch's
         ``EarlyStopping``/``Checkpoint`` can monitor. None trains on all
         bags.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the network's initialisation, the bag shuffling and the
-        validation split; an int makes a CPU fit reproducible for a given
-        number of torch threads.
-    optimizer : torch optimizer class, default=torch.optim.Adam
-    lr : float, default=1e-3
-        Learning rate.
-    max_epochs : int, default=100
-        Epochs per ``fit`` (and per ``partial_fit``).
-    batch_size : int or "auto", default="auto"
-        Target number of instances per batch, whole bags packed until it is
-        reached; ``"auto"`` as in :class:`~sklearn_llp.LLPClassifier`.
-    predict_batch_size : int, default=4096
-        Rows per forward pass in ``predict``.
-    callbacks : list or tuple of skorch callbacks, default=None
-        Extra callbacks (skorch's ``EpochScoring``/``BatchScoring`` are
-        refused: the rows have no instance targets).
-    warm_start : bool, default=False
-        Continue from the current weights (and target standardisation) on
-        ``fit``.
-    verbose : int, default=1
-        1 prints skorch's epoch table; 0 is silent.
-    device : str, torch.device or None, default="auto"
-        ``"auto"`` trains on CUDA when available, else on the CPU; or any
-        torch device string; None moves nothing (see
-        :class:`~sklearn_llp.LLPClassifier`).
-    n_threads : int, "auto" or None, default="auto"
-        Torch intra-op threads during ``fit`` and ``predict`` on the CPU (see
-        :class:`~sklearn_llp.LLPClassifier`).
-    precision : {"float32", "bfloat16", "float16"}, default="float32"
-        Precision of the network's training passes; losses and bag means
-        stay in float32.
     early_stopping : "auto" or bool, default="auto"
         True holds out ``validation_fraction`` of the bags (0.1 if None),
         stops after ``n_iter_no_change`` epochs without a lower held-out
@@ -238,6 +230,32 @@ class LLPRegressor(RegressorMixin, LLPNet):
         targets) are held out; False never.
     n_iter_no_change : int, default=10
         Epochs without improvement before early stopping ends the fit.
+    module : torch.nn.Module class or instance, default=None
+        The network; it maps a batch of ``X`` to one tensor of shape
+        ``(n_rows, 1)``. ``None`` uses :class:`~sklearn_llp.modules.MLP`
+        with one output. A class whose ``__init__`` takes ``n_features``
+        and/or ``n_classes`` gets them from the data (``n_classes=1``, the
+        output width) unless set as ``module__*`` parameters; an instance is
+        a template that is never trained itself (see
+        :class:`~sklearn_llp.LLPClassifier`).
+    max_bag_size : int, default=1024
+        Bags with more instances are subsampled afresh every epoch to this
+        many. None never subsamples.
+    optimizer : torch optimizer class, default=torch.optim.Adam
+    predict_batch_size : int, default=4096
+        Rows per forward pass in ``predict``.
+    callbacks : list or tuple of skorch callbacks, default=None
+        Extra callbacks (skorch's ``EpochScoring``/``BatchScoring`` are
+        refused: the rows have no instance targets).
+    warm_start : bool, default=False
+        Continue from the current weights (and target standardisation) on
+        ``fit``.
+    n_threads : int, "auto" or None, default="auto"
+        Torch intra-op threads during ``fit`` and ``predict`` on the CPU (see
+        :class:`~sklearn_llp.LLPClassifier`).
+    precision : {"float32", "bfloat16", "float16"}, default="float32"
+        Precision of the network's training passes; losses and bag means
+        stay in float32.
     **kwargs
         ``method__*``, ``module__*``, ``optimizer__*`` and ``callbacks__*``
         parameters, as in skorch.
@@ -286,24 +304,6 @@ class LLPRegressor(RegressorMixin, LLPNet):
     same targets (equal ``target_mean_`` and ``target_scale_``), e.g. with
     ``Checkpoint(load_best=True)`` during ``fit``. To move a fitted model,
     pickle it.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_llp import LLPRegressor
-    >>> rng = np.random.RandomState(0)
-    >>> X = rng.normal(size=(640, 3))
-    >>> y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=640)
-    >>> bags = rng.permutation(640) // 8  # 80 bags of 8 rows
-    >>> means = np.bincount(bags, weights=y)[bags] / 8  # every row its bag's mean
-    >>> reg = LLPRegressor(module__hidden_sizes=(), max_epochs=60, lr=0.01,
-    ...                    verbose=0, random_state=0)
-    >>> reg = reg.fit(X, bags, means)
-    >>> reg.predict(X[:3]).shape
-    (3,)
-    >>> from sklearn.metrics import r2_score
-    >>> r2_score(y, reg.predict(X)) > 0.95  # instance R^2, from bag means only
-    True
     """
 
     __metadata_request__fit = {"targets": True}
@@ -426,7 +426,7 @@ class LLPRegressor(RegressorMixin, LLPNet):
 
     def _fit_inputs(self, X, y, props, sample_weight, classes, continuing):
         """Bags from ids and means, or singleton bags from instance targets."""
-        n_samples = _num_samples(X)
+        n_samples = num_rows(X)
         if props is not None or isinstance(y, Bags):
             bags = check_bag_targets(
                 y,
@@ -573,7 +573,7 @@ class LLPRegressor(RegressorMixin, LLPNet):
                 )
             return super().score(X, y, sample_weight=sample_weight)
         bags = check_bag_targets(
-            y, targets, n_samples=_num_samples(X), sample_weight=sample_weight
+            y, targets, n_samples=num_rows(X), sample_weight=sample_weight
         )
         y_pred = self.predict(X)
         means = bag_means_of(bags, y_pred)

@@ -31,6 +31,37 @@ def resolve_device(device):
     return device
 
 
+def check_device(device):
+    """Refuse a ``device`` torch cannot use here, naming the parameter.
+
+    ``"auto"`` and None always pass; a CUDA device must exist (CUDA
+    available, its index below the device count).
+    """
+    resolved = resolve_device(device)
+    if resolved is None:
+        return
+    try:
+        parsed = torch.device(resolved)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"device={device!r} is not a torch device: use 'auto', 'cpu', "
+            f"'cuda' or 'cuda:<index>' ({exc})."
+        ) from None
+    if parsed.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        raise ValueError(
+            f"device={device!r}, but CUDA is not available here "
+            "(torch.cuda.is_available() is False): use device='auto' or 'cpu'."
+        )
+    count = torch.cuda.device_count()
+    if parsed.index is not None and parsed.index >= count:
+        raise ValueError(
+            f"device={device!r}, but this machine has {count} CUDA device(s) "
+            f"(cuda:0 to cuda:{count - 1})."
+        )
+
+
 def device_type(device):
     """``"cpu"``, ``"cuda"``...: the same for ``"cpu"`` and ``torch.device("cpu")``;
     None is torch's default device (where unmoved tensors are made)."""
@@ -254,11 +285,13 @@ def auto_threads(
 ):
     """The torch threads of ``n_threads="auto"``: the free cores, or 1.
 
-    ``busy = max(min(load - own, now), running)``, the cores other processes
-    use -- by the 1-minute load average, unless the CPU counters of the last
-    0.1 s (``now``) show less (the average lags a minute behind a process
-    that has ended), and by the threads runnable right now, which see at
-    once a process the average has not caught up with -- and
+    ``busy = max(min(load - own, now), min(running, floor(now + 0.75)))``,
+    the cores other processes use -- by the 1-minute load average, unless
+    the CPU counters of the last 0.1 s (``now``) show less (the average lags
+    a minute behind a process that has ended), and by the threads runnable
+    right now, which see at once a process the average has not caught up
+    with, unless the counters show it used less than a quarter of a core
+    (a snapshot artefact) -- and
     ``threads = clip(round(cores - busy), 1, min(cores, limit))``: the cores
     not busy, a core counting as free when less than half of it is busy;
     1 inside a parallel worker. Every input is detected when None, and may
@@ -298,10 +331,12 @@ def auto_threads(
     >>> idle = dict(cores=2, own=0.0, worker=False, limit=2)
     >>> auto_threads(load=0.1, running=0, **idle)
     2
-    >>> auto_threads(load=1.05, running=1, **idle)  # one busy process
+    >>> auto_threads(load=1.05, running=1, now=1.0, **idle)  # one busy process
     1
-    >>> auto_threads(load=0.1, running=1, **idle)  # ... that has just started
+    >>> auto_threads(load=0.1, running=1, now=1.0, **idle)  # ... just started
     1
+    >>> auto_threads(load=0.1, running=1, now=0.0, **idle)  # ... used no CPU
+    2
     >>> auto_threads(load=1.05, running=0, now=0.0, **idle)  # ... that has ended
     2
     """
@@ -326,11 +361,16 @@ def auto_threads(
     if running is None:
         running = running_others() or 0
     others = load - own
-    if others > 0.5:  # the average says busy: is it still?
+    if others > 0.5 or running > 0:  # busy by the average or a snapshot: still?
         if now is None:
             now = busy_now()
         if now is not None:
             others = min(others, now)
+            # a runnable thread that used no CPU in the window is a snapshot
+            # artefact (often this process's own spinning OpenMP thread,
+            # counted at another instant), not a busy process
+            if math.isfinite(now):
+                running = min(running, math.floor(now + 0.75))
     free = cores - max(others, running, 0.0)
     return int(min(max(math.floor(free + 0.5), 1), cap))
 

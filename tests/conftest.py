@@ -35,6 +35,18 @@ def digits_bags():
 
 
 @pytest.fixture
+def problem():
+    """Two classes: 60 rows x 4 in ten bags of 6, sample-aligned props."""
+    rng = np.random.RandomState(0)
+    y = rng.randint(0, 2, 60)
+    X = rng.normal(size=(60, 4)) + 1.5 * y[:, None]
+    bags = np.repeat(np.arange(10), 6)
+    props = np.zeros((10, 2))
+    np.add.at(props, (bags, y), 1.0 / 6)
+    return X, bags, props[bags], y
+
+
+@pytest.fixture
 def small_bags():
     """A quick 3-class problem in 12 bags of 10."""
     rng = np.random.RandomState(0)
@@ -51,9 +63,9 @@ def device():
     (``benchmarks/gpu_check.py`` runs the suite with ``cuda``); skips where
     that device is absent.
 
-    Used by ``tests/test_deterministic.py`` (segment sums, the gather, the
-    GPU plan, every method's step under deterministic algorithms) and
-    ``tests/test_determinism.py`` (seeded fits of every method repeat). Others
+    Used by ``tests/test_reproducibility.py`` (segment sums, the gather, the
+    GPU plan, every method's step under deterministic algorithms, seeded
+    fits of every method repeat). Others
     that could: ``test_methods.py`` (losses of each method),
     ``test_overlapping_bags.py``, ``test_precision.py``, ``test_losses.py``.
     """

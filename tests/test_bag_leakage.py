@@ -1,4 +1,4 @@
-"""The bag scorers warn when the bags they score were trained on (issue 24).
+"""The bag scorers warn when the bags they score were trained on.
 
 ``cross_val_score(clf, X, bags, cv=5)`` splits every bag across the folds
 (for a classifier an integer ``cv`` stratifies over ``y``, the bag ids), so
@@ -21,18 +21,6 @@ from sklearn_llp import LLPClassifier
 from sklearn_llp.exceptions import BagLeakageWarning
 from sklearn_llp.metrics import hard_l1_scorer, make_bag_scorer
 from sklearn_llp.model_selection import BagKFold
-
-
-@pytest.fixture
-def problem():
-    """60 rows x 4 in ten bags of 6, sample-aligned props."""
-    rng = np.random.RandomState(0)
-    y = rng.randint(0, 2, 60)
-    X = rng.normal(size=(60, 4)) + 1.5 * y[:, None]
-    bags = np.repeat(np.arange(10), 6)
-    props = np.zeros((10, 2))
-    np.add.at(props, (bags, y), 1.0 / 6)
-    return X, bags, props[bags], y
 
 
 def small():

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sklearn_llp.methods import method_params
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "accuracy.py"
 COMMITTED = SCRIPT.parent / "results" / "accuracy.json"
 
@@ -222,8 +224,7 @@ def test_variants_run_on_their_cells_only(accuracy_module):
 
 def test_auto_batch_is_the_old_hand_rule_on_digits(accuracy_module):
     """``LLPClassifier(batch_size="auto")`` resolves, on every digits cell,
-    to the batch the grid set by hand; ``auto_batch_size`` (the script's copy
-    of the rule, used by ``carry_over``) agrees."""
+    to the batch the grid set by hand."""
     m = accuracy_module
     X_train, _, y_train, _ = m.load_dataset("digits")
     for bagging in ("uniform-16", "uniform-64", "uniform-256", "kmeans"):
@@ -234,46 +235,28 @@ def test_auto_batch_is_the_old_hand_rule_on_digits(accuracy_module):
             clf = m.LLPClassifier(method="dllp", max_epochs=0, verbose=0, device="cpu")
             clf.fit(X_train[keep], bags[keep], props[keep])
         assert clf.batch_size_ == old_batch("digits", bagging)
-        assert clf.batch_size_ == m.auto_batch_size(info["bag_size_median"])
     clf = m.LLPClassifier(method="dllp", max_epochs=0, verbose=0, device="cpu")
     clf.fit(X_train, y_train)
     assert clf.batch_size_ == old_batch("digits", "supervised") == 128
 
 
-def test_carry_over_keeps_only_unchanged_computations(accuracy_module):
+def test_resume_recognises_the_committed_network_records(accuracy_module):
+    """The settings the script builds from the package's defaults are those
+    of every committed ``LLPClassifier`` record: a changed default (or a
+    hand-typed value drifting from it) would make ``--resume`` rerun them,
+    and the committed table would no longer be what the script computes."""
     m = accuracy_module
-    old = {
-        "dataset": "digits",
-        "bagging": "uniform-256",
-        "method": "pi",
-        "seed": 0,
-        "accuracy": 0.5,
-        "bags": {"bag_size_median": 256.0},
-        "hyperparameters": {
-            "method": "pi",
-            "batch_size": 2048,
-            "max_bag_size": 1024,
-            "alpha": 1.0,
-            "noise_std": 0.15,
-            "rampup": 0.4,
-        },
-    }
-    new = m.carry_over(old)
-    assert new["batch_size_"] == 2048 and new["decision"] == "argmax"
-    assert new["hyperparameters"]["batch_size"] == "auto"
-    assert new["hyperparameters"]["threshold"] == "auto"
-    assert new["hyperparameters"]["method__alpha"] == 1.0
-    assert "alpha" not in new["hyperparameters"]
-    assert "carried_over" in new
-    assert m.carry_over(new) == new  # current format: unchanged
-    # VAT changed (xi); binary bag fits changed (decision rule)
-    assert m.carry_over({**old, "method": "vat"}) == {**old, "method": "vat"}
-    binary = {**old, "f1": 0.5}
-    assert m.carry_over(binary) == binary
-    # a batch that "auto" would not give (Adult's 256) is rerun
-    wide = {**old, "bags": {"bag_size_median": 64.0}}
-    wide["hyperparameters"] = {**old["hyperparameters"], "batch_size": 256}
-    assert m.carry_over(wide) == wide
+    output = json.loads((m.RESULTS_DIR / "accuracy.json").read_text())
+    done = {m.identity(r): r for r in output["records"]}
+    args = m.parse_args(["--datasets", "digits", "mnist5k", "fashion", "adult"])
+    tasks = [t for t in m.make_tasks(args) if not t["method"].startswith("meanmap")]
+    assert len(tasks) > 350
+    stale = [
+        m.identity(t)
+        for t in tasks
+        if m.identity(t) not in done or not m.settings_match(done[m.identity(t)], t)
+    ]
+    assert stale == []
 
 
 def test_cosine_schedule_reaches_zero(accuracy_module, monkeypatch):
@@ -308,7 +291,7 @@ def test_selected_settings_apply_to_their_cell_only(accuracy_module):
         for t in accuracy_module.make_tasks(args)
     }
     assert alphas.pop(("fashion", "uniform-16")) == 0.1
-    assert set(alphas.values()) == {accuracy_module.VAT_ALPHA}
+    assert set(alphas.values()) == {method_params("vat")["alpha"]}
 
 
 def test_selected_training_applies_to_every_method_of_its_cell(accuracy_module):

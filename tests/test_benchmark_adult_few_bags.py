@@ -1,4 +1,4 @@
-"""Tests of ``benchmarks/adult_few_bags.py``: the ``--quick`` run (seconds) and
+"""Tests of ``benchmarks/studies/adult_few_bags.py``: the ``--quick`` run (seconds) and
 that the committed table is the committed results, number for number."""
 
 import importlib.util
@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "adult_few_bags.py"
-COMMITTED_JSON = SCRIPT.parent / "results" / "adult_few_bags.json"
-COMMITTED_MD = SCRIPT.parent / "results" / "adult_few_bags.md"
+SCRIPT = (
+    Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "adult_few_bags.py"
+)
+COMMITTED_JSON = SCRIPT.parents[1] / "results" / "adult_few_bags.json"
+COMMITTED_MD = SCRIPT.parents[1] / "results" / "adult_few_bags.md"
 RECORD_KEYS = {
     "variant", "seed", "method", "chosen", "held_out_hard_l1", "roc_auc",
     "f1_argmax", "f1_prior", "accuracy_argmax", "accuracy_prior",

@@ -1,4 +1,4 @@
-"""Smoke test of ``benchmarks/tune.py`` on digits (seconds)."""
+"""Smoke test of ``benchmarks/studies/tune.py`` on digits (seconds)."""
 
 import importlib.util
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "tune.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "tune.py"
 
 
 @pytest.fixture(scope="module")

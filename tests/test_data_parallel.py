@@ -1,4 +1,4 @@
-"""Data-parallel training with Accelerate on whole bags (issue 22, item 5).
+"""Data-parallel training with Accelerate on whole bags.
 
 ``AcceleratedLLPClassifier`` deals whole bags to the processes and wraps
 the network in ``DistributedDataParallel``. The end-to-end test launches 2

@@ -1,4 +1,4 @@
-"""The label-free decision rules do exactly what the docs say (issue items 3, 4).
+"""The label-free decision rules do exactly what the docs say.
 
 - Two classes: ``predict`` is ``proba[:, 1] >= threshold_`` to the row, also
   with many tied probabilities (discrete features), and the prior-matched
@@ -6,7 +6,8 @@
 - More classes: ``predict`` is ``argmax(log(proba) + decision_offsets_)``,
   and prior matching is the optimum of a transport problem: the rates equal
   the prior within ties, certified by Hall's condition on the tied rows.
-"""
+- A rare class that no bag holds in majority is still predicted (prior
+  matching), and model selection picks a trained model."""
 
 import itertools
 import warnings
@@ -16,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import FixedThresholdClassifier
+from sklearn.metrics import f1_score, roc_auc_score
+from sklearn.model_selection import FixedThresholdClassifier, GridSearchCV
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp._decision import (
@@ -25,8 +27,10 @@ from sklearn_llp._decision import (
     prior_offsets,
     prior_threshold,
 )
+from sklearn_llp.bags import label_proportions
 from sklearn_llp.linear import MeanMapClassifier
-from sklearn_llp.metrics import hard_l1_error
+from sklearn_llp.metrics import hard_l1_error, make_bag_scorer
+from sklearn_llp.model_selection import BagKFold
 
 # ----------------------------------------------------------------------
 # what the docs say, written out independently
@@ -465,4 +469,113 @@ def test_metric_prior_decision_is_the_estimator_rule(n_classes):
     )
     assert hard_l1_error(bags, props, proba, decision="prior") == pytest.approx(
         expected
+    )
+
+
+def _rare(n, rng):
+    X = rng.normal(size=(n, 5))
+    logit = 1.5 * X[:, 0] + 1.0 * X[:, 1] - 4.0
+    y = (rng.random_sample(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def rare():
+    rng = np.random.RandomState(0)
+    X, y = _rare(3000, rng)
+    # 30 groups by a noisy version of the informative feature: the rates
+    # vary from 0 to 14 %, so the bags identify the classifier
+    noisy = X[:, 0] + rng.normal(0, 1.5, len(X))
+    groups = np.digitize(noisy, np.quantile(X[:, 0], np.linspace(0, 1, 31)[1:-1]))
+    table = label_proportions(groups, y)
+    X_test, y_test = _rare(3000, rng)
+    return X, groups, table, X_test, y_test
+
+
+def _fit_rare_class(rare, **params):
+    X, groups, table, _, _ = rare
+    defaults = dict(method="dllp", max_epochs=20, verbose=0, random_state=0)
+    return LLPClassifier(**{**defaults, **params}).fit(X, groups, table)
+
+
+def test_the_problem_is_rare_and_no_bag_holds_a_majority(rare):
+    _, _, table, _, y_test = rare
+    assert 0.03 < y_test.mean() < 0.08
+    assert table[1].max() < 0.15
+
+
+def test_prior_threshold_predicts_the_rare_class(rare):
+    X, groups, table, X_test, y_test = rare
+    clf = _fit_rare_class(rare)
+    assert clf._decision_rule() == "prior"
+    argmax = np.argmax(clf.predict_proba(X_test), axis=1)
+    assert argmax.sum() == 0  # argmax never says yes: the trap
+    assert f1_score(y_test, clf.predict(X_test)) > 0.15
+    # the threshold makes the training rows' positive rate the bags' rate
+    prior = np.average(table[1], weights=np.bincount(groups))
+    assert clf.predict(X).mean() == pytest.approx(prior, abs=0.005)
+    assert 0 < clf.threshold_ < 0.5
+    # the same decision through scikit-learn's FixedThresholdClassifier
+    fixed = FixedThresholdClassifier(clf, threshold=clf.threshold_)
+    np.testing.assert_array_equal(fixed.predict(X_test), clf.predict(X_test))
+    # predict_proba does not depend on the rule
+    same = _fit_rare_class(rare, threshold="argmax")
+    np.testing.assert_array_equal(same.predict_proba(X_test), clf.predict_proba(X_test))
+    assert roc_auc_score(y_test, clf.predict_proba(X_test)[:, 1]) > 0.65
+
+
+def test_checkpoint_does_not_keep_the_first_epoch(rare):
+    argmax = _fit_rare_class(rare, threshold="argmax", validation_fraction=0.25)
+    hard = argmax.history[:, "valid_hard_l1"]
+    assert len(set(hard)) == 1  # every epoch ties under argmax
+    prior = _fit_rare_class(rare, validation_fraction=0.25)
+    for clf in (argmax, prior):
+        best = [row["epoch"] for row in clf.history if row["valid_hard_l1_best"]]
+        assert best[-1] > 3, best  # a trained epoch, by prior matching or tie-break
+    assert len(set(prior.history[:, "valid_hard_l1"])) > 5
+
+
+def test_grid_search_picks_a_trained_model(rare):
+    X, groups, table, _, _ = rare
+    scorer = make_bag_scorer("hard_l1", props_table=table)
+    grid = {"max_epochs": [1, 20]}  # both predict no positive by argmax
+    searches = {
+        rule: GridSearchCV(
+            LLPClassifier(method="dllp", verbose=0, random_state=0, threshold=rule),
+            grid,
+            scoring=scorer,
+            cv=BagKFold(3),
+            error_score="raise",
+        ).fit(X, groups, props=table)
+        for rule in ("argmax", "auto")
+    }
+    scores = searches["argmax"].cv_results_["mean_test_score"]
+    assert scores[0] == scores[1]  # argmax: a tie, the first (untrained) wins
+    assert searches["auto"].best_params_ == {"max_epochs": 20}
+
+
+def test_hard_errors_with_prior_decisions(rare):
+    X, groups, table, _, _ = rare
+    proba = _fit_rare_class(rare).predict_proba(X)
+    early = _fit_rare_class(rare, max_epochs=1).predict_proba(X)
+    # argmax says "negative" everywhere for both: the same error
+    assert hard_l1_error(groups, table, proba) == hard_l1_error(groups, table, early)
+    assert hard_l1_error(groups, table, proba, decision="prior") < hard_l1_error(
+        groups, table, early, decision="prior"
+    )
+    with pytest.raises(ValueError, match="decision must be"):
+        hard_l1_error(groups, table, proba, decision="median")
+
+
+def test_mean_map_uses_the_same_decision_rule(rare):
+    from sklearn_llp.linear import MeanMapClassifier
+
+    X, groups, table, X_test, y_test = rare
+    prior = np.average(table[1], weights=np.bincount(groups))
+    default = MeanMapClassifier().fit(X, groups, table)
+    argmax = MeanMapClassifier(threshold="argmax").fit(X, groups, table)
+    assert default.predict(X).mean() == pytest.approx(prior, abs=0.005)
+    assert argmax.predict(X_test).sum() < default.predict(X_test).sum()
+    assert f1_score(y_test, default.predict(X_test)) > f1_score(
+        y_test, argmax.predict(X_test)
     )

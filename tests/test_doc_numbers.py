@@ -1,4 +1,4 @@
-"""The numbers the docs quote are the numbers the examples print (issue 24).
+"""The numbers the docs quote are the numbers the examples print.
 
 Every example with quoted results writes what it prints as JSON next to its
 PNG (``--out``); ``examples/results/`` holds the JSON of the full runs. The

@@ -71,15 +71,6 @@ def test_true_forces_it_and_false_turns_it_off(digits_bags):
     assert "valid_hard_l1" not in clf.history[-1]
 
 
-def test_forced_with_too_few_bags_names_both_parameters():
-    rng = np.random.RandomState(0)
-    X = rng.normal(size=(20, 3))
-    bags = np.repeat([0, 1], 10)
-    props = np.tile([0.5, 0.5], (20, 1))
-    with pytest.raises(ValueError, match=r"validation_fraction=0.1 \(early_stopping"):
-        fit(X, bags, props, method="dllp", max_epochs=1, early_stopping=True)
-
-
 def test_restores_exactly_the_best_epoch(digits_bags):
     """The stopped model is the model trained for ``best_epoch_`` epochs on
     the same training bags (same split, same seed, same batches)."""
@@ -156,7 +147,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 @pytest.fixture(scope="module")
 def grid_digits():
-    from accuracy import load_digits_split
+    from _common import load_digits_split
 
     return load_digits_split()
 
@@ -177,7 +168,7 @@ def grid_bags(grid_digits, bagging, seed=0):
     [("easyllp", "uniform-16", 0.85), ("llpfc", "uniform-16", 0.85)]
     + [("easyllp", "kmeans", 0.80)],
 )
-def test_defaults_reach_the_issue_targets(grid_digits, method, bagging, minimum):
+def test_defaults_reach_the_targets(grid_digits, method, bagging, minimum):
     X, bags, props = grid_bags(grid_digits, bagging)
     _, X_test, _, y_test = grid_digits
     clf = fit(X, bags, props, method=method, max_epochs=60)

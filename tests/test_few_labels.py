@@ -1,4 +1,4 @@
-"""A few labelled rows plus bags: labelled rows as singleton bags (issue 24).
+"""A few labelled rows plus bags: labelled rows as singleton bags.
 
 The recipe of ``docs/user_guide/few_labels.rst`` and
 ``examples/plot_few_labels.py``: each labelled row is a bag of one whose

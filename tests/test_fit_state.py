@@ -1,10 +1,12 @@
-"""A fit either succeeds or leaves the estimator as it was (or unfitted).
+"""State before, during and across fits.
 
-Checks that can be made before training are made before training; a failure
+A fit either succeeds or leaves the estimator as it was (or unfitted):
+checks that can be made before training are made before training; a failure
 during training (a callback, a checkpoint, a diverged loss) leaves the model
 unfitted, never half-updated; a module instance is a template re-initialised
-on every fit; skorch's getters have no side effects.
-"""
+on every fit; skorch's getters have no side effects. Across fits: warm
+starts, ``partial_fit``, the validation split, devices. During a fit: Ctrl-C
+leaves a usable model that training can go on from."""
 
 import pickle
 
@@ -15,9 +17,11 @@ from sklearn.exceptions import NotFittedError
 from skorch.callbacks import Callback, Checkpoint, EarlyStopping
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp._data import BagDataset, as_tensor
 from sklearn_llp.exceptions import FitDivergedError
-from sklearn_llp.methods import DLLP
+from sklearn_llp.methods import DLLP, VAT, proportion_loss
 from sklearn_llp.modules import MLP
+from sklearn_llp.utils import check_bags
 
 
 def make_problem(n_bags=12, size=10, n_classes=2, seed=0):
@@ -62,12 +66,6 @@ def test_a_float_threshold_with_three_classes_is_refused_before_training():
     assert clf.n_train_steps_ == steps  # no training happened
     np.testing.assert_array_equal(clf.predict_proba(X), before)
     assert clf.classes_.tolist() == [0, 1]
-
-
-def test_validation_that_leaves_one_training_bag_is_refused():
-    X, bags, props = make_problem(n_bags=2)
-    with pytest.raises(ValueError, match="validation_fraction=0.1.*train on"):
-        small(validation_fraction=0.1).fit(X, bags, props)
 
 
 def test_early_stopping_without_held_out_bags_names_validation_fraction():
@@ -146,40 +144,6 @@ def test_warm_start_continues_from_the_trained_copy():
     trained = clf.module_
     clf.fit(X, bags, props)
     assert clf.module_ is trained and clf.n_train_steps_ > 2
-
-
-# ---------------------------------------------------------------------------
-# the module's output
-# ---------------------------------------------------------------------------
-class OneDimensional(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(4, 1)
-
-    def forward(self, X):
-        return self.linear(X)[:, 0]
-
-
-class TupleOutput(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(4, 2)
-
-    def forward(self, X):
-        return self.linear(X), X
-
-
-@pytest.mark.parametrize(
-    "module, error",
-    [
-        (OneDimensional, "shape \\(\\d+,\\).*\\(n_rows, 2\\)"),
-        (TupleOutput, "module returned a tuple"),
-    ],
-)
-def test_a_module_with_the_wrong_output_gets_a_clear_error(module, error):
-    X, bags, props = make_problem()
-    with pytest.raises((ValueError, TypeError), match=error):
-        small(module=module).fit(X, bags, props)
 
 
 # ---------------------------------------------------------------------------
@@ -308,3 +272,257 @@ def test_loading_weights_warns_only_of_a_rule_fitted_to_the_old_ones(
         clf.load_params(f_params=tmp_path / "params.pt")
     kept = [w for w in caught if "decision_offsets_" in str(w.message)]
     assert bool(kept) == warns
+
+
+class ValidRows(Callback):
+    """Collects the rows of the validation batches of the current call."""
+
+    def __init__(self):
+        self.rows = set()
+
+    def on_train_begin(self, net, **kwargs):
+        self.rows = set()
+
+    def on_batch_end(self, net, batch=None, training=False, **kwargs):
+        if not training:
+            self.rows |= {tuple(row) for row in batch[0].numpy().tolist()}
+
+
+def test_warm_start_fit_uses_changed_method_parameters(small_bags):
+    X, bags, props, _ = small_bags
+    clf = LLPClassifier(max_epochs=1, verbose=0, warm_start=True).fit(X, bags, props)
+    clf.set_params(method="dllp").fit(X, bags, props)
+    assert type(clf.method_).__name__ == "DLLP"
+    clf.set_params(method="vat", method__alpha=0.5).fit(X, bags, props)
+    assert clf.method_.alpha == 0.5
+
+
+def test_partial_fit_keeps_the_validation_split(small_bags):
+    X, bags, props, _ = small_bags
+    rows = ValidRows()
+    clf = LLPClassifier(
+        max_epochs=1, verbose=0, validation_fraction=0.25, callbacks=[rows]
+    )
+    first = set(dict(clf.fit(X, bags, props).callbacks_)["ValidRows"].rows)
+    second = dict(clf.partial_fit(X, bags, props).callbacks_)["ValidRows"].rows
+    assert first and first == second
+
+
+def test_validation_never_shares_instances_with_training_bags(small_bags):
+    X, _, _, y = small_bags
+    rng = np.random.RandomState(0)
+    # 6 blocks of 20 rows with 4 overlapping bags each
+    lists = [
+        20 * block + rng.choice(20, 8, replace=False)
+        for block in range(6)
+        for _ in range(4)
+    ]
+    props = np.stack([np.bincount(y[r], minlength=3) / len(r) for r in lists])
+    clf = LLPClassifier(
+        max_epochs=1, verbose=0, validation_fraction=0.3, callbacks=[ValidRows()]
+    )
+    valid_rows = dict(clf.fit(X, lists, props).callbacks_)["ValidRows"].rows
+    # the split fit drew (same seed)
+    dataset_train, dataset_valid = clf._split(
+        BagDataset(as_tensor(X), check_bags(lists, props, n_samples=len(X)))
+    )
+    train_rows = set(np.unique(dataset_train.bags.members).tolist())
+    valid_members = set(np.unique(dataset_valid.bags.members).tolist())
+    assert train_rows.isdisjoint(valid_members)
+    assert len(valid_rows) == len(valid_members) > 0
+
+
+def test_auto_device_survives_skorch_reinitialisation(small_bags):
+    X, bags, props, _ = small_bags
+    clf = LLPClassifier(max_epochs=1, verbose=0).fit(X, bags, props)
+    clf.set_params(module__hidden_sizes=(8,))  # re-initialises the module
+    assert clf.device == "auto"
+    assert clf.forward(X).shape == (len(X), 3)
+    clf.initialize()
+    assert clf.device == "auto"
+    clf.set_params(device="cpu")
+    assert clf.device == "cpu"
+
+
+def test_partial_fit_takes_classes_on_the_first_call(small_bags):
+    X, _, _, y = small_bags
+    clf = LLPClassifier(max_epochs=1, verbose=0)
+    first = y < 2
+    clf.partial_fit(X[first], y[first], classes=[0, 1, 2])
+    assert clf.classes_.tolist() == [0, 1, 2]
+    clf.partial_fit(X[~first], y[~first])
+
+
+@pytest.mark.parametrize("bag_size, batch_size", [(20, 16), (200, 128), (100, 128)])
+def test_planned_steps_match_the_steps_taken(bag_size, batch_size):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(bag_size * 6, 3))
+    bags = np.arange(len(X)) // bag_size
+    props = np.tile([0.5, 0.5], (len(X), 1))
+    clf = LLPClassifier(max_epochs=2, batch_size=batch_size, verbose=0)
+    clf.fit(X, bags, props)
+    assert clf.total_steps_ == clf.n_train_steps_
+
+
+def test_proportion_loss_keeps_a_gradient_when_saturated():
+    logits = torch.tensor([[20.0, 0.0], [20.0, 0.0]], requires_grad=True)
+    loss = proportion_loss(logits, torch.tensor([0, 0]), torch.tensor([[0.0, 1.0]]))
+    loss.backward()
+    assert logits.grad.abs().sum() > 0.1
+
+
+def test_hyperparameters_the_method_does_not_take_are_an_error(small_bags):
+    X, bags, props, _ = small_bags
+    with pytest.raises(ValueError, match=r"\['method__eps'\] are not .* of DLLP"):
+        LLPClassifier(method="dllp", method__eps=2.0, max_epochs=1, verbose=0).fit(
+            X, bags, props
+        )
+    # method__* override a method object's own values; the object is cloned
+    vat = VAT()
+    clf = LLPClassifier(method=vat, method__alpha=0.5, max_epochs=1, verbose=0)
+    clf.fit(X, bags, props)
+    assert clf.method_.alpha == 0.5 and vat.alpha == VAT().alpha
+
+
+# small_bags: 12 bags of 10, so batch_size=20 packs 6 batches per epoch.
+BATCHES_PER_EPOCH = 6
+
+
+class InterruptAfter(Callback):
+    """Raise ``KeyboardInterrupt`` at the end of the ``after``-th batch, once.
+
+    Counts training batches, or validation batches with ``training=False``.
+    Module-level so that a net holding it can be pickled. ``initialize`` is
+    not overridden: a later ``partial_fit`` must not re-arm it.
+    """
+
+    def __init__(self, after, training=True):
+        self.after = after
+        self.training = training
+        self.seen = 0
+        self.fired = False
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        if self.fired or training != self.training:
+            return
+        self.seen += 1
+        if self.seen >= self.after:
+            self.fired = True
+            raise KeyboardInterrupt
+
+
+def _interrupted(X, bags, props, after, training=True, **params):
+    clf = LLPClassifier(
+        module__hidden_sizes=(16,),
+        batch_size=20,
+        max_epochs=4,
+        verbose=0,
+        random_state=0,
+        callbacks=[("interrupt", InterruptAfter(after, training))],
+        **params,
+    )
+    return clf.fit(X, bags, props)
+
+
+def _completed_epochs(clf):
+    return [row for row in clf.history if "train_loss" in row]
+
+
+@pytest.mark.parametrize("after", [1, 8, 2 * BATCHES_PER_EPOCH + 3])
+def test_interrupted_fit_leaves_a_usable_model(small_bags, after):
+    X, bags, props, _ = small_bags
+    torch.manual_seed(7)
+    expected_draw = torch.rand(1)
+    torch.manual_seed(7)
+    clf = _interrupted(X, bags, props, after)
+    assert torch.rand(1) == expected_draw  # the forked RNG was given back
+
+    assert dict(clf.callbacks_)["interrupt"].fired
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(X), 3) and np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+    pred = clf.predict(X)
+    assert set(pred) <= {0, 1, 2}
+    # the score is 1 - hard L1 / 2 of the interrupted model's own labels
+    predicted = np.zeros((bags.max() + 1, 3))
+    np.add.at(predicted, (bags, pred), 1.0)
+    predicted /= predicted.sum(1, keepdims=True)
+    first = np.unique(bags, return_index=True)[1]
+    hard_l1 = np.abs(predicted - props[first]).sum(1).mean()
+    assert clf.score(X, bags, props) == pytest.approx(1 - hard_l1 / 2, abs=1e-12)
+
+    # The steps taken are counted; the completed epochs are in the history,
+    # followed by the row of the interrupted epoch (its batches, no loss).
+    assert clf.n_train_steps_ == after
+    completed = after // BATCHES_PER_EPOCH
+    assert len(_completed_epochs(clf)) == completed
+    assert len(clf.history) == completed + 1
+    assert "train_loss" not in clf.history[-1]
+    assert len(clf.history[-1, "batches"]) == after % BATCHES_PER_EPOCH
+    for row in _completed_epochs(clf):
+        assert np.isfinite(row["train_loss"])
+
+    # Parameters are as the user set them.
+    assert clf.device == "auto"
+    assert clf.get_params()["device"] == "auto"
+    assert clf.random_state == 0
+
+
+def test_partial_fit_continues_after_an_interruption(small_bags):
+    X, bags, props, _ = small_bags
+    clf = _interrupted(X, bags, props, after=8)
+    steps, rows = clf.n_train_steps_, len(clf.history)
+    planned = clf.total_steps_
+    clf.partial_fit(X, bags, props)
+    assert clf.n_train_steps_ == steps + 4 * BATCHES_PER_EPOCH
+    assert len(clf.history) == rows + 4
+    assert len(_completed_epochs(clf)) == 1 + 4
+    assert clf.total_steps_ == planned  # the ramp-up keeps its plan
+    assert np.all(np.isfinite(clf.predict_proba(X)))
+
+
+def test_interruption_during_validation(small_bags):
+    X, bags, props, _ = small_bags
+    # 3 validation bags of 10 in batches of 20: 2 validation batches per
+    # epoch, so the 3rd is the first of epoch 2, after its training steps.
+    clf = _interrupted(
+        X, bags, props, after=3, training=False, validation_fraction=0.25
+    )
+    assert clf.n_train_steps_ == 2 * clf.history[0, "train_batch_count"]
+    assert len(_completed_epochs(clf)) == 1
+    assert "valid_hard_l1" in clf.history[0]
+    clf.partial_fit(X, bags, props)
+    assert np.isfinite(clf.history[-1, "valid_hard_l1"])
+
+
+def test_pickle_after_an_interruption(small_bags):
+    X, bags, props, _ = small_bags
+    clf = _interrupted(X, bags, props, after=8)
+    restored = pickle.loads(pickle.dumps(clf))
+    assert np.array_equal(clf.predict_proba(X), restored.predict_proba(X))
+    assert restored.device == "auto"
+    assert restored.n_train_steps_ == clf.n_train_steps_
+    assert len(restored.history) == len(clf.history)
+    # Both go on identically from the same state.
+    clf.partial_fit(X, bags, props)
+    restored.partial_fit(X, bags, props)
+    assert np.array_equal(clf.predict_proba(X), restored.predict_proba(X))
+
+
+def test_save_and_load_params_after_an_interruption(small_bags, tmp_path):
+    X, bags, props, _ = small_bags
+    clf = _interrupted(X, bags, props, after=8)
+    files = {
+        "f_params": tmp_path / "params.pt",
+        "f_optimizer": tmp_path / "optimizer.pt",
+        "f_history": tmp_path / "history.json",
+    }
+    clf.save_params(**files)
+    fresh = LLPClassifier(
+        module__hidden_sizes=(16,), max_epochs=0, verbose=0, random_state=1
+    ).fit(X, bags, props)
+    assert not np.array_equal(clf.predict_proba(X), fresh.predict_proba(X))
+    fresh.load_params(**files)
+    assert np.array_equal(clf.predict_proba(X), fresh.predict_proba(X))
+    assert len(fresh.history) == len(clf.history)
+    assert fresh.device == "auto"

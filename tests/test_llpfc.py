@@ -6,8 +6,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from sklearn.base import clone
-from sklearn.model_selection import GridSearchCV
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp._data import BagBatchSampler, BagDataset
@@ -16,10 +14,7 @@ from sklearn_llp.methods import (
     BagBatch,
     forward_correction_loss,
     llpfc_transition_matrices,
-    make_method,
 )
-from sklearn_llp.metrics import make_bag_scorer
-from sklearn_llp.model_selection import BagKFold
 from sklearn_llp.utils import check_bags
 
 torch.set_num_threads(1)
@@ -315,61 +310,8 @@ def test_regrouping_in_fit_is_reproducible(small_bags):
 
 
 # ---------------------------------------------------------------------------
-# Errors
-# ---------------------------------------------------------------------------
-def test_overlapping_bags_are_refused(small_bags):
-    X, _, _, _ = small_bags
-    lists = [np.arange(0, 50), np.arange(40, 90), np.arange(80, 120)]
-    props = np.array([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]])
-    clf = LLPClassifier(method="llpfc", max_epochs=1, verbose=0)
-    with pytest.raises(ValueError, match="llpfc.*disjoint bags"):
-        clf.fit(X, lists, props)
-
-
-def test_fewer_bags_than_classes_is_an_error(small_bags):
-    X, _, _, _ = small_bags
-    bags = np.arange(120) // 60
-    props = np.repeat([[0.5, 0.3, 0.2], [0.2, 0.5, 0.3]], 60, axis=0)
-    clf = LLPClassifier(method="llpfc", max_epochs=1, verbose=0)
-    with pytest.raises(ValueError, match="at least 3 training bags; got 2"):
-        clf.fit(X, bags, props)
-
-
-@pytest.mark.parametrize("value", [0, -1, 1.5, "often"])
-def test_bad_regroup_every_names_the_parameter(small_bags, value):
-    X, bags, props, _ = small_bags
-    clf = LLPClassifier(method="llpfc", method__regroup_every=value, verbose=0)
-    with pytest.raises(ValueError, match="method__regroup_every"):
-        clf.fit(X, bags, props)
-    with pytest.raises(ValueError, match="method__regroup_every"):
-        make_method("llpfc", {"regroup_every": value})
-
-
-# ---------------------------------------------------------------------------
 # scikit-learn integration and learning
 # ---------------------------------------------------------------------------
-def test_clone_get_params_and_grid_search(small_bags):
-    X, bags, props, _ = small_bags
-    clf = LLPClassifier(
-        method="llpfc", method__regroup_every=3, max_epochs=4, verbose=0
-    )
-    assert clf.get_params()["method__regroup_every"] == 3
-    assert clone(clf).get_params()["method__regroup_every"] == 3
-    assert make_method("llpfc").get_params() == {"regroup_every": 20}
-
-    search = GridSearchCV(
-        clf.set_params(random_state=0),
-        {"method__regroup_every": [1, None]},
-        cv=BagKFold(2),
-        scoring=make_bag_scorer("hard_l1", bags=bags, props=props),
-        error_score="raise",
-    ).fit(X, bags, props=props)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
-    best = search.best_estimator_
-    assert isinstance(best.method_, LLPFC)
-    assert best.method_.regroup_every == search.best_params_["method__regroup_every"]
-
-
 def test_supervised_fit_with_llpfc(small_bags):
     # every row its own bag: groups of 3 one-row bags, T from one-hot rows
     X, _, _, y = small_bags

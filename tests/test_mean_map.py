@@ -15,7 +15,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
-from sklearn.model_selection import GridSearchCV, cross_val_predict, train_test_split
+from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
@@ -402,61 +402,6 @@ def test_score_needs_props_after_a_fit_on_bags(small_bags):
     assert supervised.score(X, y) == pytest.approx(np.mean(supervised.predict(X) == y))
 
 
-def test_sklearn_cross_val_predict_of_probabilities_is_refused(small_bags):
-    X, bags, props, _ = small_bags
-    with pytest.raises(
-        TypeError, match="sklearn_llp.model_selection.cross_val_predict"
-    ):
-        cross_val_predict(
-            MeanMapClassifier(),
-            X,
-            bags,
-            cv=BagKFold(3),
-            method="predict_proba",
-            params={"props": props},
-        )
-
-
-def _bad_inputs(X, bags, props):
-    X_nan = X.copy()
-    X_nan[3, 1] = np.nan
-    disagreeing = props.copy()
-    disagreeing[0] = [1.0, 0.0, 0.0]  # row 0 against the other rows of bag 0
-    table = pd.DataFrame(props[10::10], index=range(1, 12))  # no row for bag 0
-    return {
-        "rows not summing to 1": ((X, bags, props * 2), "props rows must sum to 1"),
-        "bags too short": ((X, bags[:-1], props), "bags has 119 entries but X has 120"),
-        "props too short": ((X, bags, props[:-1]), "props has 119 rows but X has 120"),
-        "one bag": ((X, np.zeros(120, int), props[:1].repeat(120, 0)), "at least 2"),
-        "rows of a bag disagree": ((X, bags, disagreeing), "differ between rows"),
-        "table misses a bag": ((X, bags, table), "has no row for 1 bag id"),
-        "one class": ((X, bags, np.eye(3)[np.zeros(120, int)]), "only one class"),
-        "NaN in X": ((X_nan, bags, props), "X contains NaN"),
-        "no y": ((X, None), "requires y to be passed"),
-    }
-
-
-@pytest.mark.parametrize(
-    "case",
-    [
-        "rows not summing to 1",
-        "bags too short",
-        "props too short",
-        "one bag",
-        "rows of a bag disagree",
-        "table misses a bag",
-        "one class",
-        "NaN in X",
-        "no y",
-    ],
-)
-def test_bad_input_is_refused_with_an_error_naming_the_argument(small_bags, case):
-    X, bags, props, _ = small_bags
-    args, match = _bad_inputs(X, bags, props)[case]
-    with pytest.raises(ValueError, match=match):
-        MeanMapClassifier().fit(*args)
-
-
 def test_a_class_absent_from_every_bag_is_never_predicted(small_bags):
     X, bags, props, _ = small_bags
     clf = MeanMapClassifier(classes=["a", "b", "c", "d"])
@@ -466,12 +411,6 @@ def test_a_class_absent_from_every_bag_is_never_predicted(small_bags):
     assert clf.class_prior_[3] == 0
     assert clf.predict_proba(X)[:, 3].max() < 1e-3
     assert "d" not in clf.predict(X)
-
-
-def test_bad_sample_weight_is_refused(small_bags):
-    X, bags, props, _ = small_bags
-    with pytest.raises(ValueError, match="sample_weight has shape"):
-        MeanMapClassifier().fit(X, bags, props, sample_weight=np.ones(5))
 
 
 @pytest.mark.parametrize(

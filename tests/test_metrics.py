@@ -173,28 +173,6 @@ def test_single_bag_is_accepted():
     assert soft_l1_error(["x", "x"], {"x": 0.5}, proba) == pytest.approx(0.2)
 
 
-@pytest.mark.parametrize(
-    "proba, match",
-    [
-        (HAND_PROBA[:4], "rows"),
-        (np.ones((5, 3)) / 3, "columns"),
-        (HAND_PROBA * 2, "sum to 1"),
-        (HAND_PROBA - 0.5, "negative"),
-        (np.full((5, 2), np.nan), "NaN"),
-    ],
-)
-def test_bad_proba_raises(proba, match):
-    with pytest.raises(ValueError, match=match):
-        soft_l1_error(HAND_BAGS, HAND_PROPS, proba)
-
-
-def test_bad_props_raises():
-    with pytest.raises(ValueError, match="no row"):
-        soft_l1_error(HAND_BAGS, {"A": 0.5}, HAND_PROBA)
-    with pytest.raises(TypeError, match="props is None"):
-        soft_l1_error(HAND_BAGS, None, HAND_PROBA)
-
-
 # --------------------------------------------------------------------------
 # Properties over random bag layouts.
 # --------------------------------------------------------------------------
@@ -401,9 +379,3 @@ def test_bag_props_table():
     assert table.index.tolist() == ["A", "B"]
     assert table.columns.tolist() == ["neg", "pos"]
     np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5], [1.0, 0.0]])
-
-
-def test_mixed_bag_id_types_are_refused_like_in_fit():
-    proba = np.full((4, 2), 0.5)
-    with pytest.raises(TypeError, match="bags mixes id types"):
-        hard_l1_error([0, 0, "0", "0"], proba, proba)

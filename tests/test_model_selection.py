@@ -1,21 +1,47 @@
-"""Bag splitters and model selection with the bag scorers."""
+"""Model selection without instance labels: bag splitters, the bag scorers
+in ``GridSearchCV``/``cross_validate`` (metadata routing on and off), the
+real ``LLPClassifier`` selected on bagged digits, ``BagShuffleSplit`` sizes,
+and the same search on a local Dask cluster."""
+
+import importlib.util
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import sklearn
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, check_cv, cross_validate
+from sklearn.metrics import accuracy_score
+from sklearn.model_selection import (
+    GridSearchCV,
+    GroupShuffleSplit,
+    StratifiedKFold,
+    check_cv,
+    cross_validate,
+)
+from sklearn.preprocessing import StandardScaler
+from skorch.callbacks import Callback, Checkpoint, EarlyStopping
 
+from sklearn_llp import LLPClassifier
+from sklearn_llp.bags import (
+    UniformBagGenerator,
+)
 from sklearn_llp.metrics import (
+    BAG_METRICS,
+    KL_EPS,
+    bag_errors,
     hard_l1_error,
     hard_l1_scorer,
     make_bag_scorer,
     soft_kl_scorer,
 )
 from sklearn_llp.model_selection import BagKFold, BagShuffleSplit
+from sklearn_llp.model_selection._split import shuffle_split_groups
 from sklearn_llp.utils import check_bags
 
 
@@ -141,17 +167,6 @@ def test_bags_from_y_or_groups_give_the_same_folds():
             np.testing.assert_array_equal(a_test, b_test)
 
 
-def test_splitters_need_bag_ids():
-    X = np.zeros((6, 1))
-    for splitter in (BagKFold(2), BagShuffleSplit(2)):
-        with pytest.raises(ValueError, match="needs the bag id of every sample"):
-            next(splitter.split(X))
-        with pytest.raises(ValueError, match="1-D"):
-            next(splitter.split(X, np.zeros((6, 2))))
-    with pytest.raises(ValueError, match="needs at least 4 bags"):
-        next(BagKFold(4).split(X, [0, 0, 1, 1, 2, 2]))
-
-
 def test_integer_cv_splits_bags_but_bag_kfold_does_not():
     # The trap: cv=5 with y=bags is StratifiedKFold over bag ids.
     X, bags, _ = make_bag_data(n_bags=10, bag_size=10)
@@ -256,3 +271,549 @@ def test_plain_scorer_with_routing_off_fails_loudly():
             params={"props": props},
             error_score="raise",
         )
+
+
+torch.set_num_threads(1)
+
+BAG_SIZE = 16
+BENCHMARK = (
+    Path(__file__).resolve().parents[1]
+    / "benchmarks"
+    / "studies"
+    / "validation_correlation.py"
+)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """Standardised digits in random bags of 16; rows of no bag dropped."""
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    bags, props = UniformBagGenerator(BAG_SIZE, random_state=0).make_bags(X, y)
+    keep = bags >= 0
+    return X[keep], bags[keep], props[keep], y[keep]
+
+
+def small_llp(cls=LLPClassifier, **params):
+    """A small, fast, seeded LLPClassifier."""
+    defaults = {
+        "module__hidden_sizes": (32,),
+        "max_epochs": 4,
+        "verbose": 0,
+        "random_state": 0,
+    }
+    return cls(**{**defaults, **params})
+
+
+# An lr of 1e-5 barely moves the network, 1e-2 learns: a clear best.
+GRID_model_selection_llp = {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]}
+
+
+def split_bags(bags, train, test):
+    """Bag ids that have rows on both sides of a split."""
+    return set(bags[train]) & set(bags[test])
+
+
+# --------------------------------------------------------------------------
+# GridSearchCV
+# --------------------------------------------------------------------------
+class RecordingLLP(LLPClassifier):
+    """LLPClassifier that records the bag ids and sizes every fit receives."""
+
+    seen = []
+
+    def fit(self, X, y=None, props=None, **fit_params):
+        RecordingLLP.seen.append(np.unique(y, return_counts=True))
+        return super().fit(X, y, props, **fit_params)
+
+
+def test_grid_search_routing_on_and_off_agree(digits):
+    X, bags, props, _ = digits
+    cv = BagKFold(3)
+    for train, test in cv.split(X, bags):
+        assert not split_bags(bags, train, test)
+        assert len(np.unique(bags[test])) >= 30
+
+    RecordingLLP.seen = []
+    with sklearn.config_context(enable_metadata_routing=True):
+        # no set_fit_request / set_score_request needed: props is requested
+        routed = GridSearchCV(
+            small_llp(RecordingLLP),
+            GRID_model_selection_llp,
+            scoring=hard_l1_scorer,
+            cv=cv,
+            error_score="raise",
+        ).fit(X, bags, props=props)
+    # every fit of the search, the refit included, got whole bags only
+    assert len(RecordingLLP.seen) == 3 * 4 + 1
+    for _, counts in RecordingLLP.seen:
+        assert np.all(counts == BAG_SIZE)
+    held_out = [
+        set(np.unique(bags)) - set(ids.tolist()) for ids, _ in RecordingLLP.seen[:-1]
+    ]
+    assert all(len(ids) >= 30 for ids in held_out)
+    # the test folds of a candidate partition the bags (candidate-major order)
+    first = held_out[:3]
+    assert set().union(*first) == set(np.unique(bags))
+    assert sum(len(ids) for ids in first) == len(np.unique(bags))
+    assert held_out[3:6] == first
+
+    assert sklearn.get_config()["enable_metadata_routing"] is False
+    table_scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
+    plain = GridSearchCV(
+        small_llp(),
+        GRID_model_selection_llp,
+        scoring=table_scorer,
+        cv=cv,
+        error_score="raise",
+    ).fit(X, bags, props=props)
+
+    assert routed.best_params_ == plain.best_params_
+    assert routed.best_params_["lr"] == 1e-2
+    for key in ["mean_test_score", "split0_test_score", "split2_test_score"]:
+        np.testing.assert_allclose(routed.cv_results_[key], plain.cv_results_[key])
+    scores = plain.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores)) and np.all(scores <= 0)
+    assert np.ptp(scores) > 0.3  # the grid really separates good from bad
+    # the refitted best models are the same model
+    np.testing.assert_allclose(
+        routed.best_estimator_.predict_proba(X[:50]),
+        plain.best_estimator_.predict_proba(X[:50]),
+    )
+
+
+def test_grid_search_default_scoring_is_the_hard_l1_ranking(digits):
+    X, bags, props, _ = digits
+    with sklearn.config_context(enable_metadata_routing=True):
+        by_score = GridSearchCV(
+            small_llp(), GRID_model_selection_llp, cv=BagKFold(3)
+        ).fit(X, bags, props=props)
+        by_l1 = GridSearchCV(
+            small_llp(),
+            GRID_model_selection_llp,
+            scoring=hard_l1_scorer,
+            cv=BagKFold(3),
+        ).fit(X, bags, props=props)
+    # score = 1 - hard_L1 / 2 on every test fold, hence the same ranking
+    for key in ["split0_test_score", "split1_test_score", "mean_test_score"]:
+        np.testing.assert_allclose(
+            by_score.cv_results_[key], 1 + by_l1.cv_results_[key] / 2
+        )
+    np.testing.assert_array_equal(
+        by_score.cv_results_["rank_test_score"], by_l1.cv_results_["rank_test_score"]
+    )
+    assert by_score.best_params_ == by_l1.best_params_
+
+
+# --------------------------------------------------------------------------
+# cross_validate in worker processes
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("routing", [True, False])
+def test_cross_validate_in_parallel(digits, routing):
+    X, bags, props, _ = digits
+    if routing:  # props reach the scorers through routing
+        scoring = {"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer}
+    else:  # the scorers look the test bags up in their table
+        scoring = {
+            metric: make_bag_scorer(metric, bags=bags, props=props)
+            for metric in ["hard_l1", "soft_kl"]
+        }
+    with sklearn.config_context(enable_metadata_routing=routing):
+        result = cross_validate(
+            small_llp(lr=1e-2),
+            X,
+            bags,
+            params={"props": props},
+            scoring=scoring,
+            cv=BagKFold(3),
+            n_jobs=2,
+            error_score="raise",
+        )
+    for key in ["test_hard_l1", "test_soft_kl"]:
+        assert result[key].shape == (3,)
+        assert np.all(np.isfinite(result[key])), result[key]
+    # it learned something, but does not fit the test bags perfectly
+    assert np.all((result["test_hard_l1"] > -1.0) & (result["test_hard_l1"] < -0.02))
+    assert np.all(result["test_soft_kl"] < -1e-3)
+
+
+# --------------------------------------------------------------------------
+# The cv=5 trap
+# --------------------------------------------------------------------------
+def test_integer_cv_splits_bags_and_bag_kfold_does_not(digits):
+    X, bags, _, _ = digits
+    trap = check_cv(5, bags, classifier=True)
+    assert isinstance(trap, StratifiedKFold)  # stratified over the bag ids
+    split = [split_bags(bags, train, test) for train, test in trap.split(X, bags)]
+    assert any(split)
+    # in fact every bag of 16 is spread over all 5 folds
+    assert all(len(ids) == len(np.unique(bags)) for ids in split)
+
+    safe = check_cv(BagKFold(5), bags, classifier=True)
+    folds = list(safe.split(X, bags))
+    assert len(folds) == 5
+    assert not any(split_bags(bags, train, test) for train, test in folds)
+    tested = np.concatenate([test for _, test in folds])
+    np.testing.assert_array_equal(np.sort(tested), np.arange(len(X)))
+
+
+# --------------------------------------------------------------------------
+# validation_fraction: per-epoch bag errors, EarlyStopping, Checkpoint
+# --------------------------------------------------------------------------
+class ValidationRows(Callback):
+    """Record the rows of X that the validation batches of every epoch hold."""
+
+    def on_train_begin(self, net, **kwargs):
+        self.epochs_ = []
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.epochs_.append({"valid": [], "train": []})
+
+    def on_batch_end(self, net, batch=None, training=False, **kwargs):
+        side = "train" if training else "valid"
+        self.epochs_[-1][side].append(batch[0].detach().cpu().numpy().copy())
+
+
+def row_indices(X, rows):
+    """Indices in X of the given rows (digits has no duplicate rows)."""
+    index = {row.tobytes(): i for i, row in enumerate(X.astype(np.float32))}
+    return np.array([index[row.astype(np.float32).tobytes()] for row in rows])
+
+
+def test_validation_fraction_logs_the_bag_errors_of_the_held_out_bags(digits):
+    X, bags, props, _ = digits
+    recorder = ValidationRows()
+    clf = small_llp(
+        max_epochs=3, lr=3e-3, validation_fraction=0.2, callbacks=[recorder]
+    )
+    clf.fit(X, bags, props)
+    assert len(clf.history) == 3
+    for epoch in clf.history:
+        for metric in BAG_METRICS:
+            value = epoch[f"valid_{metric}"]
+            assert np.isfinite(value), (metric, value)
+            if metric.endswith("l1"):
+                assert 0 <= value <= 2
+            else:
+                assert 0 <= value <= -np.log(KL_EPS) + 1
+            assert f"valid_{metric}_best" in epoch
+    values = clf.history[:, "valid_hard_l1"]
+    assert len(set(values)) > 1  # the errors are recomputed every epoch
+
+    # The held-out bags, from the rows of the validation batches.
+    held_out = None
+    for epoch in recorder.epochs_:
+        valid_rows = row_indices(X, np.concatenate(epoch["valid"]))
+        train_rows = row_indices(X, np.concatenate(epoch["train"]))
+        assert held_out is None or set(valid_rows) == held_out  # a fixed split
+        held_out = set(valid_rows)
+        assert len(valid_rows) == len(held_out)
+        valid_bags, train_bags = set(bags[valid_rows]), set(bags[train_rows])
+        assert not valid_bags & train_bags
+        assert len(valid_bags) == round(0.2 * len(np.unique(bags)))
+        assert len(valid_rows) == BAG_SIZE * len(valid_bags)  # whole bags
+    rows = np.array(sorted(held_out))
+
+    expected = bag_errors(
+        bags[rows], props[rows], clf.predict_proba(X[rows]), classes=clf.classes_
+    )
+    assert expected["hard_l1"] > 0.05  # not a trivial perfect fit
+    assert clf.history[-1, "valid_hard_l1"] == pytest.approx(
+        hard_l1_error(bags[rows], props[rows], clf.predict_proba(X[rows])), abs=1e-9
+    )
+    for metric in BAG_METRICS:
+        assert clf.history[-1, f"valid_{metric}"] == pytest.approx(
+            expected[metric], rel=1e-4, abs=1e-6
+        ), metric
+    # and not the error of all the bags
+    everything = hard_l1_error(bags, props, clf.predict_proba(X))
+    assert clf.history[-1, "valid_hard_l1"] != pytest.approx(everything, abs=1e-9)
+
+
+def held_out_rows(X, recorder):
+    """Indices of the rows in the validation batches of the last epoch."""
+    return row_indices(X, np.concatenate(recorder.epochs_[-1]["valid"]))
+
+
+def test_early_stopping_and_checkpoint_on_valid_hard_l1(digits, tmp_path):
+    X, bags, props, _ = digits
+    recorder = ValidationRows()
+    clf = small_llp(
+        max_epochs=200,
+        lr=1e-2,
+        validation_fraction=0.2,
+        callbacks=[
+            # before EarlyStopping, which ends the fit inside on_epoch_end
+            Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path)),
+            EarlyStopping(monitor="valid_hard_l1", patience=2),
+            recorder,
+        ],
+    )
+    clf.fit(X, bags, props)
+    n_epochs = len(clf.history)
+    assert 3 <= n_epochs < 200
+    values = np.array(clf.history[:, "valid_hard_l1"])
+    # stopped because the last 2 epochs did not improve on the best before
+    assert np.all(values[-2:] >= values[:-2].min() * (1 - 1e-4))
+    assert (tmp_path / "params.pt").is_file()
+    saved = np.array(clf.history[:, "event_cp"])
+    np.testing.assert_array_equal(saved, clf.history[:, "valid_hard_l1_best"])
+    assert saved[0] and values[np.flatnonzero(saved)[-1]] == values.min()
+
+    # the checkpoint holds the model of the best epoch
+    rows = held_out_rows(X, recorder)
+    restored = small_llp(max_epochs=0).fit(X, bags, props)
+    restored.load_params(f_params=tmp_path / "params.pt")
+    assert hard_l1_error(
+        bags[rows], props[rows], restored.predict_proba(X[rows])
+    ) == pytest.approx(values.min(), abs=1e-9)
+
+
+# --------------------------------------------------------------------------
+# score
+# --------------------------------------------------------------------------
+def test_score_is_one_minus_half_the_hard_l1(digits):
+    X, bags, props, y = digits
+    clf = small_llp(max_epochs=2, lr=3e-3).fit(X, bags, props)
+    proba = clf.predict_proba(X)
+    expected = 1 - hard_l1_error(bags, props, proba, classes=clf.classes_) / 2
+    assert 0.3 < expected < 0.999
+    assert clf.score(X, bags, props) == pytest.approx(expected, abs=1e-12)
+
+    singletons = np.arange(len(X)) + 1000
+    accuracy = accuracy_score(y, clf.predict(X))
+    assert 0.3 < accuracy < 0.999
+    assert clf.score(X, singletons, np.eye(10)[y]) == pytest.approx(accuracy)
+    # y would be read as bag ids: no accuracy against them (silently wrong)
+    with pytest.raises(ValueError, match="fitted on bags"):
+        clf.score(X, bags)
+    supervised = small_llp(max_epochs=2).fit(X, y)  # fitted on labels
+    assert supervised.score(X, y) == pytest.approx(
+        accuracy_score(y, supervised.predict(X))
+    )
+
+
+# --------------------------------------------------------------------------
+# The validation correlation benchmark
+# --------------------------------------------------------------------------
+def test_validation_correlation_benchmark_quick(tmp_path):
+    spec = importlib.util.spec_from_file_location("validation_correlation", BENCHMARK)
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    try:
+        output = benchmark.main(["--quick", "--quiet", "--out", str(tmp_path)])
+    finally:
+        torch.set_num_threads(1)
+
+    saved = json.loads((tmp_path / "validation_correlation.json").read_text())
+    assert saved["correlations"] == output["correlations"]
+    settings = list(saved["settings"])
+    assert len(settings) == 3
+    n_models = len(benchmark.model_grid(quick=True))
+    assert len(saved["rows"]) == 3 * n_models
+    for row in saved["rows"]:
+        assert 0 <= row["test_error"] <= 1
+        assert 0 <= row["valid_hard_l1"] <= 2 and 0 <= row["valid_soft_l1"] <= 2
+        assert row["valid_hard_kl"] >= 0 and row["valid_soft_kl"] >= 0
+    for name in settings:
+        info = saved["settings"][name]
+        assert 1 <= info["n_valid_bags"] < info["n_bags"]
+        for metric in BAG_METRICS:
+            r = saved["correlations"][name][metric]["pearson_r"]
+            assert r is None or -1 - 1e-9 <= r <= 1 + 1e-9
+    # the correlations really come from the rows
+    rows = [row for row in saved["rows"] if row["setting"] == settings[0]]
+    r = saved["correlations"][settings[0]]["hard_l1"]["pearson_r"]
+    if r is not None:
+        x = [row["valid_hard_l1"] for row in rows]
+        e = [row["test_error"] for row in rows]
+        assert r == pytest.approx(np.corrcoef(x, e)[0, 1])
+
+    table = (tmp_path / "validation_correlation.md").read_text()
+    lines = [line for line in table.splitlines() if line.startswith("| ")]
+    assert lines[0].startswith("| validation metric |")
+    assert [line.split("|")[1].strip() for line in lines[1:5]] == [
+        "Hard L1",
+        "Soft L1",
+        "Hard KL",
+        "Soft KL",
+    ]
+    assert all(len(line.split("|")) == 1 + 3 + 2 for line in lines[:5])
+
+
+distributed = pytest.importorskip("distributed")
+joblib = pytest.importorskip("joblib")
+
+
+def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(digits_bags):
+    X, bags, props = digits_bags[:3]
+    X, bags, props = X[:640], bags[:640], props[:640]
+    search = GridSearchCV(
+        LLPClassifier(
+            module__hidden_sizes=(32,), max_epochs=5, verbose=0, random_state=0
+        ),
+        {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]},
+        scoring=make_bag_scorer("hard_l1", bags=bags, props=props),
+        cv=BagKFold(2),
+        error_score="raise",
+    )
+    local = GridSearchCV(**search.get_params(deep=False)).fit(X, bags, props=props)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+        distributed.get_task_stream(client) as tasks,
+        joblib.parallel_backend("dask"),
+    ):
+        remote = GridSearchCV(**{**search.get_params(deep=False), "n_jobs": -1})
+        remote.fit(X, bags, props=props)
+    # the 8 fits (4 candidates x 2 folds) ran as tasks on the workers
+    assert len(tasks.data) >= 8
+    assert remote.best_params_ == local.best_params_
+    np.testing.assert_array_equal(
+        remote.cv_results_["mean_test_score"], local.cv_results_["mean_test_score"]
+    )
+
+
+# ---------------------------------------------------------------------------
+# BagShuffleSplit: sizes
+# ---------------------------------------------------------------------------
+def equal_bags(n_bags=10, size=3):
+    bags = np.repeat(np.arange(n_bags), size)
+    return np.zeros((len(bags), 1)), bags
+
+
+@pytest.mark.parametrize(
+    "test_size, train_size",
+    [(0.3, 0.9), (0.5, 0.6), (0.99, 0.02), (6, 5), (9, 2)],
+)
+def test_sizes_summing_past_everything_are_refused_like_sklearn(test_size, train_size):
+    X, bags = equal_bags()
+    # scikit-learn refuses them (10 groups)
+    with pytest.raises(ValueError, match="sum of"):
+        next(
+            GroupShuffleSplit(
+                1, test_size=test_size, train_size=train_size, random_state=0
+            ).split(X, groups=bags)
+        )
+    with pytest.raises(ValueError, match="sum of .*Reduce test_size and/or train_size"):
+        next(
+            BagShuffleSplit(
+                1, test_size=test_size, train_size=train_size, random_state=0
+            ).split(X, bags)
+        )
+    with pytest.raises(ValueError, match="sum of"):
+        next(
+            BagShuffleSplit(1, test_size=test_size, train_size=train_size).split_bags(
+                check_bags(bags)
+            )
+        )
+
+
+def test_the_reported_case_trains_on_what_it_asks_or_refuses():
+    """test_size=0.3, train_size=0.9 trained on 0.67 of the rows; now an
+    error, and valid combinations train on what they ask for."""
+    X, bags = equal_bags(20, 5)
+    with pytest.raises(ValueError, match="test_size and train_size = 1.2"):
+        next(BagShuffleSplit(1, test_size=0.3, train_size=0.9).split(X, bags))
+    for test_size, train_size in [(0.3, 0.7), (0.2, 0.5), (0.1, 0.9), (4, 16), (2, 3)]:
+        for train, test in BagShuffleSplit(
+            5, test_size=test_size, train_size=train_size, random_state=0
+        ).split(X, bags):
+            assert not set(bags[train]) & set(bags[test])
+            if isinstance(train_size, float):
+                assert len(train) == pytest.approx(train_size * len(bags), abs=2.5)
+            else:
+                assert len(np.unique(bags[train])) == train_size
+            if isinstance(test_size, float):
+                assert len(test) == pytest.approx(test_size * len(bags), abs=2.5)
+            else:
+                assert len(np.unique(bags[test])) == test_size
+
+
+@pytest.mark.parametrize(
+    "test_size, train_size, ok",
+    [
+        (0.5, 5, True),  # 5 of 10 equal bags held out, 5 left
+        (0.5, 6, False),  # 6 bags asked, 5 left
+        (5, 0.5, True),  # half the rows left after 5 bags
+        (5, 0.6, False),  # 0.6 of the rows asked, 0.5 left
+        (1, 0.9, True),
+        (2, 0.9, False),
+    ],
+)
+def test_mixed_int_and_float_sizes(test_size, train_size, ok):
+    X, bags = equal_bags()
+    splitter = BagShuffleSplit(
+        3, test_size=test_size, train_size=train_size, random_state=0
+    )
+    if ok:
+        for train, test in splitter.split(X, bags):
+            assert len(train) and len(test)
+    else:
+        with pytest.raises(ValueError, match="do not fit together.*Reduce"):
+            next(splitter.split(X, bags))
+
+
+def test_shuffle_split_groups_never_leaves_a_side_empty():
+    rng = np.random.RandomState(0)
+    for _ in range(200):
+        n = rng.randint(2, 6)
+        rows = rng.randint(1, 50, n).astype(float)
+        test_size = rng.choice([0.05, 0.1, 0.5, 0.9])
+        try:
+            train, test = shuffle_split_groups(rows, test_size, None, rng)
+        except ValueError as exc:
+            assert "no bag on one side" in str(exc)
+            continue
+        assert train.any() and test.any() and not (train & test).any()
+
+
+# ---------------------------------------------------------------------------
+# BagShuffleSplit: at least N training bags
+# ---------------------------------------------------------------------------
+def test_min_train_bags_refuses_a_single_training_bag():
+    """validation_fraction=0.1 with 2 bags: the smaller bag is held out and
+    one bag is left to train on; a caller that needs 2 says so."""
+    bags = check_bags(np.repeat([0, 1], [30, 10]))
+    splitter = BagShuffleSplit(1, test_size=0.1, random_state=0)
+    train, test = next(splitter.split_bags(bags))
+    assert train.sum() == 1 and test.sum() == 1  # allowed by default
+    with pytest.raises(ValueError, match="leaves 1 of the 2 bags to train on.*2"):
+        next(splitter.split_bags(bags, min_train_bags=2))
+    # enough bags: the same splits as without the requirement
+    many = check_bags(np.repeat(np.arange(12), 5))
+    plain = list(BagShuffleSplit(3, test_size=0.25, random_state=1).split_bags(many))
+    required = list(
+        BagShuffleSplit(3, test_size=0.25, random_state=1).split_bags(
+            many, min_train_bags=9
+        )
+    )
+    for (a, b), (c, d) in zip(plain, required):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, d)
+        assert c.sum() == 9
+    with pytest.raises(ValueError, match="fewer than the 10 required"):
+        list(
+            BagShuffleSplit(3, test_size=0.25, random_state=1).split_bags(
+                many, min_train_bags=10
+            )
+        )
+
+
+def test_min_train_bags_counts_bags_of_overlapping_groups():
+    # bags 0-1 share a row (one group of 2 bags), bag 2 alone
+    lists = [np.array([0, 1, 2]), np.array([2, 3]), np.array([4, 5])]
+    bags = check_bags(lists, n_samples=6)
+    seen = set()
+    for seed in range(20):
+        splitter = BagShuffleSplit(1, test_size=1, random_state=seed)
+        train, _ = next(splitter.split_bags(bags))
+        seen.add(int(train.sum()))
+        if train.sum() == 2:
+            next(splitter.split_bags(bags, min_train_bags=2))
+        else:
+            with pytest.raises(ValueError, match="min|required"):
+                next(splitter.split_bags(bags, min_train_bags=2))
+    assert seen == {1, 2}

@@ -87,25 +87,6 @@ def test_overlapping_bags_learn_digits(digits_bags):
     assert np.mean(clf.predict(X_test) == y_test) >= 0.90
 
 
-@pytest.mark.parametrize(
-    "bags, props, match",
-    [
-        ([np.array([0, 1]), np.array([], dtype=int)], [[1, 0], [0, 1]], "empty bag"),
-        ([np.array([0, 9])], [[1, 0]], r"outside \[0, 4\)"),
-        ([np.array([0, 1]), np.array([2, 3])], [[1, 0]], r"\(n_bags, n_classes\)"),
-        ([np.array([0.5, 1]), np.array([2, 3])], [[1, 0], [0, 1]], "integer row"),
-    ],
-)
-def test_bad_membership(bags, props, match):
-    with pytest.raises((ValueError, TypeError), match=match):
-        check_bags(bags, np.asarray(props, dtype=float), n_samples=4)
-
-
-def test_membership_matrix_with_wrong_number_of_rows():
-    with pytest.raises(ValueError, match="membership matrix\\) has 3 rows"):
-        check_bags(sp.eye(3, 2, format="csr"), np.eye(2), n_samples=4)
-
-
 def test_overlapping_bags_with_rot_and_validation(small_bags):
     X, _, _, y = small_bags
     lists = _random_overlapping(len(X), 30, seed=2)

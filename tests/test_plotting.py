@@ -62,13 +62,6 @@ def test_existing_axes_and_hist_kwargs():
     assert ax.patches[0].get_facecolor()[:3] == (1.0, 0.0, 0.0)
 
 
-def test_errors():
-    with pytest.raises(ValueError, match="no bag"):
-        plot_bag_sizes([-1, -1])
-    with pytest.raises(ValueError, match="1-D"):
-        plot_bag_sizes([[0, 1]])
-
-
 def test_clear_error_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
@@ -184,23 +177,6 @@ def test_calibration_multiclass_and_overlapping_bags():
         lists, props, proba, classes=["x", "y", "z"], class_index="z"
     )
     assert len(ax.collections) == 1
-
-
-def test_calibration_errors():
-    with pytest.raises(ValueError, match="bags has 5 entries but y_proba has 6"):
-        plot_bag_calibration(CAL_BAGS[:5], CAL_PROPS[:5], CAL_PROBA)
-    with pytest.raises(ValueError, match="y_proba rows must sum to 1"):
-        plot_bag_calibration(CAL_BAGS, CAL_PROPS, CAL_PROBA * 2)
-    with pytest.raises(ValueError, match="y_proba has 3 columns"):
-        plot_bag_calibration(CAL_BAGS, CAL_PROPS, np.full((6, 3), 1 / 3))
-    with pytest.raises(TypeError, match="props is None"):
-        plot_bag_calibration(CAL_BAGS, None, CAL_PROBA)
-    with pytest.raises(ValueError, match="class_index='maybe' is not one of"):
-        plot_bag_calibration(
-            CAL_BAGS, CAL_PROPS, CAL_PROBA, classes=["no", "yes"], class_index="maybe"
-        )
-    with pytest.raises(ValueError, match="-1"):
-        plot_bag_calibration([0, 0, 1, 1, -1, -1], CAL_PROPS, CAL_PROBA)
 
 
 def test_calibration_hard_estimates_from_given_labels():

@@ -1,4 +1,4 @@
-"""End-to-end test of benchmarks/reproduce_paper.py on tiny fake data sets.
+"""End-to-end test of benchmarks/studies/reproduce_paper.py on tiny fake data sets.
 
 Fake CIFAR-10 pickles and SVHN ``.mat`` files in the released formats are
 written to a temporary directory; one cell of each runs for 2 epochs with a
@@ -15,7 +15,7 @@ import pytest
 import torch
 from scipy.io import savemat
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks" / "studies"
 sys.path.insert(0, str(BENCHMARKS))
 
 import reproduce_paper as rp  # noqa: E402

@@ -141,21 +141,3 @@ def test_score_and_scorer_take_sample_weight(weighted):
     assert score == pytest.approx(1 - errors["hard_l1"] / 2)
     scorer = make_bag_scorer("soft_l1", bags=bags, props=props)
     assert scorer(clf, X, bags, sample_weight=w) == pytest.approx(-errors["soft_l1"])
-
-
-@pytest.mark.parametrize(
-    "sample_weight, match",
-    [
-        (np.zeros(90), "zero for every row"),
-        (-np.ones(90), "non-negative"),
-        (np.ones(89), r"sample_weight has shape \(89,\) but X has 90 rows"),
-        (np.full(90, np.nan), "finite"),
-    ],
-)
-def test_bad_weights(weighted, sample_weight, match):
-    X, y, bags, _ = weighted
-    props = label_proportions(bags, y)
-    with pytest.raises(ValueError, match=match):
-        LLPClassifier(max_epochs=1, verbose=0).fit(
-            X, bags, props, sample_weight=sample_weight
-        )

@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import _num_samples
 
+from ..utils._validation import num_rows
 from ._proportions import UNBAGGED, label_proportions
 
 
@@ -138,9 +138,9 @@ def _check_y(X, y):
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row; got {y.shape}.")
-    if _num_samples(X) != len(y):
+    if num_rows(X) != len(y):
         raise ValueError(
-            f"y has {len(y)} labels but X has {_num_samples(X)} rows; give "
+            f"y has {len(y)} labels but X has {num_rows(X)} rows; give "
             "one class label per row."
         )
     return y

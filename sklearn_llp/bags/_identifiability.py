@@ -36,7 +36,7 @@ Theory it rests on
 
 Thresholds
 ----------
-Chosen with ``benchmarks/identifiability.py`` (DLLP, 5 model seeds per
+Chosen with ``benchmarks/studies/identifiability.py`` (DLLP, 5 model seeds per
 grouping with the bags fixed, 35 groupings: synthetic logistic data with 6 %
 positives and 20 features, and UCI Adult with 24 % positives; table in
 ``benchmarks/results/identifiability.md``). Seeds "disagree" when the mean
@@ -170,12 +170,15 @@ def _check_finite_X(X):
         return
     values = X.data if sp.issparse(X) else np.asarray(X)
     if values.dtype.kind not in "fc":
-        if values.dtype.kind != "O":
+        if values.dtype.kind in "biu":
             return  # integers, booleans: finite
         try:
             values = values.astype(np.float64)
-        except (TypeError, ValueError):
-            return  # not numbers: refused where they are converted
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"X must hold numbers (encode text columns first, or pass a "
+                f"DataFrame whose text columns are categorical): {exc}"
+            ) from None
     try:
         assert_all_finite(values, input_name="X")
     except ValueError as exc:

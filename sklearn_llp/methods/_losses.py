@@ -61,11 +61,29 @@ def _segment_plan(segments, n_segments):
 
     ``order`` is None when the segments are already sorted, as in every
     training batch. CPU indices are checked with numpy (a few microseconds);
-    on a GPU the check is one device sync.
+    on a GPU the check is one device sync. Segments planned in advance
+    (:func:`attach_plan`) are not checked again: no sync.
     """
+    known = getattr(segments, "_segment_plan", None)
+    if known is not None and known.offsets.shape[0] == n_segments + 1:
+        return known
     if segments.device.type == "cpu":
         return _plan_numpy(segments, n_segments)
     return _plan_torch(segments, n_segments)
+
+
+def attach_plan(segments, offsets, counts, size, order=None):
+    """Give sorted ``segments`` their plan, computed elsewhere in advance.
+
+    The batches of an epoch are planned on the host in one go
+    (:class:`~sklearn_llp._data.EpochBatches`); the plan rides on the
+    segments tensor itself, so every segment sum of the step finds it
+    without a device sync, and a tensor derived from it (a slice, a copy)
+    is planned afresh. ``order`` is the stable sort of unsorted segments.
+    """
+    ordered = segments if order is None else segments[order]
+    segments._segment_plan = _Plan(order, ordered, offsets, counts, size)
+    return segments
 
 
 def _plan_numpy(segments, n_segments):

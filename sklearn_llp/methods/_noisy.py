@@ -188,7 +188,7 @@ class NoisyProportions(LLPMethod):
     multinomial likelihood), which is DLLP's exactly for bags of equal size.
 
     On Adult in 189 census groups of 1 to 1,405 people, income shares
-    released with the Laplace mechanism (``benchmarks/noisy_proportions.py``,
+    released with the Laplace mechanism (``benchmarks/studies/noisy_proportions.py``,
     30 epochs, 3 seeds), test ROC AUC with exact shares is 0.881 (DLLP) and
     0.883 (this method); at epsilon = 2 DLLP falls to 0.856, this method
     keeps 0.881; at epsilon = 0.2, 0.813 against 0.866, and at 0.1, 0.796

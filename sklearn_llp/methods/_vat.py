@@ -9,7 +9,7 @@ from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 from ._losses import kl_divergence_with_logits, l2_normalize
 
 #: ``xi="auto"``: the finite-difference step is this fraction of the batch's
-#: RMS row norm. Measured by ``benchmarks/vat_xi.py`` against the exact
+#: RMS row norm. Measured by ``benchmarks/studies/vat_xi.py`` against the exact
 #: float64 Hessian-vector product on digits, MNIST ([0, 1] and standardised)
 #: and 3072-d Gaussian inputs, untrained to confident MLPs: mean |cos| >=
 #: 0.996 and 5th percentile >= 0.978 in every setting, where the paper's

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 from sklearn.utils.metadata_routing import MetadataRequest
-from sklearn.utils.validation import _num_samples
 
 from ..utils import Bags
 from ..utils._validation import (
@@ -36,6 +35,7 @@ from ..utils._validation import (
     _targets_frame,
     check_bag_targets,
     check_bags,
+    num_rows,
 )
 
 #: Names of the bag regression metrics, as :class:`BagRegressionScorer` takes them.
@@ -350,7 +350,7 @@ class BagRegressionScorer:
                 f"{self!r} needs y, the bag id of every row of X "
                 "(fit(X, bags, targets) style), to know which rows form a bag."
             )
-        n_samples = _num_samples(X)
+        n_samples = num_rows(X)
         if targets is None and not isinstance(y, Bags):
             if self.targets_table is None:
                 raise ValueError(

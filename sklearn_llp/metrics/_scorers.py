@@ -26,7 +26,6 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 from sklearn.utils.metadata_routing import MetadataRequest
-from sklearn.utils.validation import _num_samples
 
 from ..exceptions import BagLeakageWarning
 from ..utils import check_bags
@@ -37,6 +36,7 @@ from ..utils._validation import (
     as_float_matrix,
     attach_props_table,
     check_prop_values,
+    num_rows,
 )
 from ._bag_metrics import BAG_METRICS, bag_errors_of, check_proba
 
@@ -330,7 +330,7 @@ class BagScorer:
             )
         if props is None and self.props_table is None:
             raise ValueError(_NO_PROPS.format(scorer=repr(self), metric=self.metric))
-        n_samples = _num_samples(X)
+        n_samples = num_rows(X)
         classes = getattr(estimator, "classes_", None)
         if props is not None:
             bags = check_bags(

@@ -1,12 +1,14 @@
 """Cross-validated predictions for LLP: one probability column per class."""
 
+import numbers
+
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _num_samples
 
 from ..utils import check_bags
+from ..utils._validation import num_rows
 from ._split import BagKFold
 
 
@@ -14,6 +16,20 @@ def _fit_and_predict(estimator, X, bags, train, test, method, fit_params):
     train_bags, _ = bags.restrict(train)  # carries the fold's sample weights
     estimator.fit(_safe_indexing(X, train), train_bags, **fit_params)
     return getattr(estimator, method)(_safe_indexing(X, test))
+
+
+def _check_cv(cv):
+    """``BagKFold`` for None or an int, as scikit-learn reads ``cv``."""
+    if cv is None:
+        return BagKFold(5)
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        return BagKFold(cv)
+    if isinstance(cv, str) or not hasattr(cv, "split"):
+        raise TypeError(
+            f"cv must be None, an int (the folds of BagKFold) or a splitter "
+            f"with a split method such as BagKFold(5); got {cv!r}."
+        )
+    return cv
 
 
 def cross_val_predict(
@@ -48,9 +64,9 @@ def cross_val_predict(
     props : array-like, DataFrame, Series or dict
         Their proportions, in any form :func:`~sklearn_llp.utils.check_bags`
         accepts.
-    cv : splitter, default=None
-        Splits rows into whole bags; default ``BagKFold(5)``. Every bagged
-        row must be tested exactly once.
+    cv : int or splitter, default=None
+        Splits rows into whole bags; default ``BagKFold(5)``, an int ``k``
+        is ``BagKFold(k)``. Every bagged row must be tested exactly once.
     method : {"predict", "predict_proba"}, default="predict"
         The estimator's method to call on the held-out rows.
     n_jobs : int, default=None
@@ -87,7 +103,7 @@ def cross_val_predict(
         raise ValueError(
             f"method must be 'predict' or 'predict_proba'; got {method!r}."
         )
-    n_samples = _num_samples(X)
+    n_samples = num_rows(X)
     fit_params = dict(fit_params or {})
     # validated once, with the bags: each fold's Bags carry its rows' weights
     validated = check_bags(
@@ -97,7 +113,7 @@ def cross_val_predict(
         sample_weight=fit_params.pop("sample_weight", None),
         require_props=True,
     )
-    cv = BagKFold(5) if cv is None else cv
+    cv = _check_cv(cv)
     splits = list(cv.split(X, bags))
     tested = np.concatenate([test for _, test in splits])
     if len(tested) != n_samples or len(np.unique(tested)) != n_samples:

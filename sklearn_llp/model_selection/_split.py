@@ -23,10 +23,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import _num_samples
 
 from ..utils import Bags, check_bags
-from ..utils._validation import _is_index_list, _membership
+from ..utils._validation import _is_index_list, _membership, num_rows
 
 
 def _validated_bags(splitter, X, y, groups):
@@ -37,7 +36,7 @@ def _validated_bags(splitter, X, y, groups):
             f"{type(splitter).__name__} needs the bag id of every sample: pass "
             "the bags as y (as in fit(X, bags, props)) or as groups."
         )
-    return check_bags(bags, n_samples=_num_samples(X), name=name), name
+    return check_bags(bags, n_samples=num_rows(X), name=name), name
 
 
 def _too_few_groups(splitter, name, n_groups, needed):

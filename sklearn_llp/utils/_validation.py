@@ -15,6 +15,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils import column_or_1d
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _num_samples
 
 from ._bags import Bags
 
@@ -100,9 +101,20 @@ def _integer_ids(values):
     return _object_array(ints)
 
 
+def num_rows(X):
+    """The number of rows of ``X``; a TypeError naming ``X`` if it has none
+    (None, a scalar)."""
+    try:
+        return _num_samples(X)
+    except TypeError as exc:
+        raise TypeError(f"X: {exc}") from None
+
+
 def _id_array(bags, name="bags"):
     """One hashable id per row, as a 1-D array; tuples and DataFrame rows
     become composite keys, and a one-column form becomes its column."""
+    if bags is None:
+        raise TypeError(f"{name} is None: pass one bag id per row.")
     if isinstance(bags, pd.DataFrame):
         if bags.shape[1] != 1:
             return _object_array(bags.itertuples(index=False, name=None))
@@ -677,9 +689,13 @@ def check_bags(
         validated,
         sample_weight,
         min_bags,
-        f"{name} holds {{n}} bag(s){{dropped}}; LLP needs at least {min_bags}: "
-        "the proportions of a single bag say nothing about which instance is "
-        "which.",
+        f"{name} holds {{n}} bag(s){{dropped}}; LLP needs at least {min_bags}"
+        + (
+            ": the proportions of a single bag say nothing about which "
+            "instance is which."
+            if min_bags > 1
+            else "."
+        ),
     )
 
 

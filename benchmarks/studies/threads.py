@@ -22,8 +22,8 @@ of ``--repeats`` whole fits (``--epochs`` epochs each). ``threads_auto`` is
 what ``"auto"`` chose, read during the fits. Run on an otherwise idle
 machine::
 
-    python benchmarks/threads.py                  # -> benchmarks/results/threads.json
-    python benchmarks/threads.py --quick --out /tmp
+    python benchmarks/studies/threads.py  # -> benchmarks/results/threads.json
+    python benchmarks/studies/threads.py --quick --out /tmp
 """
 
 import argparse
@@ -43,6 +43,9 @@ from skorch.callbacks import Callback
 from sklearn_llp import LLPClassifier
 from sklearn_llp._runtime import available_cores, running_others
 from sklearn_llp.modules import MLP
+
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+
 
 DEFAULT_THREADS = torch.get_num_threads()  # before anything sets it
 N_FEATURES, N_CLASSES, BAG = 64, 10, 16
@@ -161,7 +164,7 @@ def main(argv=None):
         action="store_true",
         help="2,000 rows, 1 epoch, 1 repeat: checks the script runs",
     )
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     if args.quick:
         args.rows, args.epochs, args.repeats = 2000, 1, 1

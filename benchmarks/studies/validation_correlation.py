@@ -18,8 +18,8 @@ error and the test error, per bag setting.
 
 Run from the repository root::
 
-    python benchmarks/validation_correlation.py            # full grid
-    python benchmarks/validation_correlation.py --quick --out /tmp/x
+    python benchmarks/studies/validation_correlation.py            # full grid
+    python benchmarks/studies/validation_correlation.py --quick --out /tmp/x
 
 The full grid trains 3 x 64 models (about 3-6 minutes on 2 CPU cores with one
 torch thread) and writes ``validation_correlation.json`` (correlations and
@@ -50,7 +50,7 @@ from sklearn_llp.bags import KMeansBagGenerator, UniformBagGenerator
 from sklearn_llp.metrics import BAG_METRICS, bag_errors
 from sklearn_llp.model_selection import BagShuffleSplit
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 STEM = "validation_correlation"
 
 #: Row labels of the table, in the paper's order.

@@ -32,7 +32,7 @@ same releases (same seeds, same scales), correctly labelled now.
 ``--quick`` (5,000 training people, 3 epochs, one seed, three epsilons) in
 about 10 seconds.
 
-Usage: ``python benchmarks/noisy_proportions.py [--quick] [--out DIR]
+Usage: ``python benchmarks/studies/noisy_proportions.py [--quick] [--out DIR]
 [--epochs N] [--seeds N] [--epsilons 0.1,1,inf] [--methods dllp,size,noisy]
 [--resummarise]`` (``--methods`` also takes ``reliability``:
 ``method__weighting="reliability"``; ``--resummarise`` redoes the table and
@@ -127,6 +127,9 @@ COLOURS = {
     "noisy": "tab:blue",
     "reliability": "tab:green",
 }
+
+
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
 
 def data(quick):
@@ -250,7 +253,7 @@ def markdown(summary, meta):
         f"Majority class: accuracy {meta['majority_accuracy']:.3f}, ROC AUC 0.5. "
         f"Total {meta['seconds']:.0f} s ({meta['machine']}).",
         "",
-        "Reproduce: `python benchmarks/noisy_proportions.py` "
+        "Reproduce: `python benchmarks/studies/noisy_proportions.py` "
         "(figure: `noisy_proportions.png`).",
     ]
     return "\n".join(lines) + "\n"
@@ -484,7 +487,7 @@ def digits_markdown(eps_rows, sup_rows, meta):
     lines += [
         "",
         f"Total {meta['seconds']:.0f} s ({meta['machine']}). Reproduce: "
-        "`python benchmarks/noisy_proportions.py --study digits` (figure: "
+        "`python benchmarks/studies/noisy_proportions.py --study digits` (figure: "
         "`noisy_proportions.digits.png`).",
     ]
     return "\n".join(lines) + "\n"
@@ -701,9 +704,7 @@ def digits_study(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument(
-        "--out", default=str(Path(__file__).parent / "results"), help="output folder"
-    )
+    parser.add_argument("--out", default=str(RESULTS_DIR), help="output folder")
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--epsilons", default=None, help="comma-separated; inf ok")

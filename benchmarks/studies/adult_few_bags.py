@@ -40,7 +40,7 @@ from sklearn_llp.exceptions import FitDivergedError
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import hard_l1_error
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: Bag sizes over all 48,842 rows (their ``tables/table-datasets-info.tex``).
 SIZES = {
     "equal": (5112, 5128, 5090, 5079, 4820, 4772, 4802, 4790, 4652, 4597),

@@ -18,9 +18,9 @@ rewrites ``results/tuning.md`` from it.
 
 Run from the repository root::
 
-    python benchmarks/tune.py --dataset fashion --bag 256 --method dllp \\
+    python benchmarks/studies/tune.py --dataset fashion --bag 256 --method dllp \\
         --batch-size 2048 --epochs 40 --tag b256bs2048
-    python benchmarks/tune.py --markdown
+    python benchmarks/studies/tune.py --markdown
 """
 
 import argparse
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from accuracy import (  # noqa: E402
     FASHION_DIR,
     RESULTS_DIR,
@@ -144,7 +144,7 @@ def run(args):
 
 def markdown(records):
     lines = [
-        "# Training-setting pilots (`benchmarks/tune.py`)",
+        "# Training-setting pilots (`benchmarks/studies/tune.py`)",
         "",
         "Training bags split 90 / 10 by bag (the test split is never used); "
         "hard L1 of the held-out bags (the selection criterion, lower is "

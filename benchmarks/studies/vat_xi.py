@@ -53,8 +53,8 @@ Also reported, to tell the causes of error apart:
 
 Run from the repository root::
 
-    python benchmarks/vat_xi.py                       # full run (about 1 min)
-    python benchmarks/vat_xi.py --quick --out /tmp/vat_xi   # about 10 s
+    python benchmarks/studies/vat_xi.py                       # full run (about 1 min)
+    python benchmarks/studies/vat_xi.py --quick --out /tmp/vat_xi   # about 10 s
 
 Writes ``vat_xi.json`` and ``vat_xi.md`` to ``--out`` (default
 ``benchmarks/results``). One torch thread by default (``--threads``).
@@ -74,7 +74,10 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = HERE / "results"
+sys.path.insert(0, str(HERE.parent))  # for _common
+from _common import git_head  # noqa: E402
+
+DEFAULT_OUT = HERE.parent / "results"
 STEM = "vat_xi"
 
 FIXED_XI = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0)
@@ -593,7 +596,8 @@ def markdown(output):
     lines = [
         "# VAT power iteration: float32 finite difference vs exact direction",
         "",
-        "Written by `benchmarks/vat_xi.py`. Cells: mean |cos| (5th percentile) over "
+        "Written by `benchmarks/studies/vat_xi.py`. Cells: mean |cos| "
+        "(5th percentile) over "
         f"{cfg['rows_per_setting']} rows ({cfg['batch']} rows x {cfg['directions']} "
         "random start directions) between the direction returned by `vat_perturbation` "
         "(float32, one power iteration) and the exact Hessian-vector product `H d` for "
@@ -819,14 +823,8 @@ def code_info():
 
     from sklearn_llp.methods import _losses, _vat
 
+    head = git_head()
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
         dirty = bool(
             subprocess.run(
                 [
@@ -837,14 +835,14 @@ def code_info():
                     "sklearn_llp/methods/_vat.py",
                     "sklearn_llp/methods/_losses.py",
                 ],
-                cwd=HERE.parent,
+                cwd=HERE.parents[1],
                 capture_output=True,
                 text=True,
                 check=True,
             ).stdout.strip()
         )
     except (OSError, subprocess.CalledProcessError):
-        head, dirty = None, None
+        dirty = None
     source = inspect.getsource(_vat.vat_perturbation) + inspect.getsource(
         _losses.l2_normalize
     )
@@ -885,7 +883,7 @@ def main(argv=None):
             "|cos| between the float32 direction of vat_perturbation (one power "
             "iteration) and the exact float64 Hessian-vector product for the same "
             "random start, per finite-difference step xi. Written by "
-            "benchmarks/vat_xi.py."
+            "benchmarks/studies/vat_xi.py."
         ),
         "argv": sys.argv[1:] if argv is None else list(argv),
         "config": {

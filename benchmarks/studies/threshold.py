@@ -17,7 +17,7 @@ Writes ``benchmarks/results/threshold.{json,md}``. About 30 minutes on 2 CPU
 cores (1,821 s for the committed 21 fits); ``--quick`` runs one seed on
 subsets in well under a minute.
 
-Usage: ``python benchmarks/threshold.py [--quick] [--out DIR]``.
+Usage: ``python benchmarks/studies/threshold.py [--quick] [--out DIR]``.
 """
 
 import argparse
@@ -44,6 +44,8 @@ from sklearn_llp._decision import class_prior, decide, fit_decision
 from sklearn_llp.bags import FeatureBagGenerator, UniformBagGenerator
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.utils import check_bags
+
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
 
 def adult(target, seed, quick):
@@ -176,7 +178,7 @@ def summarise(records):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--out", default=str(RESULTS_DIR))
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     settings = [
@@ -211,7 +213,7 @@ def main(argv=None):
     )
     (out / "threshold.md").write_text(
         "# Decision rules: argmax vs prior matching (same fits)\n\n"
-        "Written by `benchmarks/threshold.py`; mean ± std over seeds of test "
+        "Written by `benchmarks/studies/threshold.py`; mean ± std over seeds of test "
         "metrics. AUC does not depend on the rule.\n\n" + table + "\n"
     )
     print(table)

@@ -41,13 +41,13 @@ Data are read from ``--data-dir`` in the released formats, never downloaded:
 Examples, from the repository root::
 
     # one cell of Table 1 (a GPU day or so)
-    python benchmarks/reproduce_paper.py --data-dir ~/data --dataset cifar10 \\
+    python benchmarks/studies/reproduce_paper.py --data-dir ~/data --dataset cifar10 \\
         --bagging uniform:64 --method vat
     # the K-means row of CIFAR-10, all methods
-    python benchmarks/reproduce_paper.py --data-dir ~/data --dataset cifar10 \\
+    python benchmarks/studies/reproduce_paper.py --data-dir ~/data --dataset cifar10 \\
         --bagging kmeans
     # everything (weeks of GPU time)
-    python benchmarks/reproduce_paper.py --data-dir ~/data --full
+    python benchmarks/studies/reproduce_paper.py --data-dir ~/data --full
 
 Every finished cell is merged into ``reproduce_paper.json`` in ``--out``
 (default ``benchmarks/results``) and the tables are rewritten to
@@ -618,7 +618,7 @@ def parse_args(argv=None):
         help="every cell of Tables 1-3 for the datasets (weeks of GPU time)",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS)
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=HERE.parent / "results")
     parser.add_argument("--wrn-depth", type=int, default=28)
     parser.add_argument("--wrn-width", type=int, default=2)
     parser.add_argument("--wrn-dropout", type=float, default=0.0)

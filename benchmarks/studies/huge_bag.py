@@ -25,8 +25,8 @@ exact one (cosine similarity at initialisation, mean over 20 draws).
 
 Run::
 
-    python benchmarks/huge_bag.py            # bags of 1e5 and 1e6 rows
-    python benchmarks/huge_bag.py --quick    # 2e4 rows, for a smoke test
+    python benchmarks/studies/huge_bag.py            # bags of 1e5 and 1e6 rows
+    python benchmarks/studies/huge_bag.py --quick    # 2e4 rows, for a smoke test
 
 Results go to ``benchmarks/results/huge_bag.{json,md}``.
 """
@@ -41,6 +41,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+
 
 N_FEATURES = 20
 SMALL_BAGS = 50
@@ -180,7 +183,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6])
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--out", default=str(RESULTS_DIR))
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

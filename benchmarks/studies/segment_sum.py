@@ -11,8 +11,8 @@ versions run in turns (the order swapped every round, so both see the same
 load): times are medians of ``--repeats`` loops, ``ratio`` the median of the
 paired ratios, ``max_abs_diff`` the largest difference of their results.
 
-    python benchmarks/segment_sum.py     # -> benchmarks/results/segment_sum.json
-    python benchmarks/segment_sum.py --quick --out /tmp
+    python benchmarks/studies/segment_sum.py  # -> results/segment_sum.json
+    python benchmarks/studies/segment_sum.py --quick --out /tmp
 """
 
 import argparse
@@ -26,6 +26,8 @@ import torch
 
 from sklearn_llp.methods._losses import LOG_EPS, gather_rows, proportion_loss
 from sklearn_llp.methods._rot import sinkhorn_pseudo_labels
+
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
 
 def old_segment_sum(values, segments, n):
@@ -128,7 +130,7 @@ def case(rows, bag, mixed, repeats, k=10):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=Path(__file__).parent / "results", type=Path)
+    parser.add_argument("--out", default=RESULTS_DIR, type=Path)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="one size, 3 repeats")
     args = parser.parse_args(argv)

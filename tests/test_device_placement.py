@@ -1,0 +1,106 @@
+"""Where the work happens: a CPU fit never touches CUDA.
+
+``torch.cuda._lazy_init`` is what every call that creates a CUDA context
+goes through (``current_device``, ``mem_get_info``, moving a tensor to
+``cuda``...): patched to record its callers, it shows on any machine --
+with or without a GPU -- whether a CPU fit, prediction or pickling would
+have created a context (hundreds of MiB of GPU memory, seconds of start-up).
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from sklearn_llp import LLPClassifier, LLPRegressor
+from sklearn_llp.methods import available_methods
+
+
+@pytest.fixture
+def cuda_calls(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "_lazy_init", lambda: calls.append(1))
+    return calls
+
+
+def _data():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(240, 5))
+    y = (X[:, 0] > 0).astype(int)
+    bags = np.arange(240) // 8
+    props = np.bincount(bags, weights=y)[bags] / 8
+    return X, y, bags, np.c_[1 - props, props]
+
+
+@pytest.mark.parametrize("method", available_methods())
+@pytest.mark.parametrize("device", ["cpu", "auto"])
+def test_a_cpu_fit_creates_no_cuda_context(method, device, cuda_calls):
+    if device == "auto" and torch.cuda.is_available():
+        pytest.skip("'auto' means CUDA here")
+    X, y, bags, props = _data()
+    clf = LLPClassifier(
+        method=method,
+        device=device,
+        max_epochs=2,
+        module__hidden_sizes=(8,),
+        validation_fraction=0.25,
+        verbose=0,
+        random_state=0,
+    ).fit(X, bags, props)
+    clf.predict(X)
+    pickle.loads(pickle.dumps(clf)).predict_proba(X)
+    reg = LLPRegressor(
+        device=device, max_epochs=2, module__hidden_sizes=(8,), verbose=0
+    ).fit(X, bags, props[:, 1])
+    reg.predict(X)
+    assert cuda_calls == []
+
+
+def test_the_check_sees_a_cuda_call(cuda_calls):
+    """The patch does catch what it is there to catch."""
+    try:
+        torch.cuda.current_device()
+    except (AssertionError, AttributeError, RuntimeError):  # a CPU build
+        pass
+    assert cuda_calls
+
+
+def test_a_device_that_is_not_here_is_refused_naming_it(monkeypatch):
+    from sklearn_llp._runtime import check_device
+
+    check_device("auto")
+    check_device("cpu")
+    with pytest.raises(ValueError, match=r"device='gpu' is not a torch device"):
+        check_device("gpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"device='cuda', but CUDA is not available"):
+        check_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    check_device("cuda:1")
+    with pytest.raises(ValueError, match=r"device='cuda:2', but this machine has 2"):
+        check_device("cuda:2")
+
+
+def test_batches_go_to_the_network_device_when_X_stays_elsewhere():
+    """X kept on the host (too large for the device) is gathered there and
+    each batch copied; the bag structure is planned on the device. The
+    ``meta`` device stands in for a GPU: shapes and devices, no values."""
+    from sklearn_llp._data import BagBatchSampler, BagDataset, EpochBatches, as_tensor
+    from sklearn_llp.utils import check_bags
+
+    X, _, bags, props = _data()
+    dataset = BagDataset(as_tensor(X), check_bags(bags, props))
+    sampler = BagBatchSampler(dataset.pair_bags, 48, random_state=0)
+    expected = [
+        dataset[pairs]
+        for pairs in BagBatchSampler(dataset.pair_bags, 48, random_state=0)
+    ]
+    got = list(EpochBatches(dataset, sampler, device="meta"))
+    assert len(got) == len(expected)
+    for (X_got, target), (X_expected, target_expected) in zip(got, expected):
+        assert X_got.device.type == "meta" and X_got.shape == X_expected.shape
+        for key, value in target.items():
+            assert value.device.type == "meta", key
+            assert value.shape == target_expected[key].shape, key
