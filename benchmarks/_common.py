@@ -266,7 +266,7 @@ def machine_info(device="cpu"):
 # ----------------------------------------------------------------------
 # results
 # ----------------------------------------------------------------------
-def write_results(stem, payload, markdown=None, out_dir=RESULTS_DIR):
+def write_results(stem, payload, markdown=None, out_dir=RESULTS_DIR, indent=1):
     """Write ``<stem>.json`` (and ``<stem>.md`` when given) into ``out_dir``.
 
     Infinite floats are written as the strings ``"inf"``/``"-inf"`` so the
@@ -275,7 +275,7 @@ def write_results(stem, payload, markdown=None, out_dir=RESULTS_DIR):
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem}.json"
-    path.write_text(json.dumps(_strict(payload), indent=2) + "\n")
+    path.write_text(json.dumps(_strict(payload), indent=indent) + "\n")
     if markdown is not None:
         (out_dir / f"{stem}.md").write_text(markdown.rstrip("\n") + "\n")
     return path
@@ -291,22 +291,3 @@ def _strict(value):
     if isinstance(value, np.generic):
         return _strict(value.item())
     return value
-
-
-def markdown_table(header, rows):
-    """A GitHub markdown table from a header and rows of cells."""
-    lines = ["| " + " | ".join(map(str, header)) + " |"]
-    lines.append("|" + "---|" * len(header))
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def mean_std(values, scale=100.0, digits=1):
-    """``"88.3 ± 1.2"``: ``scale`` times the mean and sample std over seeds."""
-    values = np.asarray([v for v in values if v is not None], dtype=float)
-    if values.size == 0:
-        return "–"
-    if values.size == 1:
-        return f"{scale * values[0]:.{digits}f}"
-    mean, std = scale * values.mean(), scale * values.std(ddof=1)
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"

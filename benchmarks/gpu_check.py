@@ -1,22 +1,9 @@
 """One command for a CUDA machine: tests, determinism and throughput on the GPU.
 
-1. ``tests``: the test suite with ``SKLEARN_LLP_TEST_DEVICE=cuda``, so the
-   tests that take the ``device`` fixture (``tests/conftest.py``) run on the
-   GPU; the others run as usual.
-2. ``determinism``: two seeded fits of every registered method (disjoint
-   bags, and overlapping bags for the methods that take them) give
-   bit-identical ``predict_proba`` on the GPU.
-3. ``throughput``: rows per second of ``LLPClassifier`` against a bare PyTorch
-   loop with the data resident on the device (same MLP, whole bags per batch,
-   bag means by reshape, Adam), for DLLP and VAT, bags of 16/64/256 rows,
-   batches of 128/2048/8192 rows and ``"auto"``, float32 and bfloat16 (when
-   ``LLPClassifier`` has ``precision``). Epoch times are medians over the
-   epochs after the first, after ``torch.cuda.synchronize()``.
-
-Writes ``gpu_check.json`` and ``gpu_check.md`` (device name, torch and CUDA
-versions) to ``--out``. Without CUDA it says so and exits 0. ``--dry-run``
-runs everything on the CPU with tiny sizes (1 epoch, one bag size, one batch
-size, a few tests), so CI proves the script works::
+The test suite with ``SKLEARN_LLP_TEST_DEVICE=cuda``, bit-identical seeded
+fits of every method, and rows per second against a bare loop; see
+``benchmarks/README.md``, section ``gpu_check.py``. Without CUDA it says so
+and exits 0; ``--dry-run`` runs it all on the CPU with tiny sizes::
 
     python benchmarks/gpu_check.py                      # on a GPU machine
     python benchmarks/gpu_check.py --dry-run --out /tmp/gpu_check
@@ -39,7 +26,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))  # for _common
-from _common import machine_info  # noqa: E402
+from _common import machine_info, write_results  # noqa: E402
 
 N_FEATURES, N_CLASSES = 64, 10
 DRY_TESTS = "tests/test_reproducibility.py -k gpu_plan"
@@ -248,15 +235,16 @@ def main(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    parser.add_argument("--out", type=Path, default=HERE / "results")
-    parser.add_argument("--dry-run", action="store_true", help="tiny, on the CPU")
-    parser.add_argument("--rows", type=int, default=65536)
-    parser.add_argument("--det-rows", type=int, default=2048)
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--bags", type=int, nargs="+", default=[16, 64, 256])
-    parser.add_argument("--batches", nargs="+", default=["128", "2048", "8192", "auto"])
-    parser.add_argument("--pytest-args", default="tests", help="what pytest runs")
-    parser.add_argument("--skip-tests", action="store_true")
+    add = parser.add_argument
+    add("--out", type=Path, default=HERE / "results")
+    add("--dry-run", action="store_true", help="tiny, on the CPU")
+    add("--rows", type=int, default=65536)
+    add("--det-rows", type=int, default=2048)
+    add("--epochs", type=int, default=4)
+    add("--bags", type=int, nargs="+", default=[16, 64, 256])
+    add("--batches", nargs="+", default=["128", "2048", "8192", "auto"])
+    add("--pytest-args", default="tests", help="what pytest runs")
+    add("--skip-tests", action="store_true")
     args = parser.parse_args(argv)
     if args.dry_run:
         args.device, args.rows, args.det_rows, args.epochs = "cpu", 256, 320, 1
@@ -279,8 +267,7 @@ def main(argv=None):
         print("tests:", report["tests"]["summary"])
     report["determinism"] = check_determinism(args)
     report["throughput"] = throughput(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "gpu_check.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_results("gpu_check", report, out_dir=args.out)
     write_markdown(report, args.out / "gpu_check.md")
     print(f"wrote {args.out / 'gpu_check.json'} and gpu_check.md")
     failed = report.get("tests", {}).get("returncode", 0) != 0

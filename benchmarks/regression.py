@@ -1,21 +1,6 @@
 """LLPRegressor against three baselines: weekly hours from bag means (Adult).
 
-Each training person of the bundled UCI Adult data keeps only the mean
-``hours_per_week`` of a bag (random bags of 16 or 64 people, or K-means
-clusters of similar people); the test people's own hours are the score
-(R², instance level). Compared, with the same MLP (256, 256):
-
-* ``LLPRegressor()`` at its defaults (``method="bag"``), and with
-  ``method="interpolating"``;
-* a plain PyTorch loop on the bag-mean squared error (the loop a user would
-  write: Adam at 1e-3, the same epochs and rows a step, standardised
-  targets, bags in random order);
-* ecological regression: a linear model (ridge, penalty by leave-one-bag-out)
-  fitted on the bags' mean features and mean targets (weighted by bag size),
-  applied to single people;
-* the same network trained on the instance targets (``fit(X, y)``): the
-  bound no bag method should pass.
-
+Setup and baselines: ``benchmarks/README.md``, section ``regression.py``.
 Usage: ``python benchmarks/regression.py [--quick] [--seeds 0 1 2]``; writes
 ``benchmarks/results/regression.{json,md}``.
 """
@@ -23,21 +8,23 @@ Usage: ``python benchmarks/regression.py [--quick] [--seeds 0 1 2]``; writes
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from sklearn_llp import LLPRegressor
 from sklearn_llp.bags import KMeansBagGenerator, UniformBagGenerator
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.modules import MLP
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _common
+from _common import adult_encoder, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET = "hours_per_week"
@@ -61,14 +48,7 @@ def load(max_train, seed=0):
     )
     if max_train and max_train < len(X_train):
         X_train, y_train = X_train.iloc[:max_train], y_train[:max_train]
-    encoder = make_column_transformer(
-        (
-            OneHotEncoder(handle_unknown="ignore"),
-            make_column_selector(dtype_include="category"),
-        ),
-        (StandardScaler(), make_column_selector(dtype_include="number")),
-        sparse_threshold=0.0,
-    )
+    encoder = adult_encoder()
     X_train = encoder.fit_transform(X_train).astype(np.float32)
     return X_train, encoder.transform(X_test).astype(np.float32), y_train, y_test
 
@@ -166,14 +146,13 @@ def run(estimator, X, bags, targets, y_train, seed, epochs):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--baggings", nargs="+", default=["16", "64", "kmeans"])
-    parser.add_argument("--max-train", type=int, default=10_000)
-    parser.add_argument(
-        "--epochs", type=int, default=None, help="default: the library's"
-    )
-    parser.add_argument("--quick", action="store_true", help="2,000 rows, 2 epochs")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add = parser.add_argument
+    add("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    add("--baggings", nargs="+", default=["16", "64", "kmeans"])
+    add("--max-train", type=int, default=10000)
+    add("--epochs", type=int, default=None, help="default: the library's")
+    add("--quick", action="store_true", help="2,000 rows, 2 epochs")
+    add("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.quick:
         args.max_train, args.epochs, args.seeds = 2_000, 2, args.seeds[:1]
@@ -208,9 +187,7 @@ def main(argv=None):
         "wall_s": round(time.time() - started, 1),
         "records": records,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "regression.json").write_text(json.dumps(report, indent=1) + "\n")
-    (args.out / "regression.md").write_text(markdown(report))
+    write_results("regression", report, markdown(report), args.out)
     print(markdown(report))
 
 

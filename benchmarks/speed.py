@@ -1,69 +1,14 @@
 """Training speed and memory of ``LLPClassifier`` against a bare PyTorch loop.
 
-For every configuration (a number of rows and a bagging), the script trains
-four engines side by side in one fresh subprocess:
-
-* ``LLPClassifier(method="dllp")`` and ``LLPClassifier(method="vat")``, as a
-  user would call them (default MLP, ``batch_size=128``, Adam with lr 1e-3,
-  ``max_bag_size=1024`` unless stated);
-* a bare PyTorch loop for each method: the same network
-  (:class:`sklearn_llp.modules.MLP`), the same batches of whole bags (drawn
-  by :class:`sklearn_llp._data.BagBatchSampler` with the same seed), bag means
-  by ``index_add_``, the same loss (proportion loss; LLP-VAT with one power
-  iteration, ``xi=1e-6``, ``eps=1``, ``alpha=0.05`` ramped up) and the same
-  Adam optimizer and learning rate, written as plainly as possible.
-
-The engines run **interleaved, one epoch at a time** (rounds of
-LLP-DLLP, bare-DLLP, LLP-VAT, bare-VAT, the order reversed every other
-round), so they share whatever load the machine is under; ``LLPClassifier`` is advanced
-one epoch per call (``fit`` with ``max_epochs=1``, then ``partial_fit``) and
-its epoch is timed by a callback from ``on_epoch_begin`` to ``on_epoch_end``
-(input validation and setup of every call are reported apart, as
-``setup_s``). The first round is a warm-up and is discarded; epoch times are
-medians over the remaining rounds (at least ``--repeats``, more for short
-epochs until every engine has run ``--min-time`` seconds). The ratios
-(``LLPClassifier`` / bare, VAT / DLLP) are *paired*: the median over rounds
-of the ratio of the two epochs of a round, which ran back to back, so a
-change of load between rounds cancels (the ratio of the medians and of the
-minima are reported too).
-
-Peak memory is measured during the warm-up epoch of every engine (for
-``LLPClassifier`` this includes ``fit``'s validation and setup): freed memory
-is returned to the OS (``gc.collect()`` and glibc's ``malloc_trim``), the peak
-resident set size is reset (``/proc/self/clear_refs``), and the reported
-value is the peak RSS (``VmHWM``) during the epoch minus the RSS just before
-it. RSS counts every allocation of the process, torch's CPU tensors
-included (``tracemalloc`` would not see them); the data set itself is
-allocated before and is not counted. On CUDA, the peak is
-``torch.cuda.max_memory_allocated`` above the allocation before the epoch,
-and epochs are timed after ``torch.cuda.synchronize()``.
-
-Experiments:
-
-* ``rows``: 10^4, 10^5 and 10^6 rows of synthetic census-like data (106
-  features: 8 one-hot blocks of Adult-like cardinalities, 100 columns, and
-  6 numeric columns; 2 classes, about 24 % positive) in bags by "region x age
-  band": Zipf-sized regions (about 512 rows per region) crossed with 7 age
-  bands, so bag sizes range from a few rows to thousands (mean about 70);
-  bags over ``max_bag_size=1024`` are subsampled every epoch.
-* ``bag_size``: 10^5 rows in uniform bags of 16, 256, 4096 and 10^5 rows,
-  with ``max_bag_size=1024`` (the default) and, for the bags above it, also
-  with ``max_bag_size=None`` to show what the cap saves.
-
-Run from the repository root::
+Four engines (LLP-DLLP, bare-DLLP, LLP-VAT, bare-VAT) run interleaved one
+epoch at a time in a fresh subprocess per configuration; epoch times are
+medians, LLP/bare and VAT/DLLP ratios paired per round. How it measures and
+what it found: ``benchmarks/README.md``, section ``speed.py``.
 
     python benchmarks/speed.py                  # full run (about 9 min, 2 cores)
     python benchmarks/speed.py --quick --out /tmp/speed
     python benchmarks/speed.py --profile        # where LLPClassifier's time goes
-
-Writes ``speed.json`` and ``speed.md`` to ``--out`` (default
-``benchmarks/results``); ``--profile`` writes ``speed_profile.txt``.
-
-By default torch uses one thread (``--threads 1``): the reference machine has
-2 cores shared with other jobs, and intra-op threads on contended cores make
-timings noisy. One thread is also the *most favourable* setting for the
-relative overhead of ``LLPClassifier``: its fixed per-batch Python cost
-weighs more when the arithmetic gets faster (more threads, or a GPU).
+    python benchmarks/speed.py --resummarise    # speed.md from speed.json
 """
 
 import argparse
@@ -322,43 +267,38 @@ class BareLoop:
 # ----------------------------------------------------------------------
 # LLPClassifier, one epoch per call
 # ----------------------------------------------------------------------
-def _epoch_clock(store, device, profiler=None):
-    """A skorch callback timing every epoch (and optionally profiling it)."""
+def _sync(device):
     import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _epoch_clock(store, device):
+    """A skorch callback timing every epoch into ``store``."""
     from skorch.callbacks import Callback
 
     class EpochClock(Callback):
         def on_epoch_begin(self, net, **kwargs):
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            if self.profiler is not None:
-                self.profiler.enable()
+            _sync(device)
             self.t0_ = time.perf_counter()
 
         def on_epoch_end(self, net, **kwargs):
-            if device.type == "cuda":
-                torch.cuda.synchronize()
+            _sync(device)
             store.append(time.perf_counter() - self.t0_)
-            if self.profiler is not None:
-                self.profiler.disable()
 
-    clock = EpochClock()
-    clock.profiler = profiler
-    return clock
+    return EpochClock()
 
 
 class LLPEngine:
     """``LLPClassifier`` advanced one epoch per call."""
 
-    def __init__(
-        self, X, bags, props, method, max_bag_size, device, seed, profiler=None
-    ):
+    def __init__(self, X, bags, props, method, max_bag_size, device, seed):
         from sklearn_llp import LLPClassifier
 
         self.X, self.bags, self.props = X, bags, props
-        self.epoch_times = []
-        self.setup_times = []
-        self.clock = _epoch_clock(self.epoch_times, device, profiler)
+        self.epoch_times, self.setup_times = [], []
+        self.clock = _epoch_clock(self.epoch_times, device)
         self.clf = LLPClassifier(
             method=method,
             max_bag_size=max_bag_size,
@@ -514,16 +454,12 @@ def _count_batches(bags, max_bag_size, seed):
 
 
 def _run_epoch(engine, device):
-    import torch
-
     if isinstance(engine, LLPEngine):
         return engine.epoch()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+    _sync(device)
     t0 = time.perf_counter()
     engine.epoch()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+    _sync(device)
     return time.perf_counter() - t0
 
 
@@ -856,69 +792,28 @@ def write_markdown(report, path):
     Path(path).write_text("\n".join(lines))
 
 
+def _sizes(text):
+    return [int(float(v)) for v in text.split(",")] if text else []
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="10^4 rows, 2 epochs (<1 min)"
-    )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument(
-        "--rows",
-        type=lambda s: [int(float(v)) for v in s.split(",")],
-        default=[10**4, 10**5, 10**6],
-        help="comma-separated, e.g. 1e4,1e5,1e6",
-    )
-    parser.add_argument(
-        "--bag-sizes",
-        type=lambda s: [int(float(v)) for v in s.split(",")] if s else [],
-        default=[16, 256, 4096, 10**5],
-        help="uniform bag sizes; empty to skip",
-    )
-    parser.add_argument("--bag-size-rows", type=int, default=10**5)
-    parser.add_argument(
-        "--repeats",
-        type=int,
-        default=3,
-        help="measured epochs per engine (after 1 warm-up)",
-    )
-    parser.add_argument(
-        "--repeats-large",
-        type=int,
-        default=3,
-        help="measured epochs for >= 10^6 rows and for max_bag_size=None",
-    )
-    parser.add_argument(
-        "--min-time",
-        type=float,
-        default=4.0,
-        help="add rounds (up to --max-rounds) until every engine has been "
-        "timed this many seconds; 0 disables",
-    )
-    parser.add_argument("--max-rounds", type=int, default=25)
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads (default 1, see module docstring)",
-    )
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    parser.add_argument(
-        "--profile",
-        action="store_true",
-        help="cProfile one epoch of each engine (10^5 rows)",
-    )
-    parser.add_argument(
-        "--resummarise",
-        action="store_true",
-        help="recompute the summary and speed.md from OUT/speed.json (no timing)",
-    )
-    parser.add_argument(
-        "--scale",
-        type=float,
-        default=None,
-        help="only the defaults at scale: this many rows (e.g. 1.6e6)",
-    )
-    parser.add_argument("--_worker", help=argparse.SUPPRESS)
+    add = parser.add_argument
+    add("--quick", action="store_true", help="10^4 rows, 2 epochs (<1 min)")
+    add("--out", type=Path, default=DEFAULT_OUT)
+    add("--rows", type=_sizes, default=[10**4, 10**5, 10**6], help="e.g. 1e4,1e5")
+    add("--bag-sizes", type=_sizes, default=[16, 256, 4096, 10**5], help="uniform")
+    add("--bag-size-rows", type=int, default=10**5)
+    add("--repeats", type=int, default=3, help="measured epochs (after a warm-up)")
+    add("--repeats-large", type=int, default=3, help="for 10^6 rows or no cap")
+    add("--min-time", type=float, default=4.0, help="more rounds until timed so long")
+    add("--max-rounds", type=int, default=25)
+    add("--threads", type=int, default=1, help="torch threads")
+    add("--device", default="auto", help="auto, cpu or cuda")
+    add("--profile", action="store_true", help="the host share of an epoch")
+    add("--resummarise", action="store_true", help="speed.md from OUT/speed.json")
+    add("--scale", type=float, help="only the defaults at scale: this many rows")
+    add("--_worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.rows = [10**4]

@@ -668,7 +668,9 @@ class LLPNet(RuntimeMixin, NeuralNet):
 
     def _forward_outputs(self, X):
         """The module's outputs for ``X`` (validated), in large batches."""
-        with self._threads(), self._on_device():
+        # the DataLoader draws a base seed from torch's global RNG: fork it so
+        # that predicting leaves the caller's random stream as it was
+        with self._threads(), self._on_device(), torch.random.fork_rng(devices=[]):
             outputs = self.forward(ArrayDataset(as_tensor(X)), training=False)
         self._check_output(outputs, self._n_outputs())
         return outputs

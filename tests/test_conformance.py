@@ -727,6 +727,19 @@ def test_a_seeded_fit_leaves_the_global_torch_rng_untouched(name):
     assert torch.equal(torch.get_rng_state(), state)
 
 
+@pytest.mark.parametrize("name", LLP)
+def test_predicting_leaves_the_global_torch_rng_untouched(name):
+    # a user's seeded pipeline draws the same numbers whether or not it
+    # predicted in between (skorch's DataLoader draws a base seed)
+    p = problem(2)
+    est = make(name).fit(p.X, p.codes, p.aligned)
+    state = torch.get_rng_state()
+    est.predict(p.X)
+    if hasattr(est, "predict_proba"):
+        est.predict_proba(p.X)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
 # ----------------------------------------------------------------------
 # 10. the supervised path is singleton bags
 # ----------------------------------------------------------------------

@@ -1,25 +1,14 @@
 """Adult in 10 random bags, set up like the naive-large rows of Franco et al.
 
-Published: G. Franco et al., "The Complex Landscape of LLP Evaluation", table
-of all results (``tables/all-results.tex`` of github.com/gaabrielfranco/
-complex-llp-evaluation), rows ``adult-naive-large-{equal,not-equal}-None-
-cluster-None-None``. Their code: all 48,842 rows in 10 random bags of sizes
-``SIZES``, a 25 % test split per execution, an MLP with one hidden layer of
-1000 (dropout 0.5), Adam, 100 epochs, one bag a step (LLPFC: 128 rows), lr
-from ``LR_GRID`` by the hard bag L1 error (argmax) of fits on half of every
-bag's rows scored on the other half (5 splits), then a refit. Here the same,
-except one half/half split, one bag a step for every method, this package's
-method settings and encoding; Mean Map's ``C`` from ``C_GRID``. Each fit is
-scored at argmax (theirs) and at the prior-matched threshold (the default).
-
-Options: ``--seeds`` (0), ``--variants`` (equal), ``--methods`` (all), ``--quick``
-(2,000 rows, 2 epochs, DLLP, Mean Map), ``--markdown-only``, ``--out``; records
-in ``adult_few_bags.json`` are kept. Writes it and ``adult_few_bags.md``.
+The published rows, their setup and what differs here are in
+``benchmarks/README.md``, section ``studies/adult_few_bags.py``.
+Usage: ``python benchmarks/studies/adult_few_bags.py [--quick] [--out DIR]``.
 """
 
 import argparse
 import json
 import platform
+import sys
 import time
 import warnings
 from collections import Counter
@@ -29,16 +18,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 from sklearn.model_selection import ShuffleSplit
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.exceptions import FitDivergedError
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import hard_l1_error
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
+from _common import adult_encoder  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: Bag sizes over all 48,842 rows (their ``tables/table-datasets-info.tex``).
@@ -85,12 +75,7 @@ def load(variant, seed, n_rows=None):
     sizes[: len(y) - sizes.sum()] += 1
     bag = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
     train, test = next(ShuffleSplit(1, test_size=0.25, random_state=seed).split(y))
-    categorical = make_column_selector(dtype_include="category")
-    encoder = make_column_transformer(
-        (OneHotEncoder(handle_unknown="ignore"), categorical),
-        (StandardScaler(), make_column_selector(dtype_include="number")),
-        sparse_threshold=0.0,
-    )
+    encoder = adult_encoder()
     X_train = encoder.fit_transform(X.iloc[train]).astype(np.float32)
     X_test = encoder.transform(X.iloc[test]).astype(np.float32)
     return X_train, X_test, y[train], y[test], bag[train]
@@ -209,12 +194,13 @@ def markdown(output):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    parser.add_argument("--variants", nargs="+", default=["equal"], choices=list(SIZES))
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--markdown-only", action="store_true")
+    add = parser.add_argument
+    add("--seeds", type=int, nargs="+", default=[0])
+    add("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    add("--variants", nargs="+", default=["equal"], choices=list(SIZES))
+    add("--quick", action="store_true")
+    add("--out", type=Path, default=RESULTS)
+    add("--markdown-only", action="store_true")
     args = parser.parse_args(argv)
     path, md = args.out / "adult_few_bags.json", args.out / "adult_few_bags.md"
     old = json.loads(path.read_text()) if path.exists() and not args.quick else {}

@@ -1,34 +1,13 @@
 """One huge bag in bounded memory: per-epoch subsampling vs exact chunks.
 
-A published group table can hold one bag of 10^5-10^6 people. Three ways to
-train on it are measured, each in a fresh subprocess so that its peak RSS is
-its own:
-
-``subsample``
-    ``LLPClassifier(max_bag_size=1024)`` (the default): every epoch the huge
-    bag contributes a fresh random subset of 1024 rows to one step. Memory is
-    flat in the bag size; the gradient of the bag's proportion loss is a
-    noisy, slightly biased estimate (log of a subsample mean).
-``whole``
-    ``LLPClassifier(max_bag_size=None)``: the whole bag in one step. Exact,
-    but activations (and memory) grow with the bag.
-``exact_chunks``
-    The exact proportion gradient accumulated over chunks of 4096 rows in
-    two passes: a no-grad pass for the bag mean ``m``, then per chunk the
-    surrogate ``-sum_j p_j / m_j * sum_{i in chunk} f_j(x_i) / N`` whose
-    gradients add up to the exact one. Memory is flat, but every step reads
-    the whole bag twice. Implemented here as a bare loop (:func:`exact_step`)
-    to measure the trade-off; the classifier uses subsampling.
-
-The script also reports how well the subsampled gradient points along the
-exact one (cosine similarity at initialisation, mean over 20 draws).
-
-Run::
+DLLP on one bag of 10^5-10^6 rows trained three ways, each in a fresh
+subprocess so its peak RSS is its own: ``subsample`` (``max_bag_size=1024``,
+the default), ``whole`` (``max_bag_size=None``) and ``exact_chunks`` (the
+exact proportion gradient over 4096-row chunks, :func:`exact_step`). See
+``benchmarks/README.md``, section ``studies/huge_bag.py``.
 
     python benchmarks/studies/huge_bag.py            # bags of 1e5 and 1e6 rows
     python benchmarks/studies/huge_bag.py --quick    # 2e4 rows, for a smoke test
-
-Results go to ``benchmarks/results/huge_bag.{json,md}``.
 """
 
 import argparse
@@ -180,11 +159,12 @@ def gradient_fidelity(n_huge, draws=20, max_bag_size=1024):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6])
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--out", default=str(RESULTS_DIR))
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    add = parser.add_argument
+    add("--quick", action="store_true")
+    add("--sizes", type=float, nargs="+", default=[100000.0, 1000000.0])
+    add("--epochs", type=int, default=3)
+    add("--out", default=str(RESULTS_DIR))
+    add("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         config, n_huge = args.child[0], int(float(args.child[1]))

@@ -1,50 +1,10 @@
 """Does ``check_identifiability`` warn where fits from different seeds disagree?
 
-For groupings of varying quality -- a few large groups with near-equal
-positive rates (the case of issue 14), random bags of many sizes,
-feature-defined groups (census-style tables), K-means bags, bags with
-identical proportions, one giant bag beside small ones -- this script
-computes :func:`sklearn_llp.bags.check_identifiability` and fits
-``LLPClassifier(method="dllp")`` on the bags with 5 model seeds (the bags
-stay fixed: only the network's initialisation and the order of the batches
-change). It records every seed's test ROC AUC, their spread (max - min),
-their agreement (mean pairwise Spearman correlation of the test scores) and
-whether the report warned. Seeds *disagree* when the agreement is below
-0.9 or the spread exceeds 0.05; the table ends with warned/quiet against
-disagree/agree.
-
-Data sets:
-
-* ``synthetic``: 20 standard normal features, ``P(y = 1 | x) =
-  sigmoid(w . x - 4.5)`` with ``w = (1.5, -1, 1, 0.7, -0.5, 0.25, 0, ...)``,
-  about 6 % positives; 30,000 training and 20,000 test rows (``--quick``:
-  6,000 and 4,000). Feature ``x5`` is only weakly predictive: its six
-  quantile groups have positive rates of about 3-8 %, the user's case.
-* ``adult``: the bundled UCI Adult data, its original split (32,561 /
-  16,281 rows), categoricals one-hot encoded and numerics scaled by a
-  ``ColumnTransformer`` (108 columns), ``>50K`` (24 %) the positive class.
-  Groups are made from the raw columns (``FeatureBagGenerator``, age in
-  quantile bands), as census tables are published.
-
-Training (the same for every grouping): DLLP, an MLP with two hidden layers
-of 64 units (smaller than the default 256 to keep the run short), Adam with
-``lr=3e-3`` annealed by a cosine, ``max_bag_size=512``, whole bags packed to
-``batch_size = 4 x`` the median (capped) bag size, clipped to 256..2048, and
-a budget of about 8 passes over the training rows but at least 600
-optimizer steps (so that a few large bags are fitted too: their bag error
-is below 0.005), at most 300 epochs. The bag error column is the
-size-weighted mean absolute difference between each training bag's
-predicted and given positive rate. Small values mean the fit reproduced the
-bags, whatever its test AUC. ``--markdown-only`` recomputes the report's
-verdicts from the stored numbers with the current thresholds, so changing
-a threshold needs no refit.
-
-Writes ``identifiability.json`` (one record per grouping, all report
-numbers and per-seed results), ``identifiability.md`` (the table) and
-``identifiability.png`` (test AUC against the number of bags, mean and
-min-max band over seeds, warned groupings marked) to ``--out``.
-
-Run from the repository root::
+For groupings of varying quality, the report of
+:func:`sklearn_llp.bags.check_identifiability` against 5 DLLP fits that
+differ only in the model seed (agreement: mean pairwise Spearman of the test
+scores; disagree below 0.9 or an AUC spread above 0.05). See
+``benchmarks/README.md``, section ``studies/identifiability.py``.
 
     python benchmarks/studies/identifiability.py            # full run, ~6 min, 1 core
     python benchmarks/studies/identifiability.py --quick --out /tmp/ident  # < 1 min
@@ -66,9 +26,7 @@ import pandas as pd
 import sklearn
 import torch
 from scipy.stats import spearmanr
-from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.metrics import roc_auc_score
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from skorch.callbacks import LRScheduler
 
 from sklearn_llp import LLPClassifier
@@ -83,6 +41,9 @@ from sklearn_llp.bags import (
 from sklearn_llp.bags._identifiability import _findings
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.datasets._adult import ADULT_N_TRAIN
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
+from _common import adult_encoder  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 STEM = "identifiability"
@@ -139,14 +100,7 @@ def adult_data(max_train=None):
         keep = np.random.RandomState(0).permutation(len(X_train))[:max_train]
         keep.sort()
         X_train, y_train = X_train.iloc[keep], y_train[keep]
-    encoder = make_column_transformer(
-        (
-            OneHotEncoder(handle_unknown="ignore"),
-            make_column_selector(dtype_include="category"),
-        ),
-        (StandardScaler(), make_column_selector(dtype_include="number")),
-        sparse_threshold=0.0,
-    )
+    encoder = adult_encoder()
     return {
         "X_train": encoder.fit_transform(X_train).astype(np.float32),
         "X_test": encoder.transform(X_test).astype(np.float32),
@@ -662,27 +616,28 @@ def plot(results, path):
 # ----------------------------------------------------------------------
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--quick", action="store_true", help="small synthetic run, 2 seeds (< 1 minute)"
     )
-    parser.add_argument(
+    add(
         "--out",
         type=Path,
         default=RESULTS_DIR,
         help="output folder (default benchmarks/results)",
     )
-    parser.add_argument(
+    add(
         "--datasets",
         default=None,
         help="comma-separated: synthetic,adult (default both; --quick: synthetic)",
     )
-    parser.add_argument(
+    add(
         "--seeds",
         default=None,
         help="comma-separated model seeds (default 0,1,2,3,4; --quick 0,1)",
     )
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument(
+    add("--threads", type=int, default=1, help="torch threads")
+    add(
         "--markdown-only",
         action="store_true",
         help="redo the table and figure from the JSON",

@@ -1,63 +1,23 @@
 """Noisy (differentially private) group proportions: DLLP with and without
 the noise-aware loss, accuracy and ROC AUC against epsilon.
 
-UCI Adult (income >50K), split 70/30 once (seed 0); the training people are
-grouped as census tables are (age band x sex x education: 189 groups of 1
-to 1,405 people, median 64), and each group's income shares are released
-with the Laplace mechanism (:func:`sklearn_llp.bags.dp_proportions`: noise
-of scale ``2/epsilon`` on every class count, epsilon-DP for neighbouring data
-sets that differ in one person's label, the group sizes public; counts
-divided by the group size and projected onto the simplex). For every
-epsilon and seed (the seed draws the noise and seeds the model) three
-``LLPClassifier`` (default MLP, 30 epochs) are fitted on the same release,
-on features preprocessed once (one-hot categoricals, scaled numerics):
-
-- ``dllp``: ``method="dllp"``, every group's proportions trusted alike;
-- ``size``: ``method="noisy"`` with ``scale=0``: the noise ignored, groups
-  weighed by their size (the multinomial likelihood of exact counts);
-- ``noisy``: ``method="noisy"`` with the release's noise scale
-  (:class:`sklearn_llp.methods.NoisyProportions`: the Gaussian likelihood
-  of the noisy counts, groups weighed by ``n_B r_B``, ``r_B`` the share of
-  their proportions' variance that is not noise).
-
-Writes ``benchmarks/results/noisy_proportions.{json,md,png}``: test accuracy
-and ROC AUC (mean +- std over the seeds) against epsilon. The default grid
-(0.1, 0.2, 0.6, 2, 6, 20, inf) gives the noise scales (20 to 0.1) of the
-committed run, which was made with an earlier accounting (sensitivity 1,
-scale ``1/epsilon``) and labelled epsilon = 0.05, 0.1, 0.3, 1, 3, 10: the
-same releases (same seeds, same scales), correctly labelled now.
-``--resummarise`` relabels a JSON written under that accounting (no
-``sensitivity`` in its meta): its epsilon times 2. 63 fits of about
-15 s: 18 minutes on 2 CPU cores shared with other jobs (load about 4);
-``--quick`` (5,000 training people, 3 epochs, one seed, three epsilons) in
-about 10 seconds.
+Adult in census-style groups, each group's income shares released by
+:func:`sklearn_llp.bags.dp_proportions` (epsilon-DP for neighbouring data
+sets that differ in one person's label, the group sizes public); a digits
+study does the same with many classes. Setup and results:
+``benchmarks/README.md``, section ``studies/noisy_proportions.py``.
 
 Usage: ``python benchmarks/studies/noisy_proportions.py [--quick] [--out DIR]
 [--epochs N] [--seeds N] [--epsilons 0.1,1,inf] [--methods dllp,size,noisy]
-[--resummarise]`` (``--methods`` also takes ``reliability``:
-``method__weighting="reliability"``; ``--resummarise`` redoes the table and
-figure from the JSON, relabelling an old one).
-
-``--study digits``: the release formats real users receive, with the
-*default* ``LLPClassifier`` settings (100 epochs, early stopping "auto").
-scikit-learn's digits (10 classes), split 70/30 once (stratified, seed 0);
-the 1,257 training images are put in random bags of census-like,
-heavy-tailed sizes (log-normal, fixed seed: 44 bags of 1 to 115, median
-18.5); each bag's 10 class counts are released with discrete Laplace noise
-(integer counts, ``P(k) ∝ exp(-|k| epsilon / 2)``: epsilon-DP for
-neighbours that differ in one label) and projected onto the simplex. Two
-sweeps, ``dllp`` (the naive proportion loss) against ``noisy`` (the
-noise-aware one; ``size`` too in the first): test accuracy against epsilon
-without suppression, and against ``min_bag_size`` (bags below it withheld,
-their rows dropped with ``released_rows``) at epsilon = 1 and without
-noise. Writes ``noisy_proportions.digits.{json,md,png}``; 3 seeds, 93 fits
-of about 5 s; ``--quick``: 1 seed, 2 epochs, a few points.
+[--resummarise]`` (``--resummarise`` redoes the table and figure from the
+JSON, relabelling an old one).
 """
 
 import argparse
 import json
 import math
 import platform
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -66,11 +26,9 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.datasets import load_digits
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import sklearn_llp
 from sklearn_llp import LLPClassifier
@@ -83,6 +41,9 @@ from sklearn_llp.bags import (
 )
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.exceptions import IdentifiabilityWarning
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
+from _common import adult_encoder  # noqa: E402
 
 matplotlib.use("Agg")
 torch.set_num_threads(1)
@@ -143,14 +104,7 @@ def data(quick):
         X_train, _, y_train, _ = train_test_split(
             X_train, y_train, train_size=5000, stratify=y_train, random_state=0
         )
-    prep = make_column_transformer(
-        (
-            OneHotEncoder(handle_unknown="ignore"),
-            make_column_selector(dtype_include="category"),
-        ),
-        (StandardScaler(), make_column_selector(dtype_include="number")),
-        sparse_threshold=0,
-    )
+    prep = adult_encoder()
     groups = FeatureBagGenerator(["age", "sex", "education"], n_bins={"age": 6})
     bags = groups.fit_transform(X_train)
     return (
@@ -703,27 +657,28 @@ def digits_study(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default=str(RESULTS_DIR), help="output folder")
-    parser.add_argument("--epochs", type=int, default=None)
-    parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--epsilons", default=None, help="comma-separated; inf ok")
-    parser.add_argument(
+    add = parser.add_argument
+    add("--quick", action="store_true")
+    add("--out", default=str(RESULTS_DIR), help="output folder")
+    add("--epochs", type=int, default=None)
+    add("--seeds", type=int, default=None)
+    add("--epsilons", default=None, help="comma-separated; inf ok")
+    add(
         "--resummarise",
         action="store_true",
         help="redo the .md and .png from the .json in --out",
     )
-    parser.add_argument(
+    add(
         "--methods",
         default=",".join(DEFAULT_METHODS),
         help=f"comma-separated, of {list(METHODS)}",
     )
-    parser.add_argument(
+    add(
         "--study",
         choices=("adult", "digits"),
         default="adult",
-        help="adult: census groups, epsilon sweep; digits: release formats "
-        "(integer noise, suppression) with the default estimator settings",
+        help="adult: census groups, epsilon sweep; digits: release formats (integer "
+        "noise, suppression) with the default estimator settings",
     )
     args = parser.parse_args(argv)
     if args.study == "digits" and args.resummarise:

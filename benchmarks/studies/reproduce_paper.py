@@ -1,58 +1,15 @@
 """Reproduce the image experiments of the LLP-VAT paper with sklearn-llp.
 
-Tsai & Lin (2020), "Learning from Label Proportions with Consistency
-Regularization", sections 5.1-5.5: SVHN, CIFAR-10 and CIFAR-100 in uniform
-bags of 16-256 images (Table 1) and in K-means bags (Tables 2 and 3), trained
-with the proportion loss alone ("vanilla", i.e. DLLP), ROT and LLP-VAT.
-
-Protocol, as in the paper:
-
-* network: WRN-28-2 (:mod:`wrn`; dropout 0), Adam with learning rate 3e-4,
-  400 epochs, learning rate x0.2 after epoch 320 (skorch ``LRScheduler`` with
-  ``MultiStepLR``; with ``--epochs E`` the milestone is ``round(0.8 E)``);
-* augmentation: zero-padding by 4 pixels (black, in pixel space), a random
-  32x32 crop and a random horizontal flip with probability 0.5 (no flip for
-  SVHN), vectorised on the device in ``augment_batch``;
-* bags: uniform bags of 16, 32, 64, 128 or 256 images (the last incomplete bag
-  dropped), or K-means bags of the images projected on their first 600
-  principal components (the number of components is not in the paper; 600 is
-  the default of the authors' public code) with the paper's K, bags over 256
-  images subsampled afresh every epoch (``max_bag_size=256``);
-* model selection: 90 % of the bags train, 10 % are held out; every
-  hyperparameter of the paper's grid is trained on the 90 % and the one with
-  the lowest hard L1 error on the held-out bags is kept (VAT: alpha in {0.5,
-  0.1, 0.05, 0.01} with eps 1 for SVHN and 6 for CIFAR; ROT: alpha in {0.1,
-  0.4, 0.7, 0.9}; vanilla: no hyperparameter);
-* reported: test accuracy averaged over the last 10 epochs (a callback
-  evaluates the test set at the end of each of them).
-
-Not stated in the paper: the mini-batch; we pack about two bags per
-optimizer step (``batch_size = 2 x`` the mean bag size, as the authors' public
-code takes two bags per step), and inputs are standardised per channel.
-
-Data are read from ``--data-dir`` in the released formats, never downloaded:
-
-* CIFAR-10: ``cifar-10-batches-py/data_batch_1`` ... ``data_batch_5`` and
-  ``test_batch`` (python pickles with ``b"data"`` and ``b"labels"``);
-* CIFAR-100: ``cifar-100-python/train`` and ``test`` (``b"fine_labels"``);
-* SVHN: ``train_32x32.mat`` and ``test_32x32.mat`` (in ``--data-dir`` or
-  ``--data-dir/svhn``).
-
-Examples, from the repository root::
+Tsai & Lin (2020), sections 5.1-5.5: SVHN, CIFAR-10 and CIFAR-100 in uniform
+and K-means bags (Tables 1-3), DLLP, ROT and LLP-VAT on a WRN-28-2, from the
+data sets' released files (never downloaded). Setup, file layouts and
+deviations: ``benchmarks/README.md``, section ``studies/reproduce_paper.py``.
 
     # one cell of Table 1 (a GPU day or so)
-    python benchmarks/studies/reproduce_paper.py --data-dir ~/data --dataset cifar10 \\
+    python benchmarks/studies/reproduce_paper.py --data-dir ~/data --dataset cifar10 \
         --bagging uniform:64 --method vat
-    # the K-means row of CIFAR-10, all methods
-    python benchmarks/studies/reproduce_paper.py --data-dir ~/data --dataset cifar10 \\
-        --bagging kmeans
     # everything (weeks of GPU time)
     python benchmarks/studies/reproduce_paper.py --data-dir ~/data --full
-
-Every finished cell is merged into ``reproduce_paper.json`` in ``--out``
-(default ``benchmarks/results``) and the tables are rewritten to
-``reproduce_paper.md`` in the paper's layout, our accuracy next to the
-paper's, so cells can be run separately (e.g. on several GPUs) and collected.
 """
 
 import argparse
@@ -594,51 +551,52 @@ def save(cells, out_dir):
 # ----------------------------------------------------------------------
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument(
+    add = parser.add_argument
+    add("--data-dir", type=Path, required=True)
+    add(
         "--dataset",
         default=None,
         help=f"comma-separated, from {DATASETS}; default cifar10 (all with --full)",
     )
-    parser.add_argument(
+    add(
         "--bagging",
         default=None,
-        help="uniform:N or kmeans:K for one cell; uniform or kmeans for the "
-        "paper's five columns; default uniform:64",
+        help="uniform:N or kmeans:K for one cell; uniform or kmeans for the paper's "
+        "five columns; default uniform:64",
     )
-    parser.add_argument(
+    add(
         "--method",
         default=None,
         help=f"comma-separated, from {METHODS} (dllp = vanilla); default vat, "
         "or every method of the table with --full or a whole row",
     )
-    parser.add_argument(
+    add(
         "--full",
         action="store_true",
         help="every cell of Tables 1-3 for the datasets (weeks of GPU time)",
     )
-    parser.add_argument("--epochs", type=int, default=EPOCHS)
-    parser.add_argument("--out", type=Path, default=HERE.parent / "results")
-    parser.add_argument("--wrn-depth", type=int, default=28)
-    parser.add_argument("--wrn-width", type=int, default=2)
-    parser.add_argument("--wrn-dropout", type=float, default=0.0)
-    parser.add_argument(
+    add("--epochs", type=int, default=EPOCHS)
+    add("--out", type=Path, default=HERE.parent / "results")
+    add("--wrn-depth", type=int, default=28)
+    add("--wrn-width", type=int, default=2)
+    add("--wrn-dropout", type=float, default=0.0)
+    add(
         "--batch-size",
         type=int,
         default=None,
         help="instances per step (whole bags); default twice the mean bag size",
     )
-    parser.add_argument("--predict-batch-size", type=int, default=1024)
-    parser.add_argument(
+    add("--predict-batch-size", type=int, default=1024)
+    add(
         "--alpha",
         type=lambda s: [float(v) for v in s.split(",")],
         default=None,
         help="override the alpha grid of VAT/ROT (comma-separated)",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--verbose", type=int, default=0)
+    add("--seed", type=int, default=0)
+    add("--device", default="auto")
+    add("--threads", type=int, default=None, help="torch CPU threads")
+    add("--verbose", type=int, default=0)
     return parser.parse_args(argv)
 
 

@@ -1,15 +1,7 @@
 """Cost of the deterministic segment sums against the ``index_add_`` they replace.
 
-CPU, one thread, batches of 128/2048/8192 rows in bags of 16/64/256 rows,
-uniform (a reshape and a sum) or mixed (sizes from half to 1.5 times that:
-``torch.segment_reduce``), 10 classes: ``proportion_loss`` forward and
-backward (``segment_sum`` against the former ``index_add_`` code, below);
-``take``, the gather of overlapping bags (every row in two) and its backward
-(``gather_rows`` against indexing, whose backward is an ``index_put_``
-scatter-add); ``sinkhorn_50``, ROT's pseudo-labels (50 iterations). The two
-versions run in turns (the order swapped every round, so both see the same
-load): times are medians of ``--repeats`` loops, ``ratio`` the median of the
-paired ratios, ``max_abs_diff`` the largest difference of their results.
+What is timed and how: ``benchmarks/README.md``, section
+``studies/segment_sum.py``.
 
     python benchmarks/studies/segment_sum.py  # -> results/segment_sum.json
     python benchmarks/studies/segment_sum.py --quick --out /tmp
@@ -19,6 +11,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +19,9 @@ import torch
 
 from sklearn_llp.methods._losses import LOG_EPS, gather_rows, proportion_loss
 from sklearn_llp.methods._rot import sinkhorn_pseudo_labels
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
+from _common import write_results  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
@@ -130,9 +126,10 @@ def case(rows, bag, mixed, repeats, k=10):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=RESULTS_DIR, type=Path)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--quick", action="store_true", help="one size, 3 repeats")
+    add = parser.add_argument
+    add("--out", default=RESULTS_DIR, type=Path)
+    add("--repeats", type=int, default=7)
+    add("--quick", action="store_true", help="one size, 3 repeats")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     grid = [(r, b, m) for r in (128, 2048, 8192) for b in (16, 64, 256) for m in (0, 1)]
@@ -141,8 +138,7 @@ def main(argv=None):
     report["loadavg_at_start"] = os.getloadavg()  # a shared machine is noisy
     report["results"] = [case(*config, repeats) for config in grid]
     print(json.dumps(report, indent=1))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "segment_sum.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_results("segment_sum", report, out_dir=args.out)
 
 
 if __name__ == "__main__":

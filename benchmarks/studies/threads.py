@@ -1,26 +1,8 @@
 """``n_threads="auto"`` against a bare PyTorch loop, idle and beside a busy process.
 
-The issue's goals: on an idle machine, a default ``LLPClassifier`` fit takes
-at most 1.25 times a bare PyTorch loop at torch's default threads; beside one
-busy process, at most 1.3 times the 1-thread fit.
-
-Engines, on the same synthetic data (``--rows`` rows, 64 features, 10
-classes, uniform bags of 16), the same network (``sklearn_llp.modules.MLP``,
-its defaults), the same batch size (``LLPClassifier``'s ``batch_size="auto"``)
-and Adam with lr 1e-3, for DLLP and VAT (one power iteration, ``alpha=0.05``,
-``eps=1``, no ramp-up in the bare loop):
-
-* ``bare``: a plain PyTorch loop at torch's default threads;
-* ``bare-1``: the same loop at one thread;
-* ``llp-auto``: ``LLPClassifier(method=...)``, defaults (``n_threads="auto"``);
-* ``llp-1``: the same with ``n_threads=1`` (the former default).
-
-Scenarios: ``idle`` (whatever else runs on the machine: see ``loadavg``) and
-``busy`` (one ``while True: pass`` Python subprocess started by the script).
-Engines run interleaved, the order reversed every round; times are medians
-of ``--repeats`` whole fits (``--epochs`` epochs each). ``threads_auto`` is
-what ``"auto"`` chose, read during the fits. Run on an otherwise idle
-machine::
+Goals: idle, a default fit within 1.25 times a bare loop at torch's default
+threads; beside one busy process, within 1.3 times the 1-thread fit. Engines
+run interleaved; see ``benchmarks/README.md``, section ``studies/threads.py``.
 
     python benchmarks/studies/threads.py  # -> benchmarks/results/threads.json
     python benchmarks/studies/threads.py --quick --out /tmp
@@ -43,6 +25,9 @@ from skorch.callbacks import Callback
 from sklearn_llp import LLPClassifier
 from sklearn_llp._runtime import available_cores, running_others
 from sklearn_llp.modules import MLP
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
+from _common import write_results  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
@@ -156,15 +141,16 @@ def run_scenario(data, batch_size, args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=20000)
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument(
+    add = parser.add_argument
+    add("--rows", type=int, default=20000)
+    add("--epochs", type=int, default=3)
+    add("--repeats", type=int, default=3)
+    add(
         "--quick",
         action="store_true",
         help="2,000 rows, 1 epoch, 1 repeat: checks the script runs",
     )
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    add("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     if args.quick:
         args.rows, args.epochs, args.repeats = 2000, 1, 1
@@ -187,8 +173,7 @@ def main(argv=None):
         busy.kill()
         busy.wait()
     print(json.dumps(report, indent=1))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "threads.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_results("threads", report, out_dir=args.out)
 
 
 if __name__ == "__main__":

@@ -1,34 +1,20 @@
 """Label-free decision rules: argmax against prior matching, same fits.
 
-``LLPClassifier(threshold=...)`` only changes how probabilities become
-labels, so every fit here is scored with both rules: ``argmax`` (the most
-probable class) and ``prior`` (the threshold, or class offsets, at which the
-predicted class rates on the training rows equal the class rates the bags
-reveal). Settings, default ``LLPClassifier`` (LLP-VAT) with 30 epochs on
-Adult and the default 100 on digits, three seeds each:
-
-- Adult (>50K, 24 % positive): census groups (age band x sex x education,
-  as in the quickstart), random bags of 64 and of 256;
-- Adult "rare" (>50K and age < 35, 4.5 % positive) in groups by education x
-  sex x race, and in random bags of 64;
-- digits (10 classes) in random bags of 16 and 64 (multiclass prior matching).
-
-Writes ``benchmarks/results/threshold.{json,md}``. About 30 minutes on 2 CPU
-cores (1,821 s for the committed 21 fits); ``--quick`` runs one seed on
-subsets in well under a minute.
-
+Every fit is scored with both rules (``threshold`` only changes how
+probabilities become labels). Settings and results: ``benchmarks/README.md``,
+section ``studies/threshold.py``.
 Usage: ``python benchmarks/studies/threshold.py [--quick] [--out DIR]``.
 """
 
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.datasets import load_digits
 from sklearn.metrics import (
     accuracy_score,
@@ -37,13 +23,16 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.preprocessing import StandardScaler
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp._decision import class_prior, decide, fit_decision
 from sklearn_llp.bags import FeatureBagGenerator, UniformBagGenerator
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.utils import check_bags
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
+from _common import adult_encoder  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
@@ -57,14 +46,7 @@ def adult(target, seed, quick):
     X_train, X_test, y_train, y_test = train_test_split(
         X, y.astype(int), train_size=n_train or 0.7, test_size=0.3, random_state=seed
     )
-    prep = make_column_transformer(
-        (
-            OneHotEncoder(handle_unknown="ignore", min_frequency=20),
-            make_column_selector(dtype_include="category"),
-        ),
-        (StandardScaler(), make_column_selector(dtype_include="number")),
-        sparse_threshold=0,
-    )
+    prep = adult_encoder(min_frequency=20)
     return (
         X_train,
         prep.fit_transform(X_train).astype(np.float32),

@@ -1,24 +1,11 @@
 """Training-setting pilots on a validation split of the training bags.
 
 The settings of ``accuracy.py`` were chosen with this script, never with the
-test split. One run trains an ``LLPClassifier`` on 90 % of the training bags
-of a data set (the bags of ``accuracy.py``: same generator, same seed) and
-scores the other 10 % of the bags, every ``--every`` epochs:
+test split: a run trains on 90 % of a data set's training bags (those of
+``accuracy.py``) and scores the other 10 % every ``--every`` epochs. See
+``benchmarks/README.md``, section ``studies/tune.py``.
 
-* ``hard_l1``: the hard L1 error of the held-out bags, the selection
-  criterion of the LLP-VAT paper, computable without instance labels;
-* ``accuracy``: the instance accuracy of the held-out rows (for information,
-  an LLP user would not have it).
-
-``--method sup`` trains the supervised bound (instance labels) on the same
-rows and reports only the accuracy of the held-out ones; with ``--bag sup``
-the split is of single rows instead of bags.
-Each run appends one JSON line to ``results/tuning.jsonl``; ``--markdown``
-rewrites ``results/tuning.md`` from it.
-
-Run from the repository root::
-
-    python benchmarks/studies/tune.py --dataset fashion --bag 256 --method dllp \\
+    python benchmarks/studies/tune.py --dataset fashion --bag 256 --method dllp \
         --batch-size 2048 --epochs 40 --tag b256bs2048
     python benchmarks/studies/tune.py --markdown
 """
@@ -190,29 +177,26 @@ def markdown(records):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="fashion")
-    parser.add_argument("--bag", default="256", help="16, 64, 256, kmeans or sup")
-    parser.add_argument(
-        "--method", default="dllp", help="dllp, vat, pi, rot, or sup (supervised)"
-    )
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--schedule", choices=list(SCHEDULES), default="none")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--alpha", type=float, default=0.05, help="VAT weight")
-    parser.add_argument("--eps", type=float, default=1.0, help="VAT radius")
-    parser.add_argument("--hidden", default="256,256")
-    parser.add_argument("--dropout", type=float, default=0.0, help="MLP dropout")
-    parser.add_argument("--every", type=int, default=5, help="score every N epochs")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--tag", default="")
-    parser.add_argument("--fashion-dir", type=Path, default=FASHION_DIR)
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR)
-    parser.add_argument(
-        "--markdown", action="store_true", help="only rewrite tuning.md"
-    )
+    add = parser.add_argument
+    add("--dataset", default="fashion")
+    add("--bag", default="256", help="16, 64, 256, kmeans or sup")
+    add("--method", default="dllp", help="dllp, vat, pi, rot, or sup (supervised)")
+    add("--batch-size", type=int, default=128)
+    add("--epochs", type=int, default=40)
+    add("--lr", type=float, default=0.001)
+    add("--schedule", choices=list(SCHEDULES), default="none")
+    add("--seed", type=int, default=0)
+    add("--weight-decay", type=float, default=0.0)
+    add("--alpha", type=float, default=0.05, help="VAT weight")
+    add("--eps", type=float, default=1.0, help="VAT radius")
+    add("--hidden", default="256,256")
+    add("--dropout", type=float, default=0.0, help="MLP dropout")
+    add("--every", type=int, default=5, help="score every N epochs")
+    add("--threads", type=int, default=1)
+    add("--tag", default="")
+    add("--fashion-dir", type=Path, default=FASHION_DIR)
+    add("--out", type=Path, default=RESULTS_DIR)
+    add("--markdown", action="store_true", help="only rewrite tuning.md")
     return parser.parse_args(argv)
 
 

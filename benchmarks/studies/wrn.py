@@ -1,15 +1,9 @@
 """Wide Residual Network (Zagoruyko & Komodakis, 2016) for 32x32 images.
 
-The network of the LLP-VAT paper's image experiments, WRN-28-2: a 3x3
-convolution to 16 channels, then three groups of ``(depth - 4) / 6``
-pre-activation residual blocks of ``16k``, ``32k`` and ``64k`` channels
-(``k`` the widen factor; the second and third groups start with stride 2),
-a final BatchNorm-ReLU, global average pooling and a linear layer.
-
-A block is BN-ReLU-conv3x3-BN-ReLU-(dropout)-conv3x3 plus a shortcut: the
-identity when the shape is kept, else a 1x1 convolution of the
-pre-activated input (which both branches then share), as in the authors'
-reference implementation.
+WRN-28-2 by default, the network of the LLP-VAT paper's image experiments
+(pre-activation blocks, as in the authors' reference implementation); the
+architecture is described in ``benchmarks/README.md``, section
+``studies/wrn.py``.
 """
 
 import torch
