@@ -1,12 +1,9 @@
 """One command for a CUDA machine: tests, determinism and throughput on the GPU.
 
 The test suite with ``SKLEARN_LLP_TEST_DEVICE=cuda``, bit-identical seeded
-fits of every method, and rows per second against a bare loop; see
-``benchmarks/README.md``, section ``gpu_check.py``. Without CUDA it says so
-and exits 0; ``--dry-run`` runs it all on the CPU with tiny sizes::
-
-    python benchmarks/gpu_check.py                      # on a GPU machine
-    python benchmarks/gpu_check.py --dry-run --out /tmp/gpu_check
+fits of every method, rows per second against a bare loop (see the section
+``gpu_check.py`` of benchmarks/README.md). Without CUDA it exits 0;
+``--dry-run`` runs it all on the CPU with tiny sizes.
 """
 
 import argparse
@@ -22,22 +19,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from skorch.callbacks import Callback
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 sys.path.insert(0, str(HERE))  # for _common
 from _common import machine_info, write_results  # noqa: E402
 
+from sklearn_llp import LLPClassifier  # noqa: E402
+from sklearn_llp.methods import available_methods  # noqa: E402
+from sklearn_llp.modules import MLP  # noqa: E402
+
 N_FEATURES, N_CLASSES = 64, 10
-DRY_TESTS = "tests/test_reproducibility.py -k gpu_plan"
-
-
-def device_info(device):
-    """``_common.machine_info`` and, on CUDA, cuDNN's version."""
-    info = machine_info(device)
-    if device == "cuda":
-        info["cudnn"] = torch.backends.cudnn.version()
-    return info
 
 
 def make_data(rows, bag, seed=0):
@@ -56,21 +48,20 @@ def run_tests(args):
     command += args.pytest_args.split()
     env = {**os.environ, "SKLEARN_LLP_TEST_DEVICE": args.device}
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    lines = done.stdout.strip().splitlines() or [""]
+    done = subprocess.run(
+        command, cwd=HERE.parent, env=env, capture_output=True, text=True
+    )
     return {
         "command": " ".join(command[2:]),
         "device": args.device,
         "returncode": done.returncode,
-        "summary": lines[-1],
+        "summary": (done.stdout.strip().splitlines() or [""])[-1],
         "seconds": round(time.perf_counter() - start, 1),
     }
 
 
 def check_determinism(args):
-    from sklearn_llp import LLPClassifier
-    from sklearn_llp.methods import available_methods
-
+    """Two seeded fits of every method, disjoint and overlapping bags."""
     X, bags, props, y = make_data(args.det_rows, 16)
     rng = np.random.RandomState(1)  # overlapping: 2 bags of 12 per 32 rows
     blocks = range(len(X) // 32)
@@ -78,23 +69,18 @@ def check_determinism(args):
     list_props = np.stack([np.bincount(y[r], minlength=N_CLASSES) / 12 for r in lists])
     results = []
     for method in available_methods():
-        cases = [("disjoint", bags, props)]
-        if method != "llpfc":  # llpfc refuses overlapping bags
-            cases.append(("overlapping", lists, list_props))
-        for kind, b, p in cases:
-            probas = []
-            for _ in range(2):
-                clf = LLPClassifier(
-                    method=method,
-                    max_epochs=args.epochs,
-                    random_state=0,
-                    device=args.device,
-                    verbose=0,
-                )
-                probas.append(clf.fit(X, b, p).predict_proba(X))
+        cases = [("disjoint", bags, props), ("overlapping", lists, list_props)]
+        for kind, b, p in cases[:1] if method == "llpfc" else cases:  # llpfc: disjoint
+            params = dict(method=method, max_epochs=args.epochs, random_state=0)
+            probas = [
+                LLPClassifier(device=args.device, verbose=0, **params)
+                .fit(X, b, p)
+                .predict_proba(X)
+                for _ in range(2)
+            ]
             diff = float(np.abs(probas[0] - probas[1]).max())
             results.append(
-                {"method": method, "bags": kind, "identical": diff == 0, "diff": diff}
+                dict(method=method, bags=kind, identical=diff == 0, diff=diff)
             )
             print(f"determinism {method:8s} {kind:12s} identical={diff == 0}")
     return results
@@ -107,29 +93,30 @@ def sync(device):
 
 def bare_epochs(X, props, bag, batch, method, precision, epochs, device):
     """Seconds per epoch of a plain loop; ``X`` and ``props`` on the device."""
-    from sklearn_llp.modules import MLP
-
     torch.manual_seed(0)
     model = MLP(N_FEATURES, N_CLASSES).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     per_batch, offsets = max(batch // bag, 1), torch.arange(bag, device=device)
-    dtype = getattr(torch, precision)
+    dtype, autocast = getattr(torch, precision), precision != "float32"
+
+    def forward(x):
+        with torch.autocast(device, dtype, enabled=autocast):
+            return model(x).float()
+
     times = []
     for _ in range(epochs):
         sync(device)
         start = time.perf_counter()
         for chosen in torch.randperm(len(props), device=device).split(per_batch):
             x = X[(chosen[:, None] * bag + offsets).ravel()]
-            with torch.autocast(device, dtype, enabled=precision != "float32"):
-                logits = model(x)
-            probs = torch.softmax(logits.float(), 1).view(len(chosen), bag, -1)
+            logits = forward(x)
+            probs = torch.softmax(logits, 1).view(len(chosen), bag, -1)
             loss = -(props[chosen] * torch.log(probs.mean(1) + 1e-8)).sum(1).mean()
             if method == "vat":
-                target = torch.log_softmax(logits.detach().float(), 1)
+                target = torch.log_softmax(logits.detach(), 1)
 
                 def kl(x_shifted, target=target):
-                    with torch.autocast(device, dtype, enabled=precision != "float32"):
-                        out = torch.log_softmax(model(x_shifted).float(), 1)
+                    out = torch.log_softmax(forward(x_shifted), 1)
                     return (target.exp() * (target - out)).sum(1).mean()
 
                 d = torch.randn_like(x)
@@ -145,55 +132,46 @@ def bare_epochs(X, props, bag, batch, method, precision, epochs, device):
     return times
 
 
-def llp_epochs(X, bags, props, batch, method, precision, epochs, device):
-    from skorch.callbacks import Callback
+class Clock(Callback):
+    """Seconds of every epoch, the device synchronised at both ends."""
 
-    from sklearn_llp import LLPClassifier
+    def __init__(self, times, device):
+        self.times, self.device = times, device
 
-    times = []
+    def on_epoch_begin(self, net, **kwargs):
+        sync(self.device)
+        self.start = time.perf_counter()
 
-    class Clock(Callback):
-        def on_epoch_begin(self, net, **kwargs):
-            sync(device)
-            self.start = time.perf_counter()
-
-        def on_epoch_end(self, net, **kwargs):
-            sync(device)
-            times.append(time.perf_counter() - self.start)
-
-    params = dict(method=method, max_epochs=epochs, batch_size=batch, verbose=0)
-    clf = LLPClassifier(device=device, random_state=0, callbacks=[Clock()], **params)
-    if "precision" in clf.get_params():
-        clf.set_params(precision=precision)
-    clf.fit(X, bags, props)
-    return times, clf.batch_size_
-
-
-def median_after_first(times):
-    return statistics.median(times[1:] if len(times) > 1 else times)
+    def on_epoch_end(self, net, **kwargs):
+        sync(self.device)
+        self.times.append(time.perf_counter() - self.start)
 
 
 def throughput(args):
-    from sklearn_llp import LLPClassifier
+    """LLPClassifier's rows/s against the bare loop's, at the same rows a step."""
 
-    precisions = ["float32"]
-    if "precision" in LLPClassifier().get_params():
-        precisions.append("bfloat16")
+    def rows_per_s(times):  # the median epoch after the first
+        return round(args.rows / statistics.median(times[1:] or times))
+
     results = []
     for bag in args.bags:
         X, bags, props, _ = make_data(args.rows, bag)
         X_dev = torch.from_numpy(X).to(args.device)
         props_dev = torch.as_tensor(props[::bag], dtype=torch.float32).to(args.device)
-        grid = itertools.product(("dllp", "vat"), args.batches, precisions)
+        grid = itertools.product(("dllp", "vat"), args.batches, ("float32", "bfloat16"))
         for method, batch, precision in grid:
-            batch = batch if batch == "auto" else int(batch)
+            batch, llp = batch if batch == "auto" else int(batch), []
+            params = dict(method=method, max_epochs=args.epochs, batch_size=batch)
+            params |= dict(precision=precision, device=args.device, random_state=0)
+            clf = LLPClassifier(
+                verbose=0, callbacks=[Clock(llp, args.device)], **params
+            )
+            clf.fit(X, bags, props)
             run = (method, precision, args.epochs, args.device)
-            llp, used = llp_epochs(X, bags, props, batch, *run)
-            bare = bare_epochs(X_dev, props_dev, bag, used, *run)
-            row = dict(method=method, bag=bag, batch=batch, batch_rows=used)
-            row.update(precision=precision, rows=args.rows)
-            row["llp_rows_per_s"] = round(args.rows / median_after_first(llp))
-            row["bare_rows_per_s"] = round(args.rows / median_after_first(bare))
+            bare = bare_epochs(X_dev, props_dev, bag, clf.batch_size_, *run)
+            row = dict(method=method, bag=bag, batch=batch, batch_rows=clf.batch_size_)
+            row |= dict(precision=precision, rows=args.rows)
+            row["llp_rows_per_s"], row["bare_rows_per_s"] = map(rows_per_s, (llp, bare))
             ratio = row["bare_rows_per_s"] / row["llp_rows_per_s"]
             row["llp_over_bare_time"] = round(ratio, 3)
             results.append(row)
@@ -201,7 +179,7 @@ def throughput(args):
     return results
 
 
-def write_markdown(report, path):
+def markdown(report):
     info, tests, det = report["machine"], report.get("tests"), report["determinism"]
     lines = [
         f"# GPU check\n\nDevice: {info.get('gpu', info['device'])}; torch "
@@ -209,32 +187,26 @@ def write_markdown(report, path):
         f"{report['dry_run']}.\n"
     ]
     if tests:
-        lines.append(
-            f"Tests (`{tests['command']}`, {tests['device']}): {tests['summary']}\n"
-        )
+        summary = f"{tests['command']}`, {tests['device']}): {tests['summary']}"
+        lines.append(f"Tests (`{summary}\n")
     same = sum(r["identical"] for r in det)
-    lines.append(f"Seeded fits repeated bit for bit: {same} of {len(det)}.\n")
-    lines.append("| method | bags | identical | max diff |\n|-|-|-|-|")
+    lines += [f"Seeded fits repeated bit for bit: {same} of {len(det)}.\n"]
+    lines += ["| method | bags | identical | max diff |\n|-|-|-|-|"]
     lines += [
         f"| {r['method']} | {r['bags']} | {r['identical']} | {r['diff']:.2g} |"
         for r in det
     ]
-    head = ["method", "bag", "batch", "rows", "precision", "LLP rows/s", "bare rows/s"]
-    lines += ["", "| " + " | ".join(head + ["time ratio"]) + " |", "|-" * 8 + "|"]
-    keys = ["method", "bag", "batch", "batch_rows", "precision", "llp_rows_per_s"]
-    keys += ["bare_rows_per_s", "llp_over_bare_time"]
+    head = "method | bag | batch | rows | precision | LLP rows/s | bare rows/s"
+    lines += ["", f"| {head} | time ratio |", "|-" * 8 + "|"]
     lines += [
-        "| " + " | ".join(str(r[k]) for k in keys) + " |" for r in report["throughput"]
+        "| " + " | ".join(str(v) for k, v in r.items() if k != "rows") + " |"
+        for r in report["throughput"]
     ]
-    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
+    parser = argparse.ArgumentParser(description=__doc__)
     add = parser.add_argument
     add("--out", type=Path, default=HERE / "results")
     add("--dry-run", action="store_true", help="tiny, on the CPU")
@@ -251,24 +223,22 @@ def main(argv=None):
         args.bags, args.batches = args.bags[:1], args.batches[:1]
         torch.set_num_threads(1)  # a shared CI machine: no waiting threads
         if args.pytest_args == "tests":
-            args.pytest_args = DRY_TESTS
+            args.pytest_args = "tests/test_reproducibility.py -k gpu_plan"
     elif torch.cuda.is_available():
         args.device = "cuda"
     else:
-        print(
-            "gpu_check: no CUDA device here; nothing to check (use --dry-run "
-            "to exercise the script on the CPU)."
-        )
+        print("gpu_check: no CUDA device here; nothing to check (try --dry-run).")
         return 0
     warnings.simplefilter("ignore")  # tiny data sets warn of identifiability
-    report = {"machine": device_info(args.device), "dry_run": args.dry_run}
+    report = {"machine": machine_info(args.device), "dry_run": args.dry_run}
+    if args.device == "cuda":
+        report["machine"]["cudnn"] = torch.backends.cudnn.version()
     if not args.skip_tests:
         report["tests"] = run_tests(args)
         print("tests:", report["tests"]["summary"])
     report["determinism"] = check_determinism(args)
     report["throughput"] = throughput(args)
-    write_results("gpu_check", report, out_dir=args.out)
-    write_markdown(report, args.out / "gpu_check.md")
+    write_results("gpu_check", report, markdown(report), args.out)
     print(f"wrote {args.out / 'gpu_check.json'} and gpu_check.md")
     failed = report.get("tests", {}).get("returncode", 0) != 0
     return int(failed or not all(r["identical"] for r in report["determinism"]))

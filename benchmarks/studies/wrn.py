@@ -1,9 +1,8 @@
 """Wide Residual Network (Zagoruyko & Komodakis, 2016) for 32x32 images.
 
-WRN-28-2 by default, the network of the LLP-VAT paper's image experiments
-(pre-activation blocks, as in the authors' reference implementation); the
-architecture is described in ``benchmarks/README.md``, section
-``studies/wrn.py``.
+WRN-28-2 by default, the network of the LLP-VAT paper's image experiments, with
+the pre-activation blocks of the authors' reference implementation (see
+``benchmarks/README.md``, section ``studies/wrn.py``).
 """
 
 import torch
@@ -25,37 +24,21 @@ class _Block(nn.Module):
 
     def forward(self, x):
         activated = F.relu(self.bn1(x))
-        out = self.conv1(activated)
-        out = F.relu(self.bn2(out))
+        out = F.relu(self.bn2(self.conv1(activated)))
         if self.dropout:
             out = F.dropout(out, p=self.dropout, training=self.training)
         out = self.conv2(out)
+        # the projection shortcut sees the pre-activated input, as in the paper's code
         return out + (x if self.shortcut is None else self.shortcut(activated))
 
 
 class WideResNet(nn.Module):
-    """WRN-``depth``-``widen_factor`` mapping ``(n, C, 32, 32)`` images to logits.
+    """WRN-``depth``-``widen_factor`` mapping ``(n, in_channels, 32, 32)`` to logits.
 
-    ``LLPClassifier(module=WideResNet)`` fills in ``n_classes`` from the
-    data; set the rest with ``module__depth=...`` etc.
+    ``depth - 4`` must be a positive multiple of 6 (three groups of
+    ``(depth - 4) / 6`` blocks of ``16k, 32k, 64k`` channels, ``k =
+    widen_factor``). ``LLPClassifier(module=WideResNet)`` fills in ``n_classes``.
 
-    Parameters
-    ----------
-    n_classes : int
-        Number of output logits.
-    depth : int, default=28
-        Total depth; ``depth - 4`` must be a multiple of 6 (10, 16, 22, 28,
-        40...). Each of the three groups holds ``(depth - 4) / 6`` blocks.
-    widen_factor : int, default=2
-        Channel multiplier ``k``: the groups have ``16k, 32k, 64k`` channels.
-    dropout : float, default=0.0
-        Dropout probability between the two convolutions of every block.
-    in_channels : int, default=3
-        Channels of the input images.
-
-    Examples
-    --------
-    >>> import torch
     >>> net = WideResNet(n_classes=10, depth=10, widen_factor=1)
     >>> net(torch.zeros(2, 3, 32, 32)).shape
     torch.Size([2, 10])
@@ -72,14 +55,10 @@ class WideResNet(nn.Module):
         self.conv = nn.Conv2d(in_channels, widths[0], 3, 1, 1, bias=False)
         groups = []
         for g, stride in enumerate((1, 2, 2)):
-            blocks = [
-                _Block(
-                    widths[g] if i == 0 else widths[g + 1],
-                    widths[g + 1],
-                    stride if i == 0 else 1,
-                    dropout,
-                )
-                for i in range(n_blocks)
+            blocks = [_Block(widths[g], widths[g + 1], stride, dropout)]
+            blocks += [
+                _Block(widths[g + 1], widths[g + 1], 1, dropout)
+                for _ in range(n_blocks - 1)
             ]
             groups.append(nn.Sequential(*blocks))
         self.groups = nn.Sequential(*groups)
@@ -95,7 +74,5 @@ class WideResNet(nn.Module):
                 nn.init.zeros_(m.bias)
 
     def forward(self, x):
-        out = self.groups(self.conv(x))
-        out = F.relu(self.bn(out))
-        out = torch.flatten(F.adaptive_avg_pool2d(out, 1), 1)
-        return self.fc(out)
+        out = F.relu(self.bn(self.groups(self.conv(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(out, 1), 1))
