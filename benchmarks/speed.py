@@ -27,7 +27,7 @@ from skorch.callbacks import Callback
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # for _common
-from _common import machine_info  # noqa: E402
+from _common import machine_info, write_results  # noqa: E402
 
 from sklearn_llp import LLPClassifier  # noqa: E402
 from sklearn_llp._data import BagBatchSampler  # noqa: E402
@@ -40,8 +40,10 @@ N_NUMERIC = 6
 N_FEATURES = sum(CARDINALITIES) + N_NUMERIC
 AGE_EDGES = (25, 35, 45, 55, 65, 75)  # 7 age bands
 ROWS_PER_REGION, BATCH_SIZE, LR = 512, 128, 1e-3
+LLP_PARAMS = {"max_epochs": 1, "batch_size": BATCH_SIZE, "lr": LR, "verbose": 0}
 VAT_PARAMS = {"alpha": 0.05, "eps": 1.0, "xi": 1e-6, "rampup": 0.4}
 ENGINES = ("llp-dllp", "bare-dllp", "llp-vat", "bare-vat")
+BLAS_LIBS = ("OMP", "MKL", "OPENBLAS")  # their threads = torch's, in workers
 TARGET_LLP_OVER_BARE, TARGET_VAT_OVER_DLLP = 1.15, 3.0
 TIMING = (
     "engines interleaved one epoch at a time in one process per configuration; "
@@ -95,34 +97,31 @@ def _status_kb(field):
         return next((int(s.split()[1]) for s in f if s.startswith(field + ":")), None)
 
 
-class MemoryProbe:
-    """Peak memory of a block of work above the memory in use before it."""
+def peak_memory(device, work):
+    """``work()`` and its peak memory in MiB above the memory in use before
+    it (None where the peak RSS cannot be reset: Linux >= 4.0 only)."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        result = work()
+        torch.cuda.synchronize()
+        return result, (torch.cuda.max_memory_allocated() - base) / 2**20
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        Path("/proc/self/clear_refs").write_text("5")
+        base = _status_kb("VmRSS")
+    except OSError:
+        base = None
+    result = work()
+    peak = None if base is None else _status_kb("VmHWM")
+    return result, None if peak is None else (peak - base) / 1024
 
-    def __init__(self, device):
-        self.cuda = device.type == "cuda"
-        self.kind = "cuda_max_memory_allocated_delta" if self.cuda else "rss_peak_delta"
 
-    def start(self):
-        gc.collect()
-        if self.cuda:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            self.base = torch.cuda.memory_allocated()
-            return
-        try:  # the peak RSS can be reset on Linux >= 4.0 only
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-            Path("/proc/self/clear_refs").write_text("5")
-            self.base = _status_kb("VmRSS")
-        except OSError:
-            self.base = None
-
-    def stop(self):
-        """Peak in MiB above the start, or None where it cannot be read."""
-        if self.cuda:
-            torch.cuda.synchronize()
-            return (torch.cuda.max_memory_allocated() - self.base) / 2**20
-        peak = None if self.base is None else _status_kb("VmHWM")
-        return None if peak is None else (peak - self.base) / 1024
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def _kl(target_log_probs, logits):
@@ -161,6 +160,9 @@ class BareLoop:
         return _kl(target, self.model(x + r_adv))
 
     def epoch(self):
+        """One epoch; its wall time in seconds."""
+        _sync(self.device)
+        t0 = time.perf_counter()
         self.model.train()
         total = torch.zeros((), device=self.device)
         for pairs in self.sampler:
@@ -191,12 +193,9 @@ class BareLoop:
             self.optimizer.step()
             self.step += 1
             total += loss.detach()
-        return float(total)
-
-
-def _sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+        float(total)  # the epoch's losses, as a training loop would log them
+        _sync(self.device)
+        return time.perf_counter() - t0
 
 
 class LLPEngine:
@@ -219,44 +218,37 @@ class LLPEngine:
         self.clf = LLPClassifier(
             method=method,
             max_bag_size=max_bag_size,
-            max_epochs=1,
-            batch_size=BATCH_SIZE,
-            lr=LR,
             random_state=seed,
-            verbose=0,
             device=str(device),
             callbacks=[("clock", EpochClock())],
+            **LLP_PARAMS,
         )
 
     def epoch(self):
+        """One epoch; its time, without the input checks of the call."""
         t0 = time.perf_counter()
         (self.clf.partial_fit if self.setup_times else self.clf.fit)(*self.data)
         self.setup_times.append(time.perf_counter() - t0 - self.epoch_times[-1])
         return self.epoch_times[-1]
 
 
-def _run_epoch(engine, device):
-    if isinstance(engine, LLPEngine):
-        return engine.epoch()
-    _sync(device)
-    t0 = time.perf_counter()
-    engine.epoch()
-    _sync(device)
-    return time.perf_counter() - t0
+def make_engine(name, X, bags, props, cap, device, seed, epochs):
+    """Engine ``llp-dllp``, ``bare-vat``, ...; ``epochs``: the bare loop's
+    VAT ramp-up length."""
+    kind, method = name.split("-")
+    if kind == "llp":
+        return LLPEngine(X, bags, props, method, cap, device, seed)
+    return BareLoop(X, bags, props, method, cap, device, seed, epochs)
 
 
 def _setup_torch(cfg):
     """The worker's device; a few tiny epochs first, so torch's one-off lazy
     initialisation (threads, kernels, allocator) is charged to no engine."""
     torch.set_num_threads(cfg["threads"])
-    name = cfg["device"]
-    device = torch.device(
-        ("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name
-    )
+    device = torch.device(resolve_device(cfg["device"]))
     X, bags, props, _ = make_bags(2048, "uniform", 16, seed=99)
-    for method in ("dllp", "vat"):
-        BareLoop(X, bags, props, method, 1024, device, 0, 1).epoch()
-        LLPEngine(X, bags, props, method, 1024, device, 0).epoch()
+    for name in ("bare-dllp", "llp-dllp", "bare-vat", "llp-vat"):
+        make_engine(name, X, bags, props, 1024, device, 0, 1).epoch()
     return device
 
 
@@ -271,7 +263,6 @@ def _count_batches(bags, max_bag_size, seed):
 
 def run_config(cfg):
     """Time (and measure the memory of) the four engines on one config."""
-    cfg = {k: v for k, v in cfg.items() if k != "mode"}
     t_data = time.perf_counter()
     X, bags, props, _ = make_bags(
         cfg["rows"], cfg["bagging"], cfg.get("bag_size"), seed=cfg["seed"]
@@ -280,29 +271,25 @@ def run_config(cfg):
     device = _setup_torch(cfg)
     sizes, cap, seed = np.bincount(codes_of(bags)), cfg["max_bag_size"], cfg["seed"]
     used = int(np.minimum(sizes, cap).sum()) if cap else int(sizes.sum())
-    probe, engines, first = MemoryProbe(device), {}, {}
-    for name in ENGINES:
-        kind, method = name.split("-")
-        probe.start()
-        if kind == "llp":
-            engines[name] = LLPEngine(X, bags, props, method, cap, device, seed)
-        else:
-            epochs = cfg["repeats"] + 1
-            engines[name] = BareLoop(X, bags, props, method, cap, device, seed, epochs)
-        first[name] = (_run_epoch(engines[name], device), probe.stop())
-    times = {name: [] for name in ENGINES}
-    r = 0
+    engines, warmup, epochs = {}, {}, cfg["repeats"] + 1
+    for name in ENGINES:  # the first epoch warms up; its memory is measured
+
+        def first_epoch(name=name):
+            engines[name] = make_engine(name, X, bags, props, cap, device, seed, epochs)
+            return engines[name].epoch()
+
+        warmup[name] = peak_memory(device, first_epoch)  # seconds, MiB
+    times, r = {name: [] for name in ENGINES}, 0
     # short epochs get more rounds, until every engine ran min_time seconds
     while r < cfg["repeats"] or (
-        min(sum(t) for t in times.values()) < cfg.get("min_time", 0.0)
-        and r < cfg.get("max_rounds", cfg["repeats"])
+        min(sum(t) for t in times.values()) < cfg["min_time"] and r < cfg["max_rounds"]
     ):
         # each LLPClassifier epoch next to its bare twin; the order alternates
         for name in ENGINES if r % 2 == 0 else ENGINES[::-1]:
-            times[name].append(_run_epoch(engines[name], device))
+            times[name].append(engines[name].epoch())
         r += 1
-    out = {
-        **cfg,
+    medians = {name: float(np.median(t)) for name, t in times.items()}
+    out = cfg | {
         "device": str(device),
         "n_bags": int(len(sizes)),
         "bag_size_min": int(sizes.min()),
@@ -312,19 +299,20 @@ def run_config(cfg):
         "instances_per_epoch": used,
         "batches_per_epoch": _count_batches(bags, cap, seed),
         "data_s": data_s,
-        "memory_kind": probe.kind,
+        "memory_kind": "cuda_max_memory_allocated_delta"
+        if device.type == "cuda"
+        else "rss_peak_delta",
         "process_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         / 1024,
         "engines": {},
     }
     for name in ENGINES:
-        median = float(np.median(times[name]))
         row = out["engines"][name] = {
             "epoch_s": times[name],
-            "epoch_s_median": median,
-            "instances_per_s": used / median,
-            "warmup_epoch_s": first[name][0],
-            "peak_mem_mib": first[name][1],
+            "epoch_s_median": medians[name],
+            "instances_per_s": used / medians[name],
+            "warmup_epoch_s": warmup[name][0],
+            "peak_mem_mib": warmup[name][1],
         }
         if name.startswith("llp"):
             setup = engines[name].setup_times
@@ -341,42 +329,32 @@ def run_config(cfg):
     for m in ("dllp", "vat"):
         llp, bare = f"llp-{m}", f"bare-{m}"
         out[f"llp_over_bare_{m}"] = paired(llp, bare)
-        out[f"llp_over_bare_{m}_of_medians"] = (
-            out["engines"][llp]["epoch_s_median"]
-            / out["engines"][bare]["epoch_s_median"]
-        )
+        out[f"llp_over_bare_{m}_of_medians"] = medians[llp] / medians[bare]
         out[f"llp_over_bare_{m}_of_minima"] = min(times[llp]) / min(times[bare])
     for kind in ("llp", "bare"):
         out[f"vat_over_dllp_{kind}"] = paired(f"{kind}-vat", f"{kind}-dllp")
     return out
 
 
-class _TimedBatches:
-    """The batches of an iterator, adding up the time spent making them."""
-
-    def __init__(self, batches):
-        self.batches, self.seconds = batches, 0.0
-
-    def __len__(self):
-        return len(self.batches)
-
-    def __iter__(self):
-        batches = iter(self.batches)
-        while True:
-            t0 = time.perf_counter()
-            batch = next(batches, None)
-            self.seconds += time.perf_counter() - t0
-            if batch is None:
-                return
-            yield batch
+def _timed(batches, seconds):
+    """The batches, adding the time spent making each to ``seconds[0]``."""
+    batches = iter(batches)
+    while True:
+        t0 = time.perf_counter()
+        batch = next(batches, None)
+        seconds[0] += time.perf_counter() - t0
+        if batch is None:
+            return
+        yield batch
 
 
 def run_profile(cfg):
     """The host share of an epoch: the time spent making the batches (the
     shuffle included) over the epoch's, DLLP and VAT next to the bare loop,
     and cProfile's top functions of one epoch."""
-    X, bags, props, _ = make_bags(cfg["rows"], cfg["bagging"], cfg.get("bag_size"))
+    X, bags, props, _ = make_bags(cfg["rows"], cfg["bagging"], cfg["bag_size"])
     device, cap, summary = _setup_torch(cfg), cfg["max_bag_size"], {}
+    n_batches = _count_batches(bags, cap, 0)
     lines = [
         f"# speed.py --profile: {cfg['rows']} rows, {cfg['bagging']} bags, "
         f"{cfg['threads']} thread(s), device {device}",
@@ -385,22 +363,20 @@ def run_profile(cfg):
     for method in ("dllp", "vat"):
         bare = BareLoop(X, bags, props, method, cap, device, 0, 3)
         llp = LLPEngine(X, bags, props, method, cap, device, 0)
-        timers, make = [], llp.clf.get_iterator
+        spent, make = [0.0], llp.clf.get_iterator
 
-        def timed(dataset, training=False, make=make, timers=timers):
-            timers.append(_TimedBatches(make(dataset, training=training)))
-            return timers[-1]
+        def timed(dataset, training=False, make=make, spent=spent):
+            return _timed(make(dataset, training=training), spent)
 
         llp.clf.get_iterator = timed
         times = {"llp": [], "bare": []}
         for r in range(4):  # interleaved; round 0 warms up
             for kind in ("llp", "bare") if r % 2 == 0 else ("bare", "llp"):
-                timers.clear()
-                epoch_s = _run_epoch(llp if kind == "llp" else bare, device)
-                times[kind].append((epoch_s, sum(t.seconds for t in timers)))
+                spent[0] = 0.0
+                epoch_s = (llp if kind == "llp" else bare).epoch()
+                times[kind].append((epoch_s, spent[0]))
         llp_s, batches_s = np.median(times["llp"][1:], axis=0).tolist()
         bare_s = float(np.median([t for t, _ in times["bare"][1:]]))
-        n_batches = _count_batches(bags, cap, 0)
         profiler = cProfile.Profile()
         profiler.runcall(llp.epoch)
         summary[method] = {
@@ -425,18 +401,15 @@ def run_profile(cfg):
             top.getvalue().strip(),
             "",
         ]
-    out = Path(cfg["out"])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "speed_profile.txt").write_text("\n".join(lines) + "\n")
-    (out / "speed_profile.json").write_text(json.dumps(summary, indent=2))
+    write_results("speed_profile", summary, None, cfg["out"], indent=2)
+    (Path(cfg["out"]) / "speed_profile.txt").write_text("\n".join(lines) + "\n")
     return summary
 
 
 def _spawn(cfg, timeout):
     """Run a configuration (or a list) in a fresh process; its result."""
     threads = str((cfg[0] if isinstance(cfg, list) else cfg)["threads"])
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-    env["OPENBLAS_NUM_THREADS"] = threads
+    env = os.environ | {f"{lib}_NUM_THREADS": threads for lib in BLAS_LIBS}
     proc = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--_worker", json.dumps(cfg)],
         capture_output=True,
@@ -455,7 +428,7 @@ def _worker_main(spec):
     if isinstance(cfg, list):  # --quick: every configuration in one process
         result = [run_config(c) for c in cfg]
     else:
-        result = run_profile(cfg) if cfg["mode"] == "profile" else run_config(cfg)
+        result = run_config(cfg) if "experiment" in cfg else run_profile(cfg)
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -483,8 +456,9 @@ def build_configs(args):
 
 def summarise(results):
     """Targets: LLP/bare <= 1.15, VAT/DLLP <= 3, memory flat in bag size."""
+    keys = ("experiment", "rows", "bag_size", "max_bag_size")
     ratios = [
-        (r[f"llp_over_bare_{m}"], m, r["experiment"], r["rows"], r["bag_size"])
+        (r[f"llp_over_bare_{m}"], m, *(r[k] for k in keys[:3]))
         for r in results
         for m in ("dllp", "vat")
     ]
@@ -500,17 +474,12 @@ def summarise(results):
         ]
         if mems := [m for m in mems if m is not None]:
             flat[name] = {"min_mib": min(mems), "max_mib": max(mems)}
-    llp_spread = [
-        flat[n]["max_mib"] - flat[n]["min_mib"]
-        for n in ("llp-dllp", "llp-vat")
-        if n in flat
-    ]
-    worst_keys = ("experiment", "rows", "bag_size", "max_bag_size")
+    spreads = [f["max_mib"] - f["min_mib"] for n, f in flat.items() if n[:3] == "llp"]
     return {
         "llp_over_bare": {
             "target": TARGET_LLP_OVER_BARE,
             "max": worst[0],
-            "worst": dict(zip(("method", *worst_keys[:3]), worst[1:], strict=True)),
+            "worst": dict(zip(("method", *keys[:3]), worst[1:], strict=True)),
             "met": bool(worst[0] <= TARGET_LLP_OVER_BARE),
             "n_met": int(sum(r[0] <= TARGET_LLP_OVER_BARE for r in ratios)),
             "n": len(ratios),
@@ -522,10 +491,8 @@ def summarise(results):
             "met": bool(max(vat) <= TARGET_VAT_OVER_DLLP),
             "n_met": int(sum(v <= TARGET_VAT_OVER_DLLP for v in vat)),
             "n": len(vat),
-            "met_with_max_bag_size": bool(
-                max(with_cap, default=0.0) <= TARGET_VAT_OVER_DLLP
-            ),
-            "worst": {k: vat_worst[k] for k in worst_keys}
+            "met_with_max_bag_size": max(with_cap, default=0) <= TARGET_VAT_OVER_DLLP,
+            "worst": {k: vat_worst[k] for k in keys}
             | {"bare_vat_over_dllp": vat_worst["vat_over_dllp_bare"]},
         },
         "memory_flat_in_bag_size": {
@@ -540,7 +507,7 @@ def summarise(results):
                 for r in by_size
                 if not r["max_bag_size"]
             ],
-            "llp_spread_mib": max(llp_spread) if llp_spread else None,
+            "llp_spread_mib": max(spreads, default=None),
         },
     }
 
@@ -562,9 +529,8 @@ def speed_markdown(report):
     lines = [
         "# Training speed: LLPClassifier vs a bare PyTorch loop",
         "",
-        f"Machine: {machine_line(report['machine'])}, "
-        f"{res[0]['threads'] if res else '?'} torch thread(s), device "
-        f"{res[0]['device'] if res else '?'}. Epoch times are medians over "
+        f"Machine: {machine_line(report['machine'])}, {res[0]['threads']} torch "
+        f"thread(s), device {res[0]['device']}. Epoch times are medians over "
         "the measured epochs (first epoch of every engine discarded); the four "
         "engines ran interleaved, one epoch at a time, in one process per row; "
         "LLP/bare is the median over rounds of the ratio of back-to-back epochs. "
@@ -586,12 +552,8 @@ def speed_markdown(report):
             f"| {r[f'llp_over_bare_{m}']:.2f} | {llp['instances_per_s']:,.0f} "
             f"| {_mib(b['peak_mem_mib'])} | {_mib(llp['peak_mem_mib'])} |"
         )
-    lob, vod, flat = (
-        s["llp_over_bare"],
-        s["vat_over_dllp"],
-        s["memory_flat_in_bag_size"],
-    )
-    met = {True: "met", False: "NOT met"}
+    lob, vod = s["llp_over_bare"], s["vat_over_dllp"]
+    flat, met = s["memory_flat_in_bag_size"], {True: "met", False: "NOT met"}
     lines += [
         "",
         "## Targets",
@@ -662,8 +624,7 @@ def scale_at_defaults(n_rows, out, epochs=2, seed=0):
     report = {"benchmark": "speed at scale, defaults", "machine": machine_info()}
     report |= {"load_average_before": load, "rows": n_rows, "epochs": epochs}
     report["records"] = records
-    (out / "speed_scale.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "speed_scale.md").write_text(scale_markdown(report))
+    write_results("speed_scale", report, scale_markdown(report), out, indent=2)
     return report
 
 
@@ -717,14 +678,10 @@ def parse_args(argv=None):
     return args
 
 
-def _print_result(r):
-    epochs = ", ".join(f"{n} {r['engines'][n]['epoch_s_median']:.3f}s" for n in ENGINES)
-    print(
-        f"{r['experiment']:8s} rows={r['rows']:>9,} bag={r['bag_size']} "
-        f"cap={r['max_bag_size']}: {epochs} | LLP/bare dllp "
-        f"{r['llp_over_bare_dllp']:.2f} vat {r['llp_over_bare_vat']:.2f}",
-        flush=True,
-    )
+def write_speed(report, out):
+    """speed.json (no final newline, as committed) and speed.md."""
+    (out / "speed.json").write_text(json.dumps(report, indent=2))
+    (out / "speed.md").write_text(speed_markdown(report))
 
 
 def main(argv=None):
@@ -736,28 +693,33 @@ def main(argv=None):
         return scale_at_defaults(int(args.scale), args.out)
     if args.resummarise:  # the markdown from the JSON (and the summary again)
         report = json.loads((args.out / "speed.json").read_text())
-        report["summary"] = summarise(report["results"])
-        (args.out / "speed.json").write_text(json.dumps(report, indent=2))
-        (args.out / "speed.md").write_text(speed_markdown(report))
+        write_speed(report | {"summary": summarise(report["results"])}, args.out)
         if (args.out / "speed_scale.json").is_file():
             scale = json.loads((args.out / "speed_scale.json").read_text())
             (args.out / "speed_scale.md").write_text(scale_markdown(scale))
         return report
-    if args.profile:
+    common = {"threads": args.threads, "device": args.device}
+    if args.profile:  # 10^5 rows unless --rows says otherwise
         rows = args.rows[0] if args.rows != [10**4, 10**5, 10**6] else 10**5
-        cfg = {"mode": "profile", "out": str(args.out), "rows": rows}
-        cfg |= {"bagging": "region_x_age", "bag_size": None, "max_bag_size": 1024}
-        summary = _spawn(cfg | {"threads": args.threads, "device": args.device}, 3600)
+        cfg = common | {"out": str(args.out), "rows": rows, "bagging": "region_x_age"}
+        summary = _spawn(cfg | {"bag_size": None, "max_bag_size": 1024}, 3600)
         print(json.dumps(summary, indent=2))
         return summary
     t0 = time.perf_counter()
-    configs = [{**c, "mode": "time"} for c in build_configs(args)]
     if args.quick:  # one process for all: saves the imports, within a minute
-        results = _spawn(configs, timeout=600)
+        results = _spawn(build_configs(args), timeout=600)
     else:
-        results = [_spawn(cfg, timeout=3600) for cfg in configs]
+        results = [_spawn(cfg, timeout=3600) for cfg in build_configs(args)]
     for r in results:
-        _print_result(r)
+        epochs = ", ".join(
+            f"{n} {r['engines'][n]['epoch_s_median']:.3f}s" for n in ENGINES
+        )
+        print(
+            f"{r['experiment']:8s} rows={r['rows']:>9,} bag={r['bag_size']} "
+            f"cap={r['max_bag_size']}: {epochs} | LLP/bare dllp "
+            f"{r['llp_over_bare_dllp']:.2f} vat {r['llp_over_bare_vat']:.2f}",
+            flush=True,
+        )
     command = argv if argv is not None else sys.argv[1:]
     report = {
         "benchmark": "speed",
@@ -774,16 +736,18 @@ def main(argv=None):
             "vat": VAT_PARAMS,
             "threads": args.threads,
             "warmup_epochs": 1,
-        }
-        | {k: getattr(args, k) for k in ("repeats", "repeats_large")}
-        | {"min_time_s": args.min_time, "max_rounds": args.max_rounds}
-        | {"timing": TIMING, "memory": MEMORY},
+            "repeats": args.repeats,
+            "repeats_large": args.repeats_large,
+            "min_time_s": args.min_time,
+            "max_rounds": args.max_rounds,
+            "timing": TIMING,
+            "memory": MEMORY,
+        },
         "results": results,
+        "summary": summarise(results),
     }
-    report["summary"] = summarise(results)
     report["wall_s"] = time.perf_counter() - t0
-    (args.out / "speed.json").write_text(json.dumps(report, indent=2))
-    (args.out / "speed.md").write_text(speed_markdown(report))
+    write_speed(report, args.out)
     print(f"wrote {args.out / 'speed.json'} and speed.md in {report['wall_s']:.0f} s")
     return report
 
