@@ -28,9 +28,8 @@ from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import hard_l1_error
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
-from _common import adult_encoder  # noqa: E402
+from _common import RESULTS_DIR, adult_encoder, write_results  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: Bag sizes over all 48,842 rows (their ``tables/table-datasets-info.tex``).
 SIZES = {
     "equal": (5112, 5128, 5090, 5079, 4820, 4772, 4802, 4790, 4652, 4597),
@@ -100,8 +99,7 @@ def half_split(bags, seed):
 
 def run(method, variant, seed, epochs, grid, n_rows):
     X, X_test, y, y_test, bags = load(variant, seed, n_rows)
-    rate = np.bincount(bags, weights=y) / np.bincount(bags)
-    props = rate[bags]  # the positive rate of every row's bag
+    props = (np.bincount(bags, weights=y) / np.bincount(bags))[bags]  # of its bag
     fit_rows, held = half_split(bags, seed)
     l1 = partial(hard_l1_error, bags[held], np.c_[1 - props[held], props[held]])
     start, errors = time.perf_counter(), {}
@@ -199,13 +197,13 @@ def main(argv=None):
     add("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     add("--variants", nargs="+", default=["equal"], choices=list(SIZES))
     add("--quick", action="store_true")
-    add("--out", type=Path, default=RESULTS)
+    add("--out", type=Path, default=RESULTS_DIR)
     add("--markdown-only", action="store_true")
     args = parser.parse_args(argv)
-    path, md = args.out / "adult_few_bags.json", args.out / "adult_few_bags.md"
+    path = args.out / "adult_few_bags.json"
     old = json.loads(path.read_text()) if path.exists() and not args.quick else {}
     if args.markdown_only:
-        md.write_text(markdown(old))
+        (args.out / "adult_few_bags.md").write_text(markdown(old))
         return old
     torch.set_num_threads(1)
     n_rows, epochs, grids = None, 100, (LR_GRID, C_GRID)
@@ -215,7 +213,6 @@ def main(argv=None):
     records, output = old.get("records", []), old
     wall, start = old.get("settings", {}).get("wall_minutes", 0.0), time.perf_counter()
     done = {(r["variant"], r["seed"], r["method"]) for r in records}
-    args.out.mkdir(parents=True, exist_ok=True)
     for variant, seed, method in product(args.variants, args.seeds, args.methods):
         if (variant, seed, method) in done:
             continue
@@ -227,8 +224,7 @@ def main(argv=None):
         info |= {"lr_grid": [*grids[0]], "c_grid": [*grids[1]], "wall_minutes": minutes}
         info["machine"] = f"{platform.machine()}, torch {torch.__version__}, 1 thread"
         output = {"settings": info, "published": PUBLISHED, "records": records}
-        path.write_text(json.dumps(output, indent=1) + "\n")
-        md.write_text(markdown(output))
+        write_results("adult_few_bags", output, markdown(output), args.out)
     return output
 
 

@@ -1,11 +1,7 @@
 """``n_threads="auto"`` against a bare PyTorch loop, idle and beside a busy process.
 
-Goals: idle, a default fit within 1.25 times a bare loop at torch's default
-threads; beside one busy process, within 1.3 times the 1-thread fit. Engines
-run interleaved; see ``benchmarks/README.md``, section ``studies/threads.py``.
-
-    python benchmarks/studies/threads.py  # -> benchmarks/results/threads.json
-    python benchmarks/studies/threads.py --quick --out /tmp
+python benchmarks/studies/threads.py  # -> benchmarks/results/threads.json
+python benchmarks/studies/threads.py --quick --out /tmp
 """
 
 import argparse
@@ -27,13 +23,11 @@ from sklearn_llp._runtime import available_cores, running_others
 from sklearn_llp.modules import MLP
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
-from _common import write_results  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
-
+from _common import RESULTS_DIR, write_results  # noqa: E402
 
 DEFAULT_THREADS = torch.get_num_threads()  # before anything sets it
 N_FEATURES, N_CLASSES, BAG = 64, 10, 16
+FIXED = dict(random_state=0, verbose=0, device="cpu")  # of every LLPClassifier fit
 
 
 def make_data(rows, seed=0):
@@ -99,16 +93,8 @@ class ThreadsSeen(Callback):
 
 
 def llp_fit(X, bags, props, method, epochs, n_threads, seen):
-    clf = LLPClassifier(
-        method=method,
-        max_epochs=epochs,
-        random_state=0,
-        verbose=0,
-        device="cpu",
-        callbacks=[ThreadsSeen(seen)],
-        **({} if n_threads == "auto" else {"n_threads": n_threads}),
-    )
-    return clf.fit(X, bags, props)
+    clf = LLPClassifier(method=method, max_epochs=epochs, n_threads=n_threads, **FIXED)
+    return clf.set_params(callbacks=[ThreadsSeen(seen)]).fit(X, bags, props)
 
 
 def run_scenario(data, batch_size, args):
@@ -145,11 +131,7 @@ def main(argv=None):
     add("--rows", type=int, default=20000)
     add("--epochs", type=int, default=3)
     add("--repeats", type=int, default=3)
-    add(
-        "--quick",
-        action="store_true",
-        help="2,000 rows, 1 epoch, 1 repeat: checks the script runs",
-    )
+    add("--quick", action="store_true", help="2,000 rows, 1 epoch, 1 repeat")
     add("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     if args.quick:
@@ -163,8 +145,7 @@ def main(argv=None):
     report["loadavg_at_start"] = os.getloadavg()
     report["running_others_at_start"] = running_others()  # should be 0: idle
     report["goals"] = {"idle: auto_over_bare": 1.25, "busy: auto_over_llp_1": 1.3}
-    report["scenarios"] = {}
-    report["scenarios"]["idle"] = run_scenario(data, batch_size, args)
+    report["scenarios"] = {"idle": run_scenario(data, batch_size, args)}
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(1.0)

@@ -1,13 +1,8 @@
-"""Training-setting pilots on a validation split of the training bags.
-
-The settings of ``accuracy.py`` were chosen with this script, never with the
-test split: a run trains on 90 % of a data set's training bags (those of
-``accuracy.py``) and scores the other 10 % every ``--every`` epochs. See
-``benchmarks/README.md``, section ``studies/tune.py``.
+"""Training-setting pilots: train on 90 % of the training bags, score the rest.
 
     python benchmarks/studies/tune.py --dataset fashion --bag 256 --method dllp \
-        --batch-size 2048 --epochs 40 --tag b256bs2048
-    python benchmarks/studies/tune.py --markdown
+        --batch-size 2048 --epochs 40 --tag b256bs2048  # appends to tuning.jsonl
+    python benchmarks/studies/tune.py --markdown        # redo tuning.md
 """
 
 import argparse
@@ -20,19 +15,15 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from accuracy import (  # noqa: E402
-    FASHION_DIR,
-    RESULTS_DIR,
-    load_dataset,
-    lr_schedule_callback,
-    make_bags,
-)
+from sklearn_llp import LLPClassifier
+from sklearn_llp.metrics import hard_l1_error
 
-from sklearn_llp import LLPClassifier  # noqa: E402
-from sklearn_llp.metrics import hard_l1_error  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import FASHION_DIR, RESULTS_DIR, load_dataset  # noqa: E402
+from accuracy import lr_schedule_callback, make_bags  # noqa: E402
 
 VALIDATION_FRACTION = 0.1
+BAG_ORDER = {"16": 0, "64": 1, "256": 2, "kmeans": 3, "sup": 4}  # of the table
 
 
 class HeldOutScores(Callback):
@@ -40,8 +31,7 @@ class HeldOutScores(Callback):
 
     def __init__(self, X, y, bags, props, every, last):
         self.X, self.y, self.bags, self.props = X, y, bags, props
-        self.every, self.last = every, last
-        self.curve = []
+        self.every, self.last, self.curve = every, last, []
 
     def on_epoch_end(self, net, **kwargs):
         epoch = len(net.history)
@@ -54,40 +44,28 @@ class HeldOutScores(Callback):
         self.curve.append(point)
 
 
-#: ``--schedule`` values (as recorded) and the names of ``accuracy.py``.
-SCHEDULES = {"none": None, "step": "step", "cos": "cosine"}
-
-
 def run(args):
     torch.set_num_threads(args.threads)
-    X, _, y, _ = load_dataset(args.dataset, None, str(args.fashion_dir))
-    supervised = args.bag == "sup"
+    fashion_dir = str(args.fashion_dir)
+    X, _, y, _ = load_dataset(args.dataset, None, fashion_dir)
+    supervised = args.bag == "sup"  # every row its own bag: no bag errors
     if supervised:
         bags, props = np.arange(len(X)), None
     else:
         bagging = "kmeans" if args.bag == "kmeans" else f"uniform-{args.bag}"
-        bags, props, _ = make_bags(
-            args.dataset, None, str(args.fashion_dir), bagging, args.seed
-        )
+        bags, props, _ = make_bags(args.dataset, None, fashion_dir, bagging, args.seed)
     rng = np.random.default_rng(1000 + args.seed)
     ids = np.unique(bags[bags >= 0])
-    held_ids = rng.choice(
-        ids, size=max(1, int(len(ids) * VALIDATION_FRACTION)), replace=False
-    )
-    held = np.isin(bags, held_ids)
+    n_held = max(1, int(len(ids) * VALIDATION_FRACTION))
+    held = np.isin(bags, rng.choice(ids, size=n_held, replace=False))
     train = (bags >= 0) & ~held
-
+    held_props = None if supervised else props[held]
     scores = HeldOutScores(
-        X[held],
-        y[held],
-        bags[held],
-        None if supervised else props[held],
-        args.every,
-        args.epochs,
+        X[held], y[held], bags[held], held_props, args.every, args.epochs
     )
     callbacks = [("held_out", scores)]
-    lr_callback = lr_schedule_callback(SCHEDULES[args.schedule], args.epochs)
-    if lr_callback is not None:
+    schedule = "cosine" if args.schedule == "cos" else args.schedule
+    if (lr_callback := lr_schedule_callback(schedule, args.epochs)) is not None:
         callbacks.append(("lr_schedule", lr_callback))
     method = "dllp" if args.method == "sup" else args.method
     params = {
@@ -106,69 +84,59 @@ def run(args):
         random_state=args.seed, verbose=0, callbacks=callbacks, **params
     )
     start = time.perf_counter()
-    if supervised or args.method == "sup":
-        clf.fit(X[train], y[train])
-    else:
-        clf.fit(X[train], bags[train], props[train])
-    seconds = time.perf_counter() - start
-    record = {
+    on_labels = supervised or args.method == "sup"  # the supervised bound
+    clf.fit(X[train], *((y[train],) if on_labels else (bags[train], props[train])))
+    hidden = "module__hidden_sizes"  # recorded as given, in "hidden"
+    return {
         "tag": args.tag,
         "dataset": args.dataset,
         "bag": args.bag,
         "seed": args.seed,
         "schedule": args.schedule,
-        **{k: v for k, v in params.items() if k != "module__hidden_sizes"},
+        # VAT's method__alpha / method__eps as "alpha" / "eps", as in the results
+        **{k.removeprefix("method__"): v for k, v in params.items() if k != hidden},
         "method": args.method,  # "sup" for the supervised bound
         "hidden": args.hidden,
-        "fit_seconds": round(seconds, 1),
+        "fit_seconds": round(time.perf_counter() - start, 1),
         "n_train": int(train.sum()),
         "n_held_out": int(held.sum()),
         "final": scores.curve[-1],
         "curve": scores.curve,
     }
-    return record
+
+
+HEADER = """# Training-setting pilots (`benchmarks/studies/tune.py`)
+
+Training bags split 90 / 10 by bag (the test split is never used); hard L1 of \
+the held-out bags (the selection criterion, lower is better) and accuracy of their \
+rows (%, for information) after the last epoch. The seed draws the bags, the split \
+and the initial weights. Rows sorted by setting, then seed, then hard L1.
+
+| data set | bags | method | seed | batch | epochs | lr | schedule | other \
+| held-out hard L1 | held-out accuracy | fit s | tag |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|"""
+
+
+def row_order(r):
+    bag = BAG_ORDER.get(r["bag"], 9)
+    return r["dataset"], bag, r["seed"], r["final"].get("hard_l1", 0)
 
 
 def markdown(records):
-    lines = [
-        "# Training-setting pilots (`benchmarks/studies/tune.py`)",
-        "",
-        "Training bags split 90 / 10 by bag (the test split is never used); "
-        "hard L1 of the held-out bags (the selection criterion, lower is "
-        "better) and accuracy of their rows (%, for information) after the "
-        "last epoch. The seed draws the bags, the split and the initial "
-        "weights. Rows sorted by setting, then seed, then hard L1.",
-        "",
-        "| data set | bags | method | seed | batch | epochs | lr | schedule "
-        "| other | held-out hard L1 | held-out accuracy | fit s | tag |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    order = {"16": 0, "64": 1, "256": 2, "kmeans": 3, "sup": 4}
-
-    def key(r):
-        return (
-            r["dataset"],
-            order.get(r["bag"], 9),
-            r["seed"],
-            r["final"].get("hard_l1", 0),
-        )
-
-    for r in sorted(records, key=key):
-        other = []
-        if r["method"] == "vat":
-            other.append(f"α {r['alpha']}, ε {r['eps']}")
-        if r.get("optimizer__weight_decay"):
-            other.append(f"wd {r['optimizer__weight_decay']}")
-        if r.get("module__dropout"):
-            other.append(f"dropout {r['module__dropout']}")
-        if r.get("hidden", "256,256") != "256,256":
-            other.append(f"hidden {r['hidden']}")
+    lines = [HEADER]
+    for r in sorted(records, key=row_order):
+        other = [  # settings away from the defaults
+            r["method"] == "vat" and f"α {r['alpha']}, ε {r['eps']}",
+            r.get("optimizer__weight_decay") and f"wd {r['optimizer__weight_decay']}",
+            r.get("module__dropout") and f"dropout {r['module__dropout']}",
+            r.get("hidden", "256,256") != "256,256" and f"hidden {r['hidden']}",
+        ]
         l1 = r["final"].get("hard_l1")
         lines.append(
             f"| {r['dataset']} | {r['bag']} | {r['method']} | {r['seed']} "
-            f"| {r['batch_size']} "
-            f"| {r['max_epochs']} | {r['lr']:g} | {r['schedule']} "
-            f"| {'; '.join(other) or '–'} | {'–' if l1 is None else f'{l1:.3f}'} "
+            f"| {r['batch_size']} | {r['max_epochs']} | {r['lr']:g} | {r['schedule']} "
+            f"| {'; '.join(o for o in other if o) or '–'} "
+            f"| {'–' if l1 is None else f'{l1:.3f}'} "
             f"| {100 * r['final']['accuracy']:.1f} | {r['fit_seconds']:.0f} "
             f"| {r['tag']} |"
         )
@@ -184,7 +152,7 @@ def parse_args(argv=None):
     add("--batch-size", type=int, default=128)
     add("--epochs", type=int, default=40)
     add("--lr", type=float, default=0.001)
-    add("--schedule", choices=list(SCHEDULES), default="none")
+    add("--schedule", choices=["none", "step", "cos"], default="none")
     add("--seed", type=int, default=0)
     add("--weight-decay", type=float, default=0.0)
     add("--alpha", type=float, default=0.05, help="VAT weight")
@@ -203,14 +171,14 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    jsonl, md = args.out / "tuning.jsonl", args.out / "tuning.md"
+    jsonl = args.out / "tuning.jsonl"
     if not args.markdown:
         record = run(args)
         print(json.dumps(record), flush=True)
         with jsonl.open("a") as handle:
             handle.write(json.dumps(record) + "\n")
     records = [json.loads(line) for line in jsonl.read_text().splitlines() if line]
-    md.write_text(markdown(records))
+    (args.out / "tuning.md").write_text(markdown(records))
     return records
 
 
