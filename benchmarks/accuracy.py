@@ -881,15 +881,6 @@ def markdown(output):
             f"({run['n_runs']} runs, {run['jobs']} in parallel, "
             f"{run['wall_seconds'] / 60:.1f} min{head}{status})"
         )
-    if carried := sum("carried_over" in r for r in records):
-        lines += [
-            "",
-            f"{carried} records were computed by the earlier invocations with "
-            "an explicit batch and argmax labels, the same computation as "
-            'the current `batch_size="auto"` and `predict` for them '
-            '(multiclass or labels, and the batch `"auto"` gives; '
-            "`carry_over` in the script), and kept.",
-        ]
     lines += [
         "",
         "Test accuracy in %, mean ± std over seeds (ddof=1; a single seed is "
