@@ -167,7 +167,7 @@ class LLPFC(LLPMethod):
     (the paper's setting). LLPFC is built for bags with **varied
     proportions**; in random bags it fades as about ``1/k`` with the bag
     size ``k``, and the proportion loss (``"vat"``, ``"dllp"``) is the
-    better choice there (``benchmarks/results/accuracy.md``).
+    better choice there (user guide, "Methods, and when each one helps").
 
     A flexible network memorises the noisy labels as training goes on (its
     training loss falls below that of the true labels): on digits in random
