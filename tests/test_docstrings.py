@@ -19,3 +19,40 @@ def test_help_opens_with_the_example_and_the_key_parameters(estimator):
     assert examples < parameters < 60, (examples, parameters)
     names = [line.split(" :")[0] for line in text[parameters:] if " : " in line]
     assert tuple(names[: len(KEY_PARAMETERS)]) == KEY_PARAMETERS, names[:8]
+
+
+def _public_objects():
+    import importlib
+    import inspect
+
+    import sklearn_llp
+
+    for package in ["", *sorted(p for p in sklearn_llp.__all__ if "." not in p)]:
+        name = "sklearn_llp" + (f".{package}" if package else "")
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        yield name, module
+        for attr in getattr(module, "__all__", []):
+            obj = getattr(module, attr)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                yield f"{name}.{attr}", obj
+                if inspect.isclass(obj):
+                    for member, value in vars(obj).items():
+                        if not member.startswith("_") and callable(value):
+                            yield f"{name}.{attr}.{member}", value
+
+
+def test_public_docstrings_point_to_nothing_an_installed_package_lacks():
+    """``help()`` of a public object must not send an installed user to
+    ``benchmarks/`` or ``examples/``, which only a clone of the repository
+    has; the user guide carries the numbers."""
+    seen, pointing = 0, []
+    for name, obj in _public_objects():
+        doc = getattr(obj, "__doc__", None) or ""
+        seen += 1
+        if "benchmarks/" in doc or "examples/" in doc:
+            pointing.append(name)
+    assert seen > 100
+    assert pointing == []

@@ -200,7 +200,7 @@ def segment_sum(values, segments, n_segments):
     first (a stable sort: the same order every run); the batches of whole
     bags are sorted already. Checking the segments costs one device sync on
     a GPU. On the CPU it is about as fast as ``index_add_``, faster on large
-    batches (``benchmarks/results/segment_sum.json``).
+    batches (measured in the repository's benchmarks).
 
     Parameters
     ----------

@@ -187,20 +187,19 @@ class NoisyProportions(LLPMethod):
     ``"likelihood"`` it is DLLP with bags weighted by their size (the
     multinomial likelihood), which is DLLP's exactly for bags of equal size.
 
-    On Adult in 189 census groups of 1 to 1,405 people, income shares
-    released with the Laplace mechanism (``benchmarks/studies/noisy_proportions.py``,
-    30 epochs, 3 seeds), test ROC AUC with exact shares is 0.881 (DLLP) and
-    0.883 (this method); at epsilon = 2 DLLP falls to 0.856, this method
-    keeps 0.881; at epsilon = 0.2, 0.813 against 0.866, and at 0.1, 0.796
-    against 0.854. Most of the gain at small noise comes from weighing
-    groups by their size (``scale=0``: 0.881 at epsilon = 2, 0.855 at 0.2);
-    the noise term adds to it where the noise dominates the small groups
-    (epsilon <= 0.2). ``weighting="reliability"`` (one seed: ROC AUC 0.848
-    at epsilon = 2, 0.836 at 0.2) does less well on such unequal groups.
-    (epsilon under :func:`~sklearn_llp.bags.dp_proportions`' replace-one
-    accounting, Laplace scale ``2 / epsilon``; these runs were labelled
-    epsilon = 1, 0.1 and 0.05 under an earlier accounting that used
-    sensitivity 1, the same noise.)
+    On Adult in 189 census groups of 1 to 1,405 people, income shares released
+    with the Laplace mechanism (30 epochs, 3 seeds; user guide, "Noisy
+    (privacy-protected) proportions"), test ROC AUC with exact shares is 0.881
+    (DLLP) and 0.883 (this method); at epsilon = 2 DLLP falls to 0.856, this
+    method keeps 0.881; at epsilon = 0.2, 0.813 against 0.866, and at 0.1,
+    0.796 against 0.854. Most of the gain at small noise comes from weighing
+    groups by their size (``scale=0``: 0.881 at epsilon = 2, 0.855 at 0.2); the
+    noise term adds to it where the noise dominates the small groups (epsilon
+    <= 0.2). ``weighting="reliability"`` (one seed: ROC AUC 0.848 at epsilon =
+    2, 0.836 at 0.2) does less well on such unequal groups. (epsilon under
+    :func:`~sklearn_llp.bags.dp_proportions`' replace-one accounting, Laplace
+    scale ``2 / epsilon``; these runs were labelled epsilon = 1, 0.1 and 0.05
+    under an earlier accounting that used sensitivity 1, the same noise.)
 
     Large bags subsampled by ``max_bag_size`` keep their full size in the
     weights (looked up through ``BagBatch.bag_index``); with overlapping
