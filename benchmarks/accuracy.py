@@ -493,6 +493,14 @@ def _select(recs, bagging, method, metric=None):
     return [r[metric] for r in cell if r.get(metric) is not None]
 
 
+def cell_means(recs, bagging, metric):
+    """Mean ``metric`` of each LLP method with values in one cell; the
+    table's bold mark is its largest."""
+    return {
+        m: np.mean(v) for m in LLP_METHODS if (v := _select(recs, bagging, m, metric))
+    }
+
+
 def _failed_cell(recs, bagging, method, metric):
     failed = Counter(
         r.get("status", "failed")
@@ -564,11 +572,7 @@ def _metric_table(records, metric, title):
     for (dataset, n_train), recs in _group(records).items():
         sup = _select(recs, SUPERVISED, SUPERVISED, metric)
         for bagging in _baggings(recs) or ([None] if sup else []):
-            means = {
-                m: np.mean(v)
-                for m in LLP_METHODS
-                if (v := _select(recs, bagging, m, metric))
-            }
+            means = cell_means(recs, bagging, metric)
             best = max(means, key=means.get) if len(means) > 1 else None
             cells = [_failed_cell(recs, bagging, m, metric) for m in LLP_METHODS]
             cells = [f"**{c}**" if m == best else c for m, c in zip(LLP_METHODS, cells)]
