@@ -30,9 +30,9 @@ sys.path.insert(0, str(HERE))  # for _common
 from _common import machine_info, write_results  # noqa: E402
 
 from sklearn_llp import LLPClassifier  # noqa: E402
-from sklearn_llp._data import BagBatchSampler  # noqa: E402
-from sklearn_llp._runtime import auto_threads, resolve_device  # noqa: E402
 from sklearn_llp.modules import MLP  # noqa: E402
+from sklearn_llp.neural._data import BagBatchSampler  # noqa: E402
+from sklearn_llp.neural._runtime import auto_threads, resolve_device  # noqa: E402
 
 # one-hot blocks of Adult's cardinalities (workclass ... native country)
 CARDINALITIES = (9, 16, 7, 15, 6, 5, 2, 40)

@@ -181,8 +181,8 @@ def constant_docs(app, what, name, obj, options, lines):
     """The ``#:`` comment of a constant re-exported by a subpackage.
 
     autodoc reads ``#:`` comments from the module named in the directive
-    (``sklearn_llp.utils``), but the constants are defined in private modules
-    (``sklearn_llp.utils._validation``); without this it shows the docstring
+    (``sklearn_llp.core``), but the constants are defined in private modules
+    (``sklearn_llp.core._read``); without this it shows the docstring
     of their type (``float``, ``tuple``).
     """
     if what != "data":

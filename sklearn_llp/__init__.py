@@ -33,6 +33,7 @@ utils
 
 from . import (
     bags,
+    core,
     datasets,
     exceptions,
     linear,
@@ -40,11 +41,11 @@ from . import (
     metrics,
     model_selection,
     modules,
+    neural,
     plotting,
-    utils,
+    privacy,
 )
-from ._classifier import LLPClassifier
-from ._regressor import LLPRegressor
+from .neural import LLPClassifier, LLPRegressor
 
 __version__ = "0.1.0"
 
@@ -52,6 +53,7 @@ __all__ = [
     "LLPClassifier",
     "LLPRegressor",
     "bags",
+    "core",
     "datasets",
     "exceptions",
     "linear",
@@ -59,7 +61,8 @@ __all__ = [
     "metrics",
     "model_selection",
     "modules",
+    "neural",
     "plotting",
-    "utils",
+    "privacy",
     "__version__",
 ]

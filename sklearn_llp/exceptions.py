@@ -59,5 +59,5 @@ class NonRandomBagsWarning(UserWarning):
     Raised by methods whose guarantee assumes bags drawn at random from the
     population (``method="easyllp"``: its soft labels are unbiased only for
     i.i.d. bags) when the bags look grouped by feature or cluster. See
-    :func:`sklearn_llp.methods.bag_spread`.
+    :func:`sklearn_llp.methods.functional.bag_spread`.
     """

@@ -13,7 +13,7 @@ from sklearn_llp.bags import (
     label_proportions,
 )
 from sklearn_llp.bags._kmeans import MINIBATCH_THRESHOLD
-from sklearn_llp.utils import check_bags
+from sklearn_llp.core import check_bags
 
 
 def same_partition(a, b):

@@ -22,6 +22,7 @@ from skorch.callbacks import EpochScoring, LRScheduler, ProgressBar
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import label_proportions
+from sklearn_llp.core import check_bags
 from sklearn_llp.exceptions import (
     FitDivergedError,
     IdentifiabilityWarning,
@@ -31,7 +32,6 @@ from sklearn_llp.methods import DLLP, VAT, LLPMethod
 from sklearn_llp.metrics import BagScorer, hard_l1_error, make_bag_scorer
 from sklearn_llp.model_selection import BagKFold, BagShuffleSplit, cross_val_predict
 from sklearn_llp.modules import MLP
-from sklearn_llp.utils import check_bags
 
 
 @pytest.mark.slow
@@ -375,7 +375,7 @@ def test_epoch_table_is_plain_text_in_a_pipe(capsys):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_training_rows_stay_on_the_gpu():
-    from sklearn_llp._runtime import resident as _resident
+    from sklearn_llp.neural._runtime import resident as _resident
 
     X = torch.zeros(100, 4)
     assert _resident(X, "cuda").device.type == "cuda"

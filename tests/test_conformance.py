@@ -35,12 +35,12 @@ from skorch.callbacks import Callback
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import label_proportions
+from sklearn_llp.core import check_bags
 from sklearn_llp.exceptions import IdentifiabilityWarning
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.methods import available_methods, method_params
 from sklearn_llp.metrics import hard_l1_error
 from sklearn_llp.modules import MLP
-from sklearn_llp.utils import check_bags
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore", category=IdentifiabilityWarning),

@@ -43,11 +43,8 @@ from sklearn.model_selection import cross_validate
 from skorch.callbacks import Callback
 
 from sklearn_llp import LLPRegressor
-from sklearn_llp.bags import (
-    UniformBagGenerator,
-    dp_bag_means,
-    noise_aware_bag_weights,
-)
+from sklearn_llp.bags import UniformBagGenerator
+from sklearn_llp.core import check_bag_targets
 from sklearn_llp.exceptions import IdentifiabilityWarning
 from sklearn_llp.methods import available_methods
 from sklearn_llp.methods._base import BagBatch
@@ -58,7 +55,7 @@ from sklearn_llp.metrics import (
     bag_r2_score,
     make_bag_regression_scorer,
 )
-from sklearn_llp.utils import check_bag_targets
+from sklearn_llp.privacy import dp_bag_means, noise_aware_bag_weights
 
 pytestmark = pytest.mark.filterwarnings("ignore", category=IdentifiabilityWarning)
 

@@ -18,7 +18,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from sklearn_llp._data import BagBatchSampler, ShardedBatchSampler
+from sklearn_llp.neural._data import BagBatchSampler, ShardedBatchSampler
 
 _NEEDS_ACCELERATE = "needs accelerate (pip install 'sklearn-llp[parallel]')"
 

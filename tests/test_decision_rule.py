@@ -21,13 +21,13 @@ from sklearn.metrics import f1_score, roc_auc_score
 from sklearn.model_selection import FixedThresholdClassifier, GridSearchCV
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._decision import (
+from sklearn_llp.bags import label_proportions
+from sklearn_llp.core._decision import (
     decide,
     fit_decision,
     prior_offsets,
     prior_threshold,
 )
-from sklearn_llp.bags import label_proportions
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import hard_l1_error, make_bag_scorer
 from sklearn_llp.model_selection import BagKFold

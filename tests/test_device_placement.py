@@ -67,7 +67,7 @@ def test_the_check_sees_a_cuda_call(cuda_calls):
 
 
 def test_a_device_that_is_not_here_is_refused_naming_it(monkeypatch):
-    from sklearn_llp._runtime import check_device
+    from sklearn_llp.neural._runtime import check_device
 
     check_device("auto")
     check_device("cpu")
@@ -87,8 +87,13 @@ def test_batches_go_to_the_network_device_when_X_stays_elsewhere():
     """X kept on the host (too large for the device) is gathered there and
     each batch copied; the bag structure is planned on the device. The
     ``meta`` device stands in for a GPU: shapes and devices, no values."""
-    from sklearn_llp._data import BagBatchSampler, BagDataset, EpochBatches, as_tensor
-    from sklearn_llp.utils import check_bags
+    from sklearn_llp.core import check_bags
+    from sklearn_llp.neural._data import (
+        BagBatchSampler,
+        BagDataset,
+        EpochBatches,
+        as_tensor,
+    )
 
     X, _, bags, props = _data()
     dataset = BagDataset(as_tensor(X), check_bags(bags, props))

@@ -9,9 +9,10 @@ import torch
 import torch.nn.functional as F
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._data import BagBatchSampler, BagDataset
-from sklearn_llp.methods import BagBatch, EasyLLP, easyllp_loss
-from sklearn_llp.utils import check_bags
+from sklearn_llp.core import check_bags
+from sklearn_llp.methods import BagBatch, EasyLLP
+from sklearn_llp.methods.functional import easyllp_loss
+from sklearn_llp.neural._data import BagBatchSampler, BagDataset
 
 torch.set_num_threads(1)
 

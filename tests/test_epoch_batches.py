@@ -15,10 +15,15 @@ import torch
 from skorch.callbacks import Callback
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._data import BagBatchSampler, BagDataset, EpochBatches, as_tensor
-from sklearn_llp.methods import _losses as losses
+from sklearn_llp.core import check_bags
+from sklearn_llp.methods import _segments as losses
 from sklearn_llp.methods import available_methods
-from sklearn_llp.utils import check_bags
+from sklearn_llp.neural._data import (
+    BagBatchSampler,
+    BagDataset,
+    EpochBatches,
+    as_tensor,
+)
 
 
 def _data(kind, seed=0):

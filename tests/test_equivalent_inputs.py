@@ -9,7 +9,7 @@ on one small example. Malformed inputs, which must be refused, are in
 What is invariant, and why:
 
 * The *validated structure* -- the set of bags as (member rows,
-  proportions), from :func:`~sklearn_llp.utils.check_bags` -- is
+  proportions), from :func:`~sklearn_llp.core.check_bags` -- is
   invariant under any relabelling of the bag ids (ints to strings, permuted
   ids), any row order (members mapped through the permutation) and any form
   of ``props`` (sample-aligned, DataFrame, dict). Only the *order* of the
@@ -39,6 +39,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp.core import check_bags
 from sklearn_llp.metrics import BAG_METRICS, KL_EPS, bag_errors, hard_l1_error
 from sklearn_llp.model_selection import (
     BagKFold,
@@ -46,7 +47,6 @@ from sklearn_llp.model_selection import (
     cross_val_predict,
     subset_membership,
 )
-from sklearn_llp.utils import check_bags
 
 SETTINGS = dict(
     deadline=None,

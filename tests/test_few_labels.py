@@ -20,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import UniformBagGenerator, check_identifiability
 from sklearn_llp.exceptions import IdentifiabilityWarning
-from sklearn_llp.methods import proportion_loss
+from sklearn_llp.methods.functional import proportion_loss
 
 
 def with_labelled_rows(X_bags, bags, props, X_labelled, y_labelled, classes):

@@ -17,11 +17,12 @@ from sklearn.exceptions import NotFittedError
 from skorch.callbacks import Callback, Checkpoint, EarlyStopping
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._data import BagDataset, as_tensor
+from sklearn_llp.core import check_bags
 from sklearn_llp.exceptions import FitDivergedError
-from sklearn_llp.methods import DLLP, VAT, proportion_loss
+from sklearn_llp.methods import DLLP, VAT
+from sklearn_llp.methods.functional import proportion_loss
 from sklearn_llp.modules import MLP
-from sklearn_llp.utils import check_bags
+from sklearn_llp.neural._data import BagDataset, as_tensor
 
 
 def make_problem(n_bags=12, size=10, n_classes=2, seed=0):

@@ -20,9 +20,9 @@ from sklearn_llp.bags._identifiability import (
     _effective_dimension,
     warn_if_unidentifiable,
 )
+from sklearn_llp.core import check_bags
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.exceptions import IdentifiabilityWarning
-from sklearn_llp.utils import check_bags
 
 NUMBERS = (
     "n_samples",

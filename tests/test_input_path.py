@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from sklearn_llp.bags import label_proportions
+from sklearn_llp.core import Bags, check_bags, check_fit_inputs
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import bag_props_table, hard_l1_error, soft_l1_error
 from sklearn_llp.model_selection import BagKFold, cross_val_predict
-from sklearn_llp.utils import Bags, check_bags, check_fit_inputs
 
 FIELDS = [field.name for field in dataclasses.fields(Bags)]
 

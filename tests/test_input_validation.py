@@ -35,13 +35,10 @@ from sklearn_llp.bags import (
     KMeansBagGenerator,
     UniformBagGenerator,
     check_identifiability,
-    dp_bag_means,
-    dp_noise_scale,
-    dp_proportions,
     expand_proportions,
     label_proportions,
-    project_to_simplex,
 )
+from sklearn_llp.core import check_bag_targets, check_bags, check_fit_inputs
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import (
     BagScorer,
@@ -58,7 +55,12 @@ from sklearn_llp.model_selection import (
     subset_membership,
 )
 from sklearn_llp.plotting import plot_bag_calibration, plot_bag_sizes
-from sklearn_llp.utils import check_bag_targets, check_bags, check_fit_inputs
+from sklearn_llp.privacy import (
+    dp_bag_means,
+    dp_noise_scale,
+    dp_proportions,
+    project_to_simplex,
+)
 
 
 # ==========================================================================

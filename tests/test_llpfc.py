@@ -8,14 +8,13 @@ import pytest
 import torch
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._data import BagBatchSampler, BagDataset
-from sklearn_llp.methods import (
-    LLPFC,
-    BagBatch,
+from sklearn_llp.core import check_bags
+from sklearn_llp.methods import LLPFC, BagBatch
+from sklearn_llp.methods.functional import (
     forward_correction_loss,
     llpfc_transition_matrices,
 )
-from sklearn_llp.utils import check_bags
+from sklearn_llp.neural._data import BagBatchSampler, BagDataset
 
 torch.set_num_threads(1)
 

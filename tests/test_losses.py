@@ -8,10 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sklearn_llp.methods import (
-    DLLP,
-    VAT,
-    BagBatch,
+from sklearn_llp.methods import DLLP, VAT, BagBatch
+from sklearn_llp.methods.functional import (
     exp_rampup,
     kl_divergence_with_logits,
     l2_normalize,

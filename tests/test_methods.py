@@ -13,12 +13,8 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 from torch import nn
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.methods import (
-    ROT,
-    BagBatch,
-    LLPMethod,
-    available_methods,
-    make_method,
+from sklearn_llp.methods import ROT, BagBatch, LLPMethod, available_methods, make_method
+from sklearn_llp.methods.functional import (
     perturbation_mode,
     pi_loss,
     proportion_loss,

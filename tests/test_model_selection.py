@@ -31,6 +31,7 @@ from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import (
     UniformBagGenerator,
 )
+from sklearn_llp.core import check_bags
 from sklearn_llp.metrics import (
     BAG_METRICS,
     KL_EPS,
@@ -42,7 +43,6 @@ from sklearn_llp.metrics import (
 )
 from sklearn_llp.model_selection import BagKFold, BagShuffleSplit
 from sklearn_llp.model_selection._split import shuffle_split_groups
-from sklearn_llp.utils import check_bags
 
 
 @pytest.fixture(autouse=True)

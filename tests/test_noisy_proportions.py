@@ -16,16 +16,14 @@ import torch
 from scipy.special import ndtr
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import dp_noise_scale, dp_proportions, project_to_simplex
-from sklearn_llp.methods import (
-    DLLP,
-    BagBatch,
-    NoisyProportions,
+from sklearn_llp.core import check_bags
+from sklearn_llp.methods import DLLP, BagBatch, NoisyProportions
+from sklearn_llp.methods.functional import (
     noisy_proportion_loss,
     noisy_proportion_weights,
     proportion_loss,
 )
-from sklearn_llp.utils import check_bags
+from sklearn_llp.privacy import dp_noise_scale, dp_proportions, project_to_simplex
 
 torch.set_num_threads(1)
 

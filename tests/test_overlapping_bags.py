@@ -6,9 +6,9 @@ import scipy.sparse as sp
 import torch
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._data import BagBatchSampler, BagDataset, as_tensor
-from sklearn_llp.methods import segment_mean
-from sklearn_llp.utils import check_bags
+from sklearn_llp.core import check_bags
+from sklearn_llp.methods.functional import segment_mean
+from sklearn_llp.neural._data import BagBatchSampler, BagDataset, as_tensor
 
 
 def _random_overlapping(n_samples, n_bags, seed):

@@ -8,7 +8,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import UniformBagGenerator
-from sklearn_llp.methods import proportion_loss
+from sklearn_llp.methods.functional import proportion_loss
 
 
 def test_the_proportion_loss_is_float32_for_half_logits():

@@ -27,8 +27,9 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr
 
-from sklearn_llp.bags import dp_noise_scale, dp_proportions, label_proportions
-from sklearn_llp.bags._privacy import NEIGHBOURS, REPLACE_ONE_SENSITIVITY
+from sklearn_llp.bags import label_proportions
+from sklearn_llp.privacy import dp_noise_scale, dp_proportions
+from sklearn_llp.privacy._release import NEIGHBOURS, REPLACE_ONE_SENSITIVITY
 
 
 def table_of_counts(ids, y, classes):
@@ -277,7 +278,7 @@ def test_small_but_representable_epsilon_gives_a_valid_release():
 
 
 def test_projection_of_huge_values_stays_on_the_simplex():
-    from sklearn_llp.bags import project_to_simplex
+    from sklearn_llp.privacy import project_to_simplex
 
     big = np.finfo(np.float64).max
     rows = np.array(
@@ -318,8 +319,8 @@ def test_projection_of_huge_values_stays_on_the_simplex():
     "mechanism, delta", [("laplace", None), ("analytic_gaussian", 1e-5)]
 )
 def test_noisy_method_uses_the_release_noise(mechanism, delta):
+    from sklearn_llp.core import check_bags
     from sklearn_llp.methods import NoisyProportions
-    from sklearn_llp.utils import check_bags
 
     rng = np.random.RandomState(0)
     ids = np.repeat(np.arange(20), rng.randint(5, 40, 20))

@@ -30,6 +30,7 @@ from sklearn_llp.bags import (
     KMeansBagGenerator,
     UniformBagGenerator,
 )
+from sklearn_llp.core import check_bag_targets, check_bags
 from sklearn_llp.exceptions import IdentifiabilityWarning
 from sklearn_llp.methods import (
     BagBatch,
@@ -37,10 +38,9 @@ from sklearn_llp.methods import (
     InstanceLoss,
     InterpolatingLoss,
     available_methods,
-    interpolating_loss,
     make_method,
-    regression_losses,
 )
+from sklearn_llp.methods.functional import interpolating_loss, regression_losses
 from sklearn_llp.metrics import (
     bag_mean_absolute_error,
     bag_mean_squared_error,
@@ -50,7 +50,6 @@ from sklearn_llp.metrics import (
     make_bag_regression_scorer,
 )
 from sklearn_llp.model_selection import BagKFold
-from sklearn_llp.utils import check_bag_targets, check_bags
 
 
 def _synthetic(n=1536, seed=0):

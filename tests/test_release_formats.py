@@ -17,23 +17,23 @@ import pandas as pd
 import pytest
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import (
+from sklearn_llp.bags import label_proportions
+from sklearn_llp.core import check_bags
+from sklearn_llp.methods import NoisyProportions
+from sklearn_llp.privacy import (
     dp_bag_means,
     dp_noise_scale,
     dp_proportions,
-    label_proportions,
     noise_aware_bag_weights,
     noise_variance,
     released_rows,
 )
-from sklearn_llp.bags._privacy import (
+from sklearn_llp.privacy._release import (
     _analytic_gaussian_delta,
     _discrete_gaussian,
     _discrete_laplace,
     _zcdp_delta,
 )
-from sklearn_llp.methods import NoisyProportions
-from sklearn_llp.utils import check_bags
 
 
 def census(n_bags=60, low=5, high=80, n_classes=3, seed=0):

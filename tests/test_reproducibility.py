@@ -23,20 +23,17 @@ from sklearn.base import clone
 from skorch.callbacks import Callback
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._runtime import deterministic
 from sklearn_llp.bags import (
     FeatureBagGenerator,
     KMeansBagGenerator,
     UniformBagGenerator,
 )
-from sklearn_llp.methods import (
-    _losses,
-    available_methods,
-    proportion_loss,
-    segment_mean,
-)
-from sklearn_llp.methods._losses import gather_rows, segment_sum
+from sklearn_llp.methods import _segments as _losses
+from sklearn_llp.methods import available_methods
 from sklearn_llp.methods._rot import sinkhorn_pseudo_labels
+from sklearn_llp.methods._segments import gather_rows, segment_sum
+from sklearn_llp.methods.functional import proportion_loss, segment_mean
+from sklearn_llp.neural._runtime import deterministic
 
 METHODS = available_methods()  # every registered method
 

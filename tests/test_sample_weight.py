@@ -10,9 +10,9 @@ import torch
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import label_proportions
-from sklearn_llp.methods import proportion_loss, segment_mean
+from sklearn_llp.core import check_bags
+from sklearn_llp.methods.functional import proportion_loss, segment_mean
 from sklearn_llp.metrics import bag_errors, make_bag_scorer
-from sklearn_llp.utils import check_bags
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sklearn_llp._data import BagBatchSampler
+from sklearn_llp.neural._data import BagBatchSampler
 
 
 def _codes(sizes, seed=0):

@@ -12,8 +12,14 @@ import torch
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 
-from sklearn_llp import LLPClassifier, _runtime
-from sklearn_llp._runtime import auto_threads, available_cores, in_worker, own_load
+from sklearn_llp import LLPClassifier
+from sklearn_llp.neural import _runtime
+from sklearn_llp.neural._runtime import (
+    auto_threads,
+    available_cores,
+    in_worker,
+    own_load,
+)
 
 
 @pytest.mark.parametrize(

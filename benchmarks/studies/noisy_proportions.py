@@ -27,15 +27,15 @@ from sklearn.model_selection import train_test_split
 
 import sklearn_llp
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import (
-    FeatureBagGenerator,
+from sklearn_llp.bags import FeatureBagGenerator
+from sklearn_llp.datasets import load_adult
+from sklearn_llp.exceptions import IdentifiabilityWarning
+from sklearn_llp.privacy import (
     dp_noise_scale,
     dp_proportions,
     noise_variance,
     released_rows,
 )
-from sklearn_llp.datasets import load_adult
-from sklearn_llp.exceptions import IdentifiabilityWarning
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
 from _common import RESULTS_DIR, adult_encoder, write_results  # noqa: E402

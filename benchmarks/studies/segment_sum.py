@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-from sklearn_llp.methods._losses import LOG_EPS, gather_rows, proportion_loss
 from sklearn_llp.methods._rot import sinkhorn_pseudo_labels
+from sklearn_llp.methods._segments import LOG_EPS, gather_rows, proportion_loss
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
 from _common import RESULTS_DIR, write_results  # noqa: E402

@@ -19,8 +19,8 @@ import torch
 from skorch.callbacks import Callback
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._runtime import available_cores, running_others
 from sklearn_llp.modules import MLP
+from sklearn_llp.neural._runtime import available_cores, running_others
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
 from _common import RESULTS_DIR, write_results  # noqa: E402

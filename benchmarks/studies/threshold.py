@@ -19,10 +19,10 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp._decision import class_prior, decide, fit_decision
 from sklearn_llp.bags import FeatureBagGenerator, UniformBagGenerator
+from sklearn_llp.core import check_bags
+from sklearn_llp.core._decision import class_prior, decide, fit_decision
 from sklearn_llp.datasets import load_adult
-from sklearn_llp.utils import check_bags
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
 from _common import RESULTS_DIR, adult_encoder, write_results  # noqa: E402

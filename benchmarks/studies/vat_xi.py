@@ -22,7 +22,7 @@ from sklearn.datasets import load_digits
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_llp.methods import _vat
-from sklearn_llp.methods._losses import kl_divergence_with_logits, l2_normalize
+from sklearn_llp.methods._segments import kl_divergence_with_logits, l2_normalize
 from sklearn_llp.modules import MLP
 
 HERE = Path(__file__).resolve().parent

@@ -9,15 +9,6 @@ proportions at once (``make_bags``) for simulation studies. The bag id
 from ._feature import FeatureBagGenerator
 from ._identifiability import IdentifiabilityReport, check_identifiability
 from ._kmeans import KMeansBagGenerator
-from ._privacy import (
-    dp_bag_means,
-    dp_noise_scale,
-    dp_proportions,
-    noise_aware_bag_weights,
-    noise_variance,
-    project_to_simplex,
-    released_rows,
-)
 from ._proportions import expand_proportions, label_proportions
 from ._uniform import UniformBagGenerator
 
@@ -27,13 +18,6 @@ __all__ = [
     "KMeansBagGenerator",
     "UniformBagGenerator",
     "check_identifiability",
-    "dp_bag_means",
-    "dp_noise_scale",
-    "dp_proportions",
     "expand_proportions",
     "label_proportions",
-    "noise_aware_bag_weights",
-    "noise_variance",
-    "project_to_simplex",
-    "released_rows",
 ]

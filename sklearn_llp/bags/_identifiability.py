@@ -85,8 +85,8 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils import assert_all_finite
 
+from ..core import check_bags
 from ..exceptions import IdentifiabilityWarning
-from ..utils import check_bags
 
 #: Canonical correlations at or below this count as zero (numerical rank).
 RANK_TOL = 1e-6
@@ -485,12 +485,12 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
     ----------
     bags : array-like, DataFrame, sparse matrix, list of arrays or Bags
         The bag of every row, in any form
-        :func:`~sklearn_llp.utils.check_bags` accepts (one id per row,
+        :func:`~sklearn_llp.core.check_bags` accepts (one id per row,
         composite keys, a membership matrix, lists of row indices).
     props : array-like, DataFrame, Series or dict
         The bags' label proportions: sample-aligned, a positive-class
         fraction, or a per-bag table indexed by bag id; None if ``bags`` is
-        a :class:`~sklearn_llp.utils.Bags` carrying them.
+        a :class:`~sklearn_llp.core.Bags` carrying them.
     X : array-like, DataFrame or sparse matrix, default=None
         The instances; its effective dimension is what the bags are
         compared with. A DataFrame's non-numeric columns count as one-hot
@@ -512,7 +512,7 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
     ------
     ValueError, TypeError
         For invalid bags or proportions, as
-        :func:`~sklearn_llp.utils.check_bags` raises them; a ValueError
+        :func:`~sklearn_llp.core.check_bags` raises them; a ValueError
         naming ``X`` when it holds NaN or infinite values (in a DataFrame,
         in its numeric columns).
 

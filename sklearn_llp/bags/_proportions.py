@@ -5,9 +5,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..utils import check_bags
-from ..utils._bags import _check_weights
-from ..utils._validation import (
+from ..core import check_bags
+from ..core._bags import _check_weights
+from ..core._read import (
     UNBAGGED,
     _bags_form,
     attach_props_table,
@@ -161,7 +161,7 @@ def expand_proportions(table, bags):
     See Also
     --------
     label_proportions : The per-bag table of labelled data.
-    sklearn_llp.utils.check_bags : The validation applied to the table.
+    sklearn_llp.core.check_bags : The validation applied to the table.
 
     Examples
     --------

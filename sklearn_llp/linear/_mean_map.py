@@ -16,12 +16,12 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import (
+from ..core import check_fit_inputs
+from ..core._mixins import (
     LLPClassifierMixin,
     refuse_sklearn_cross_val_predict,
     restore_on_error,
 )
-from ..utils import check_fit_inputs
 
 
 # ----------------------------------------------------------------------
@@ -176,7 +176,7 @@ def _fitted_rows(bags):
 
 def _label_statistics(X, bags):
     """Supervised data (every row its own bag, one-hot proportions from
-    :func:`~sklearn_llp.utils.check_fit_inputs`): the exact class totals and
+    :func:`~sklearn_llp.core.check_fit_inputs`): the exact class totals and
     means of the labelled rows."""
     n_samples = X.shape[0]
     n_classes = len(bags.classes)
@@ -199,7 +199,7 @@ def _label_statistics(X, bags):
 
 def _bag_statistics(X, bags, bag_weights, alpha, laplacian, n_neighbors):
     """Bags and proportions (validated by
-    :func:`~sklearn_llp.utils.check_fit_inputs`): class totals from the
+    :func:`~sklearn_llp.core.check_fit_inputs`): class totals from the
     proportions, class means estimated from the bag means (the Mean Map)."""
     n_samples = X.shape[0]
     pair_weights = _row_weights(bags)[bags.members]
@@ -620,9 +620,9 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
             features.
         y : array-like, DataFrame, sparse matrix, list of arrays or Bags
             The bag of every row, in any form that
-            :func:`~sklearn_llp.utils.check_bags` accepts (ids, composite
+            :func:`~sklearn_llp.core.check_bags` accepts (ids, composite
             keys, a membership matrix or lists of row indices for
-            overlapping bags, a :class:`~sklearn_llp.utils.Bags`). With
+            overlapping bags, a :class:`~sklearn_llp.core.Bags`). With
             ``props=None`` (and no ``Bags``), the class label of every row.
         props : array-like, DataFrame, Series or dict, default=None
             Label proportions: sample-aligned ``(n_samples, n_classes)``, a

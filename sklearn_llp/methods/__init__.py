@@ -4,96 +4,47 @@
 ``"vat"``, ``"pi"``, ``"rot"``, ``"llpfc"``, ``"easyllp"``, ``"noisy"``;
 see :func:`available_methods`) or an :class:`LLPMethod` instance;
 ``LLPRegressor(method=...)`` one of the regression losses (``"bag"``,
-``"instance"``, ``"interpolating"``; ``available_methods("regression")``)
-or a :class:`RegressionMethod` instance. Their
-hyperparameters are ``method__*`` parameters of the classifier
+``"instance"``, ``"interpolating"``) or a :class:`RegressionMethod`.
+Hyperparameters are ``method__*`` parameters of the estimator
 (``LLPClassifier(method="vat", method__alpha=0.1)``), so ``set_params``,
-``clone`` and ``GridSearchCV(param_grid={"method__alpha": [...]})`` reach them.
+``clone`` and ``GridSearchCV`` reach them. The tensor operations the
+methods are built from live in :mod:`sklearn_llp.methods.functional`.
 """
 
-from ._base import (
-    DLLP,
-    BagBatch,
-    ConsistencyMethod,
-    LLPMethod,
-    clean_logits,
-    perturbation_mode,
-)
-from ._easyllp import EasyLLP, bag_spread, easyllp_loss
-from ._llpfc import LLPFC, forward_correction_loss, llpfc_transition_matrices
-from ._losses import (
-    exp_rampup,
-    gather_rows,
-    kl_divergence_with_logits,
-    l2_normalize,
-    proportion_loss,
-    segment_mean,
-    segment_sum,
-    weighted_mean,
-)
-from ._noisy import (
-    NoisyProportions,
-    noisy_proportion_loss,
-    noisy_proportion_weights,
-)
-from ._pi import PiModel, pi_loss
+from . import functional
+from ._base import DLLP, BagBatch, ConsistencyMethod, LLPMethod
+from ._easyllp import EasyLLP
+from ._llpfc import LLPFC
+from ._noisy import NoisyProportions
+from ._pi import PiModel
 from ._registry import (
     available_methods,
     make_method,
     method_params,
     register_method,
 )
-from ._regression import (
-    BagLoss,
-    InstanceLoss,
-    InterpolatingLoss,
-    RegressionMethod,
-    interpolating_loss,
-    regression_losses,
-)
-from ._rot import ROT, pseudo_label_loss, sinkhorn_pseudo_labels
-from ._vat import VAT, vat_loss, vat_perturbation
+from ._regression import BagLoss, InstanceLoss, InterpolatingLoss, RegressionMethod
+from ._rot import ROT
+from ._vat import VAT
 
 __all__ = [
+    "DLLP",
+    "LLPFC",
+    "ROT",
+    "VAT",
     "BagBatch",
     "BagLoss",
     "ConsistencyMethod",
-    "DLLP",
     "EasyLLP",
     "InstanceLoss",
     "InterpolatingLoss",
-    "LLPFC",
     "LLPMethod",
     "NoisyProportions",
     "PiModel",
-    "ROT",
     "RegressionMethod",
-    "VAT",
     "available_methods",
-    "clean_logits",
-    "bag_spread",
-    "easyllp_loss",
-    "exp_rampup",
-    "forward_correction_loss",
-    "kl_divergence_with_logits",
-    "l2_normalize",
-    "llpfc_transition_matrices",
+    "functional",
     "make_method",
     "method_params",
-    "noisy_proportion_loss",
-    "noisy_proportion_weights",
-    "gather_rows",
-    "interpolating_loss",
-    "perturbation_mode",
-    "pi_loss",
-    "proportion_loss",
-    "pseudo_label_loss",
     "register_method",
-    "regression_losses",
-    "segment_mean",
-    "segment_sum",
-    "sinkhorn_pseudo_labels",
-    "vat_loss",
-    "vat_perturbation",
-    "weighted_mean",
 ]

@@ -9,7 +9,7 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
-from ._losses import exp_rampup, gather_rows, proportion_loss, weighted_mean
+from ._segments import exp_rampup, gather_rows, proportion_loss, weighted_mean
 
 
 class BagBatch(NamedTuple):
@@ -28,7 +28,7 @@ class BagBatch(NamedTuple):
         Label proportions of the bags of the batch.
     bag_index : LongTensor of shape (n_bags,)
         Index of every bag of the batch in the training
-        :class:`~sklearn_llp.utils.Bags` passed to :meth:`LLPMethod.prepare`
+        :class:`~sklearn_llp.core.Bags` passed to :meth:`LLPMethod.prepare`
         (for methods that keep per-bag state: :meth:`LLPMethod.bag_tensor`).
     members : LongTensor of shape (n_pairs,) or None, default=None
         Instance (row of the batch) of every pair; None means one pair per
@@ -52,7 +52,7 @@ class BagBatch(NamedTuple):
 
         A gather whose gradient (an instance in several bags sums the
         gradients of its pairs) is a deterministic segment sum
-        (:func:`~sklearn_llp.methods._losses.gather_rows`), not the atomic
+        (:func:`~sklearn_llp.methods._segments.gather_rows`), not the atomic
         scatter-add of indexing's backward.
         """
         if self.members is None or per_instance is None:
@@ -139,7 +139,7 @@ class LLPMethod(BaseEstimator):
         Parameters
         ----------
         bags : Bags
-            The training bags (:class:`~sklearn_llp.utils.Bags`): their rows,
+            The training bags (:class:`~sklearn_llp.core.Bags`): their rows,
             sizes, proportions ``bags.props``, weights and classes.
         random_state : RandomState
             Seeded from the classifier's ``random_state``.

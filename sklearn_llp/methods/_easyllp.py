@@ -66,7 +66,7 @@ def easyllp_loss(
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp.methods import easyllp_loss
+    >>> from sklearn_llp.methods.functional import easyllp_loss
     >>> logits = torch.zeros(2, 2)  # both rows predict [0.5, 0.5]
     >>> props = torch.tensor([[0.75, 0.25]])
     >>> loss = easyllp_loss(logits, torch.tensor([0, 0]), props,
@@ -119,7 +119,7 @@ def bag_spread(props, sizes, prior=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_llp.methods import bag_spread
+    >>> from sklearn_llp.methods.functional import bag_spread
     >>> ratio, p = bag_spread([[0.5, 0.5], [0.4, 0.6], [0.6, 0.4]], [10, 10, 10])
     >>> round(ratio, 2), p > 0.1  # as random as can be
     (0.27, True)

@@ -54,7 +54,7 @@ def llpfc_transition_matrices(props, sizes):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_llp.methods import llpfc_transition_matrices
+    >>> from sklearn_llp.methods.functional import llpfc_transition_matrices
     >>> props = np.array([[[0.75, 0.25], [0.0, 1.0]]])  # one group, 2 bags
     >>> llpfc_transition_matrices(props, np.array([[4.0, 4.0]]))[0]
     array([[1. , 0. ],
@@ -92,7 +92,7 @@ def forward_correction_loss(logits, transition_columns, weights=None):
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp.methods import forward_correction_loss
+    >>> from sklearn_llp.methods.functional import forward_correction_loss
     >>> logits = torch.log(torch.tensor([[0.5, 0.5]]))
     >>> forward_correction_loss(logits, torch.tensor([[0.6, 0.2]]))  # -log 0.4
     tensor([0.9163])

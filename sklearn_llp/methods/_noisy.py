@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..bags._privacy import NOISE_NORMS, noise_variance
+from ..privacy._release import NOISE_NORMS, noise_variance
 from ._base import LLPMethod
-from ._losses import proportion_loss
+from ._segments import proportion_loss
 
 
 def noisy_proportion_weights(
@@ -21,7 +21,7 @@ def noisy_proportion_weights(
     A bag ``B`` of ``n_B`` rows is published as counts ``N_Bc + eta_Bc`` with
     noise of variance ``v`` on every count; its proportions are the counts
     divided by ``n_B`` and projected onto the simplex
-    (:func:`~sklearn_llp.bags.project_to_simplex`, which removes the noise
+    (:func:`~sklearn_llp.privacy.project_to_simplex`, which removes the noise
     along the total, a fraction ``1/C`` of it). Per class, the published
     proportion then varies around the model's bag mean ``q_Bc`` by
 
@@ -56,7 +56,7 @@ def noisy_proportion_weights(
         Size (or total sample weight) ``n_B`` of every bag, positive.
     count_variance : float or array-like of shape (n_bags,)
         Noise variance ``v`` of every count of a bag (Laplace ``2 b**2``,
-        Gaussian ``sigma**2``; :func:`~sklearn_llp.bags.noise_variance`), in
+        Gaussian ``sigma**2``; :func:`~sklearn_llp.privacy.noise_variance`), in
         the units of ``sizes``.
     label_variance : float
         ``tau``, positive.
@@ -70,7 +70,7 @@ def noisy_proportion_weights(
 
     Examples
     --------
-    >>> from sklearn_llp.methods import noisy_proportion_weights
+    >>> from sklearn_llp.methods.functional import noisy_proportion_weights
     >>> noisy_proportion_weights([1, 10, 100], 2.0, 0.25, 2, "reliability")
     array([0.2       , 0.71428571, 0.96153846])
     >>> noisy_proportion_weights([1, 10, 100], 2.0, 0.25, 2)
@@ -119,7 +119,7 @@ def noisy_proportion_loss(
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp.methods import noisy_proportion_loss
+    >>> from sklearn_llp.methods.functional import noisy_proportion_loss
     >>> logits = torch.zeros(3, 2)  # every row predicts [0.5, 0.5]
     >>> loss = noisy_proportion_loss(logits, torch.tensor([0, 0, 1]),
     ...     torch.tensor([[0.5, 0.5], [1.0, 0.0]]), torch.tensor([1.0, 0.5]), 0.75)
@@ -150,7 +150,7 @@ class NoisyProportions(LLPMethod):
 
     with ``n_B`` the bag's size, ``v`` the noise variance of a count
     (``2 scale**2`` for Laplace, ``scale**2`` for Gaussian,
-    :func:`~sklearn_llp.bags.noise_variance` for the integer noises, just
+    :func:`~sklearn_llp.privacy.noise_variance` for the integer noises, just
     below those), ``C`` the number
     of classes and ``tau`` the mean over classes of ``pi_c (1 - pi_c)``
     (``pi``: the class proportions of all training rows, from the bags'
@@ -197,7 +197,7 @@ class NoisyProportions(LLPMethod):
     noise term adds to it where the noise dominates the small groups (epsilon
     <= 0.2). ``weighting="reliability"`` (one seed: ROC AUC 0.848 at epsilon =
     2, 0.836 at 0.2) does less well on such unequal groups. (epsilon under
-    :func:`~sklearn_llp.bags.dp_proportions`' replace-one accounting, Laplace
+    :func:`~sklearn_llp.privacy.dp_proportions`' replace-one accounting, Laplace
     scale ``2 / epsilon``; these runs were labelled epsilon = 1, 0.1 and 0.05
     under an earlier accounting that used sensitivity 1, the same noise.)
 
@@ -208,14 +208,14 @@ class NoisyProportions(LLPMethod):
     **Proportions on the simplex.** ``fit`` only accepts proportions on the
     probability simplex; shares computed from a raw noisy release may be
     negative or not sum to 1. Project them first with
-    :func:`~sklearn_llp.bags.project_to_simplex` (``counts / n_B`` with the
-    known bag sizes), as :func:`~sklearn_llp.bags.dp_proportions` does; the
+    :func:`~sklearn_llp.privacy.project_to_simplex` (``counts / n_B`` with the
+    known bag sizes), as :func:`~sklearn_llp.privacy.dp_proportions` does; the
     weights above assume that projection. Clipping biases the proportions of
     small noisy bags towards the middle; their small weight limits the harm.
 
     **Suppressed bags.** A release that withholds small bags has no
     proportions for their rows, which ``fit`` refuses; drop those rows
-    explicitly (:func:`~sklearn_llp.bags.released_rows`). A bag released
+    explicitly (:func:`~sklearn_llp.privacy.released_rows`). A bag released
     with no usable information may instead be kept with a very large
     per-bag scale (below), which weighs it all but 0.
 
@@ -224,16 +224,16 @@ class NoisyProportions(LLPMethod):
     noise : {"laplace", "gaussian", "discrete_laplace", "discrete_gaussian"}, \
 default="laplace"
         Distribution of the noise on every count, ``table.attrs["noise"]``
-        of a :func:`~sklearn_llp.bags.dp_proportions` release. Another noise
+        of a :func:`~sklearn_llp.privacy.dp_proportions` release. Another noise
         of known variance ``v`` per count: ``noise="gaussian"`` with
         ``scale=sqrt(v)`` (only the variance enters the weights).
     scale : float or dict or Series, default=1.0
         Scale of the noise on every count: the Laplace ``b`` (``sensitivity
         / epsilon``: ``2 / epsilon`` for a release of
-        :func:`~sklearn_llp.bags.dp_proportions`, whose neighbours differ in
+        :func:`~sklearn_llp.privacy.dp_proportions`, whose neighbours differ in
         one person's label; 1.0 is epsilon = 2 there), the Gaussian
         ``sigma``, or the discrete Laplace ``t`` or discrete Gaussian
-        ``sigma``, as :func:`~sklearn_llp.bags.dp_noise_scale`
+        ``sigma``, as :func:`~sklearn_llp.privacy.dp_noise_scale`
         gives it and ``dp_proportions(...).attrs["noise_scale"]`` records
         it; in the units of the bag sizes (with ``sample_weight``, of the
         bags' total weights). A dict or Series maps bag ids to a scale per
@@ -257,7 +257,7 @@ default="laplace"
 
     See Also
     --------
-    sklearn_llp.bags.dp_proportions : Simulate a differentially private
+    sklearn_llp.privacy.dp_proportions : Simulate a differentially private
         release; its ``attrs`` hold the noise and its scale.
     noisy_proportion_weights : The weights.
     DLLP : Every bag weighing 1.
@@ -265,7 +265,7 @@ default="laplace"
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
-    >>> from sklearn_llp.bags import dp_noise_scale
+    >>> from sklearn_llp.privacy import dp_noise_scale
     >>> scale = dp_noise_scale(0.1)  # an epsilon = 0.1 release: b = 2 / 0.1
     >>> clf = LLPClassifier(method="noisy", method__scale=scale)
     """

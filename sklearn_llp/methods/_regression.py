@@ -20,7 +20,7 @@ regulariser that pulls the predictions of a bag together (the paper's
 observation). The interpolating loss is ``bag + rho * V``: ``rho=0`` is
 the unbiased bag loss, ``rho=1`` the lower-variance instance loss.
 
-Bag means are segment reductions (:func:`~sklearn_llp.methods.segment_sum`),
+Bag means are segment reductions (:func:`~sklearn_llp.methods.functional.segment_sum`),
 never a Python loop over bags. With singleton bags (instance targets) all
 three are the (weighted) mean squared error.
 """
@@ -31,7 +31,7 @@ import torch
 from sklearn.utils._param_validation import Interval
 
 from ._base import LLPMethod
-from ._losses import gather_rows, segment_sum
+from ._segments import gather_rows, segment_sum
 
 
 def _pair_tensors(predictions, segments, bag_means, weights, members):
@@ -93,7 +93,7 @@ def regression_losses(
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp.methods import regression_losses
+    >>> from sklearn_llp.methods.functional import regression_losses
     >>> pred = torch.tensor([1.0, 3.0, 5.0])
     >>> bag, instance = regression_losses(
     ...     pred, torch.tensor([0, 0, 1]), torch.tensor([1.0, 4.0]))
@@ -131,7 +131,7 @@ def interpolating_loss(
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp.methods import interpolating_loss
+    >>> from sklearn_llp.methods.functional import interpolating_loss
     >>> pred = torch.tensor([1.0, 3.0, 5.0])
     >>> loss = interpolating_loss(pred, torch.tensor([0, 0, 1]),
     ...                           torch.tensor([1.0, 4.0]), rho=0.5)

@@ -2,7 +2,7 @@
 
 The pseudo-labels of a batch come from one entropy-regularised optimal
 transport problem per bag, all solved together by a log-domain Sinkhorn whose
-per-bag sums are segment sums (:func:`~sklearn_llp.methods._losses.segment_sum`,
+per-bag sums are segment sums (:func:`~sklearn_llp.methods._segments.segment_sum`,
 deterministic: no atomic adds): bags of different sizes share every iteration
 and no Python code runs per bag or per instance. The segments are checked and
 cut into runs once per batch, not once per iteration. On a CPU this is faster
@@ -18,7 +18,7 @@ import torch
 from sklearn.utils._param_validation import Interval
 
 from ._base import LLPMethod
-from ._losses import _segment_plan, _sum_runs, segment_mean, weighted_mean
+from ._segments import _segment_plan, _sum_runs, segment_mean, weighted_mean
 
 
 @torch.no_grad()
@@ -81,7 +81,7 @@ def sinkhorn_pseudo_labels(
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp.methods import sinkhorn_pseudo_labels
+    >>> from sklearn_llp.methods.functional import sinkhorn_pseudo_labels
     >>> log_probs = torch.log_softmax(torch.randn(5, 3), dim=1)
     >>> segments = torch.tensor([0, 0, 0, 1, 1])
     >>> props = torch.tensor([[1 / 3, 2 / 3, 0.0], [0.5, 0.0, 0.5]])

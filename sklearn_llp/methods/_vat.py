@@ -6,7 +6,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
-from ._losses import kl_divergence_with_logits, l2_normalize
+from ._segments import kl_divergence_with_logits, l2_normalize
 
 #: ``xi="auto"``: the finite-difference step is this fraction of the batch's
 #: RMS row norm. Measured by ``benchmarks/studies/vat_xi.py`` against the exact

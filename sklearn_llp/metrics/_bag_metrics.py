@@ -25,9 +25,9 @@ each bag counting once whatever its size.
 import numpy as np
 from scipy.special import rel_entr
 
-from .._decision import class_prior, decide, fit_decision
-from ..utils import check_bags
-from ..utils._validation import (
+from ..core import check_bags
+from ..core._decision import class_prior, decide, fit_decision
+from ..core._read import (
     _bags_form,
     as_float_matrix,
     binary_from_fraction,
@@ -175,13 +175,13 @@ def errors_of_pairs(
 
 
 def bag_errors_of(bags, y_proba, metrics=BAG_METRICS, decision="argmax", pred=None):
-    """Bag errors of validated :class:`~sklearn_llp.utils.Bags` (no checks).
+    """Bag errors of validated :class:`~sklearn_llp.core.Bags` (no checks).
 
     ``pred`` (class index of every row) gives the hard estimates; else
     ``decision`` decides from ``y_proba``: ``"argmax"``, or ``"prior"``
     (labels whose class rates over the rows match the bags' overall
     proportions, the rule of ``LLPClassifier(threshold="prior")``: see
-    :func:`sklearn_llp._decision.fit_decision`).
+    :func:`sklearn_llp.core._decision.fit_decision`).
     """
     if pred is None and decision == "prior":
         rule = fit_decision("prior", y_proba, class_prior(bags), bags.weights)
@@ -200,7 +200,7 @@ def bag_errors_of(bags, y_proba, metrics=BAG_METRICS, decision="argmax", pred=No
 
 def _n_samples(bags, y_proba):
     """The rows of ``y_proba``, which ``bags`` must match, and ``bags`` read
-    in its form (:func:`~sklearn_llp.utils.check_bags`).
+    in its form (:func:`~sklearn_llp.core.check_bags`).
 
     A list of index arrays does not say how many samples there are; ``y_proba``
     does. Checked before the bags, so that a length mismatch names the two
@@ -234,7 +234,7 @@ def _check_decision(decision):
 
 
 def check_bags_and_proba(bags, props, y_proba, *, classes=None, sample_weight=None):
-    """Validated :class:`~sklearn_llp.utils.Bags` and probabilities that match."""
+    """Validated :class:`~sklearn_llp.core.Bags` and probabilities that match."""
     n_samples, bags = _n_samples(bags, y_proba)
     bags = check_bags(
         bags,
@@ -285,7 +285,7 @@ _PARAMETERS = """
         indices of ``y_proba``.
     props : array-like or DataFrame or Series or dict
         Label proportions of the bags, in any form that
-        :func:`sklearn_llp.utils.check_bags` accepts: with bag ids,
+        :func:`sklearn_llp.core.check_bags` accepts: with bag ids,
         sample-aligned ``(n_samples, n_classes)``, a 1-D positive-class
         fraction (binary), or a per-bag table indexed by bag id; with
         overlapping bags, one row per bag ``(n_bags, n_classes)`` or a table
@@ -463,7 +463,7 @@ def bag_errors(
         ``n_bags`` arrays of row indices.
     props : array-like or DataFrame or Series or dict
         Label proportions of the bags, in any form that
-        :func:`sklearn_llp.utils.check_bags` accepts (one row per
+        :func:`sklearn_llp.core.check_bags` accepts (one row per
         bag with overlapping bags). A single bag is accepted.
     y_proba : array-like of shape (n_samples, n_classes)
         Predicted class probabilities, columns in the order of ``classes``.

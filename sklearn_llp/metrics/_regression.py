@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.metadata_routing import MetadataRequest
 
-from ..utils import Bags
-from ..utils._validation import (
+from ..core import Bags
+from ..core._read import (
     TARGET_COLUMN,
     _bags_form,
     _lookup_targets,
@@ -122,12 +122,12 @@ _PARAMETERS = """
     bags : array-like of shape (n_samples,), sparse matrix, list of arrays or Bags
         Bag id of every sample, or overlapping bags (a sparse membership
         matrix or a list of row-index arrays), in any form of
-        :func:`sklearn_llp.utils.check_bags`; or a
-        :class:`~sklearn_llp.utils.Bags` from
-        :func:`~sklearn_llp.utils.check_bag_targets` (then ``targets=None``).
+        :func:`sklearn_llp.core.check_bags`; or a
+        :class:`~sklearn_llp.core.Bags` from
+        :func:`~sklearn_llp.core.check_bag_targets` (then ``targets=None``).
     targets : array-like, Series, DataFrame or dict
         The mean of every bag, in any form of
-        :func:`~sklearn_llp.utils.check_bag_targets`: one value per row (its
+        :func:`~sklearn_llp.core.check_bag_targets`: one value per row (its
         bag's mean) or a per-bag table keyed by bag id. A single bag is
         accepted.
     y_pred : array-like of shape (n_samples,)
@@ -235,7 +235,7 @@ def bag_targets_table(bags, targets):
         Bag id of every sample.
     targets : array-like, Series, DataFrame or dict
         The bag means, in any form of
-        :func:`~sklearn_llp.utils.check_bag_targets`.
+        :func:`~sklearn_llp.core.check_bag_targets`.
 
     Returns
     -------
@@ -408,7 +408,7 @@ def make_bag_regression_scorer(
         Bag id of every sample of the data set the scorer will see.
     targets : array-like, default=None
         Means aligned with ``bags`` (any form of
-        :func:`~sklearn_llp.utils.check_bag_targets`).
+        :func:`~sklearn_llp.core.check_bag_targets`).
 
     Returns
     -------

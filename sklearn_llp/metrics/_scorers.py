@@ -27,9 +27,8 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.metadata_routing import MetadataRequest
 
-from ..exceptions import BagLeakageWarning
-from ..utils import check_bags
-from ..utils._validation import (
+from ..core import check_bags
+from ..core._read import (
     _class_names,
     _has_class_names,
     _table_to_frame,
@@ -38,6 +37,7 @@ from ..utils._validation import (
     check_prop_values,
     num_rows,
 )
+from ..exceptions import BagLeakageWarning
 from ._bag_metrics import BAG_METRICS, bag_errors_of, check_proba
 
 _NO_PROPS = (
@@ -171,7 +171,7 @@ def bag_props_table(bags, props, *, classes=None):
         Bag id of every sample.
     props : array-like or DataFrame or Series or dict
         Label proportions, in any form that
-        :func:`sklearn_llp.utils.check_bags` accepts.
+        :func:`sklearn_llp.core.check_bags` accepts.
     classes : array-like of shape (n_classes,), default=None
         Class labels, used as column names. Defaults to the columns of a
         ``props`` DataFrame, else ``0..n_classes-1``.
@@ -400,7 +400,7 @@ def make_bag_scorer(metric="hard_l1", *, props_table=None, bags=None, props=None
         the model trained on is scored with part of its rows.
     props : array-like, default=None
         Proportions aligned with ``bags`` (any form that
-        :func:`sklearn_llp.utils.check_bags` accepts).
+        :func:`sklearn_llp.core.check_bags` accepts).
 
     Returns
     -------

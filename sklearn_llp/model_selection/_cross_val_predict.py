@@ -7,8 +7,8 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 
-from ..utils import check_bags
-from ..utils._validation import num_rows
+from ..core import check_bags
+from ..core._read import num_rows
 from ._split import BagKFold
 
 
@@ -56,13 +56,13 @@ def cross_val_predict(
     ----------
     estimator : LLPClassifier or Pipeline ending in one
         Cloned for every fold; fitted as ``fit(X_train, bags_train)`` with the
-        fold's validated :class:`~sklearn_llp.utils.Bags` (proportions and
+        fold's validated :class:`~sklearn_llp.core.Bags` (proportions and
         sample weights included).
     X : array-like or DataFrame of shape (n_samples, n_features)
     bags : array-like, DataFrame, sparse matrix or list of arrays
-        The bags, in any form :func:`~sklearn_llp.utils.check_bags` accepts.
+        The bags, in any form :func:`~sklearn_llp.core.check_bags` accepts.
     props : array-like, DataFrame, Series or dict
-        Their proportions, in any form :func:`~sklearn_llp.utils.check_bags`
+        Their proportions, in any form :func:`~sklearn_llp.core.check_bags`
         accepts.
     cv : int or splitter, default=None
         Splits rows into whole bags; default ``BagKFold(5)``, an int ``k``

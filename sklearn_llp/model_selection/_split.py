@@ -24,8 +24,8 @@ import scipy.sparse as sp
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 from sklearn.utils import check_random_state
 
-from ..utils import Bags, check_bags
-from ..utils._validation import _is_index_list, _membership, num_rows
+from ..core import Bags, check_bags
+from ..core._read import _is_index_list, _membership, num_rows
 
 
 def _validated_bags(splitter, X, y, groups):
@@ -456,7 +456,7 @@ class BagShuffleSplit(GroupShuffleSplit):
         Parameters
         ----------
         bags : Bags
-            Validated bags (:func:`~sklearn_llp.utils.check_bags`).
+            Validated bags (:func:`~sklearn_llp.core.check_bags`).
         min_train_bags : int, default=1
             Fewest bags the training side may hold (bags, not groups of
             connected bags); a split with fewer raises a ValueError naming

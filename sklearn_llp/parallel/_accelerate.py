@@ -6,7 +6,7 @@ shard every data loader. Bag batches cannot be sharded row by row, so this
 mixin keeps skorch's wrapping and replaces the sharding:
 
 * training batches (whole bags) are dealt to the processes by
-  :class:`~sklearn_llp._data.ShardedBatchSampler`: disjoint bags, the same
+  :class:`~sklearn_llp.neural._data.ShardedBatchSampler`: disjoint bags, the same
   number of steps on every process, one shuffle drawn alike everywhere;
 * held-out bags and prediction rows are not sharded: every process
   evaluates all of them with the same weights, so the validation errors,
@@ -20,8 +20,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 from skorch.hf import AccelerateMixin
 
-from .._classifier import LLPClassifier
-from .._data import ShardedBatchSampler
+from ..neural._classifier import LLPClassifier
+from ..neural._data import ShardedBatchSampler
 
 
 class LLPAccelerateMixin(AccelerateMixin):

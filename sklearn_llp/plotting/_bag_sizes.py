@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..bags._proportions import _bag_ids, _unbagged_mask
-from ..utils import check_bags
+from ..core import check_bags
 
 #: Up to this many distinct sizes, every integer size gets its own bar.
 _MAX_INTEGER_BINS = 50

@@ -58,12 +58,12 @@ def plot_bag_calibration(
     bags : array-like of shape (n_samples,), sparse matrix or list of arrays
         Bag id of every row of ``y_proba``, or bags that may overlap (a
         sparse ``(n_samples, n_bags)`` membership matrix or a list of arrays
-        of row indices), in any form :func:`~sklearn_llp.utils.check_bags`
+        of row indices), in any form :func:`~sklearn_llp.core.check_bags`
         accepts. The id ``-1`` (rows in no bag) is refused: drop those rows
         first.
     props : array-like, DataFrame, Series or dict
         The bags' given label proportions, in any form
-        :func:`~sklearn_llp.utils.check_bags` accepts (sample-aligned, a
+        :func:`~sklearn_llp.core.check_bags` accepts (sample-aligned, a
         positive-class fraction, a per-bag table).
     y_proba : array-like of shape (n_samples, n_classes)
         Predicted class probabilities (``predict_proba``), columns in the

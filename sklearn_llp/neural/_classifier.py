@@ -8,14 +8,14 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import LLPClassifierMixin
+from ..bags._identifiability import check_identifiability, warn_if_unidentifiable
+from ..core import check_fit_inputs
+from ..core._decision import class_prior
+from ..core._mixins import LLPClassifierMixin
+from ..core._read import num_rows
+from ..exceptions import FitDivergedError
 from ._data import ArrayDataset, subset_rows
-from ._decision import class_prior
 from ._net import _UNSIZED, LLPNet
-from .bags._identifiability import check_identifiability, warn_if_unidentifiable
-from .exceptions import FitDivergedError
-from .utils import check_fit_inputs
-from .utils._validation import num_rows
 
 
 class LLPClassifier(LLPClassifierMixin, LLPNet):
@@ -101,7 +101,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         classes: the offsets of the transport problem that assigns the
         training rows to the classes at the bags' rates maximising the
         summed log probability (rows with tied adjusted scores move together;
-        see ``sklearn_llp._decision``). A model trained on proportions
+        see ``sklearn_llp.core._decision``). A model trained on proportions
         matches every bag's mean probability but can predict the common class
         for every row when no bag holds a majority of the rare class; prior
         matching recovers such decisions. A float in (0, 1): the fixed
@@ -178,7 +178,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         at least 1 -- so 2 on an idle 2-core machine, 1 beside one busy
         process, and 1 inside a joblib, loky or Dask worker or under a
         ``threadpoolctl`` limit of 1 (see
-        :func:`sklearn_llp._runtime.auto_threads`). Threads that wait on a
+        :func:`sklearn_llp.neural._runtime.auto_threads`). Threads that wait on a
         busy core are the pathology this avoids: with one other busy process,
         two threads made a VAT fit 33 times slower (79 s against 2.4 s) than
         one. None leaves torch's setting. Results on the CPU are bit-for-bit
@@ -352,8 +352,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
             ``-1`` is refused, it marks rows in no bag. Bags that overlap are
             given as a sparse ``(n_samples, n_bags)`` membership matrix or a
             list of ``n_bags`` arrays of row indices. A
-            :class:`~sklearn_llp.utils.Bags` (from
-            :func:`~sklearn_llp.utils.check_bags`) carries its proportions.
+            :class:`~sklearn_llp.core.Bags` (from
+            :func:`~sklearn_llp.core.check_bags`) carries its proportions.
             With ``props=None`` (and no ``Bags``), ``y`` holds the class label
             of every row (ordinary supervised learning).
         props : array-like, DataFrame, Series or dict, default=None
@@ -362,7 +362,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
             for two classes, or a per-bag table indexed by bag id (a pandas
             object with the default index ``0..n-1`` is read by row); with
             overlapping bags, one row per bag ``(n_bags, n_classes)``. Rows
-            must sum to 1 within ``sklearn_llp.utils.PROPS_SUM_TOL`` (0.01).
+            must sum to 1 within ``sklearn_llp.core.PROPS_SUM_TOL`` (0.01).
         sample_weight : array-like of shape (n_samples,), default=None
             Weight of every row (e.g. survey weights): a bag's predicted
             proportions are the weighted mean of its rows' probabilities

@@ -11,10 +11,10 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..metrics._bag_metrics import bag_errors_of, check_proba
+from . import Bags, check_bags
 from ._decision import decide, fit_decision
-from .metrics._bag_metrics import bag_errors_of, check_proba
-from .utils import Bags, check_bags
-from .utils._validation import num_rows
+from ._read import num_rows
 
 _SCORE_WITHOUT_PROPS = (
     "{name}.score(X, y) got no props, but the model was fitted on bags, so y "
@@ -95,7 +95,7 @@ class LLPClassifierMixin(ClassifierMixin):
     ``proba[:, 1] >= threshold_`` (NumPy's comparison, in the dtype of
     ``proba``); more, ``np.argmax(np.log(proba.astype(np.float64)) +
     decision_offsets_, axis=1)``, the first maximum on ties (see
-    :mod:`sklearn_llp._decision` for prior matching).
+    :mod:`sklearn_llp.core._decision` for prior matching).
     """
 
     def _decision_rule(self):
@@ -109,7 +109,7 @@ class LLPClassifierMixin(ClassifierMixin):
     def _offsets(self, proba, prior, weights=None):
         """The decision ``(offsets, threshold)`` of the rule for rows with
         probabilities ``proba`` whose bags have the overall class proportions
-        ``prior`` (see :func:`sklearn_llp._decision.fit_decision`); pass it
+        ``prior`` (see :func:`sklearn_llp.core._decision.fit_decision`); pass it
         to :meth:`_decide`."""
         return fit_decision(self._decision_rule(), proba, prior, weights)
 

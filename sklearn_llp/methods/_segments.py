@@ -76,7 +76,7 @@ def attach_plan(segments, offsets, counts, size, order=None):
     """Give sorted ``segments`` their plan, computed elsewhere in advance.
 
     The batches of an epoch are planned on the host in one go
-    (:class:`~sklearn_llp._data.EpochBatches`); the plan rides on the
+    (:class:`~sklearn_llp.neural._data.EpochBatches`); the plan rides on the
     segments tensor itself, so every segment sum of the step finds it
     without a device sync, and a tensor derived from it (a slice, a copy)
     is planned afresh. ``order`` is the stable sort of unsorted segments.
@@ -218,7 +218,7 @@ def segment_sum(values, segments, n_segments):
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp.methods import segment_sum
+    >>> from sklearn_llp.methods.functional import segment_sum
     >>> segment_sum(torch.tensor([[1.0], [2.0], [4.0]]), torch.tensor([0, 0, 2]), 3)
     tensor([[3.],
             [0.],

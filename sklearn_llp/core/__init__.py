@@ -7,7 +7,7 @@ reading of the inputs of ``fit`` (bags and proportions, or labels).
 """
 
 from ._bags import Bags
-from ._validation import (
+from ._read import (
     PROPS_BAG_TOL,
     PROPS_NEG_TOL,
     PROPS_SUM_TOL,

@@ -3,7 +3,7 @@
 Every public entry point that takes bags (the classifier, metrics, scorers,
 splitters, bag tools) goes through :func:`check_bags`, so a malformed input
 gets the same clear error wherever it is passed, and every reading of the
-same data gives the same :class:`~sklearn_llp.utils.Bags`.
+same data gives the same :class:`~sklearn_llp.core.Bags`.
 """
 
 import numbers
@@ -662,7 +662,7 @@ def check_bags(
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_llp.utils import check_bags
+    >>> from sklearn_llp.core import check_bags
     >>> bags = check_bags([0, 0, 1, 1], [0.5, 0.5, 1.0, 1.0])
     >>> bags.props.tolist(), bags.classes.tolist()
     ([[0.5, 0.5], [0.0, 1.0]], [0, 1])
@@ -869,7 +869,7 @@ def check_fit_inputs(
 
     Examples
     --------
-    >>> from sklearn_llp.utils import check_fit_inputs
+    >>> from sklearn_llp.core import check_fit_inputs
     >>> bags, on_labels = check_fit_inputs(["a", "b", "b"], n_samples=3)
     >>> on_labels, bags.classes.tolist(), bags.props.tolist()
     (True, ['a', 'b'], [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
@@ -1117,7 +1117,7 @@ def check_bag_targets(
 
     Examples
     --------
-    >>> from sklearn_llp.utils import check_bag_targets
+    >>> from sklearn_llp.core import check_bag_targets
     >>> bags = check_bag_targets(["a", "a", "b"], [2.5, 2.5, -1.0])
     >>> bags.ids.tolist(), bags.props[:, 0].tolist()
     (['a', 'b'], [2.5, -1.0])
@@ -1138,13 +1138,13 @@ def check_bag_targets(
         if value.props is None:
             raise TypeError(
                 f"{name} is a Bags object without targets; build it with "
-                "sklearn_llp.utils.check_bag_targets(bags, targets)."
+                "sklearn_llp.core.check_bag_targets(bags, targets)."
             )
         if not is_target_bags(value):
             raise ValueError(
                 f"{name} is a Bags object carrying label proportions of "
                 f"{value.n_classes} classes, not bag means; build it with "
-                "sklearn_llp.utils.check_bag_targets(bags, targets)."
+                "sklearn_llp.core.check_bag_targets(bags, targets)."
             )
         validated = value
     else:

@@ -31,7 +31,11 @@ from skorch.dataset import unpack_data
 from skorch.history import History
 from skorch.utils import to_tensor
 
-from ._base import refuse_sklearn_cross_val_predict, restore_on_error
+from ..core._mixins import refuse_sklearn_cross_val_predict, restore_on_error
+from ..exceptions import ModelResetWarning
+from ..methods import BagBatch, LLPMethod, make_method, method_params
+from ..model_selection import BagShuffleSplit
+from ..modules import MLP
 from ._callbacks import (
     BagEarlyStopping,
     BagValidationErrors,
@@ -55,10 +59,6 @@ from ._runtime import (
     draw_seed,
     resident,
 )
-from .exceptions import ModelResetWarning
-from .methods import BagBatch, LLPMethod, make_method, method_params
-from .model_selection import BagShuffleSplit
-from .modules import MLP
 
 # Base-class parameters that have no meaning here: the method is the loss,
 # batches are whole bags, validation holds out whole bags and the output

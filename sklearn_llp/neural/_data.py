@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
-from .methods._losses import attach_plan
+from ..methods._segments import attach_plan
 
 
 def as_tensor(X):
@@ -46,7 +46,7 @@ class BagDataset(torch.utils.data.Dataset):
     """Instances and their validated bags, indexed by (bag, row) pairs.
 
     The data set is the list of (bag, row) pairs of a
-    :class:`~sklearn_llp.utils.Bags`, bag after bag. ``dataset[pairs]``
+    :class:`~sklearn_llp.core.Bags`, bag after bag. ``dataset[pairs]``
     returns the distinct rows of those pairs and the batch's bag structure::
 
         X[rows], {"segments": bag of every pair (numbered from 0),

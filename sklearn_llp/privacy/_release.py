@@ -10,7 +10,7 @@ sum to 1. The bag sizes are public (the learner holds the bags' members);
 what is protected is every person's label, and neighbouring data sets
 differ in one person's label (see "Privacy guarantee" in
 :func:`dp_proportions`). ``LLPClassifier`` (through
-:func:`~sklearn_llp.utils.check_bags`) only accepts proportions on the
+:func:`~sklearn_llp.core.check_bags`) only accepts proportions on the
 probability simplex, so a raw noisy release is first projected onto it with
 :func:`project_to_simplex`; the rows of withheld bags are dropped with
 :func:`released_rows`; :class:`~sklearn_llp.methods.NoisyProportions` then
@@ -37,9 +37,9 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr, ndtr
 from sklearn.utils import check_random_state
 
-from ..utils import check_bags
-from ..utils._validation import _id_array
-from ._proportions import _unbagged_mask, label_proportions
+from ..bags._proportions import _unbagged_mask, label_proportions
+from ..core import check_bags
+from ..core._read import _id_array
 
 #: Mechanisms of :func:`dp_proportions` and :func:`dp_noise_scale`, and the
 #: distribution of the noise each adds to a count (``noise`` of
@@ -105,7 +105,7 @@ def project_to_simplex(props):
 
     Use it on a raw noisy release (shares computed from noisy counts, which
     may be negative or not sum to 1) before passing it as ``props``:
-    :func:`~sklearn_llp.utils.check_bags` refuses shares below 0 and rows that
+    :func:`~sklearn_llp.core.check_bags` refuses shares below 0 and rows that
     do not sum to 1 within 0.01. For shares ``counts / n_B`` of a bag of
     known size ``n_B`` the projection first spreads the excess of the row sum
     equally over the classes (this removes the part of the noise that
@@ -142,7 +142,7 @@ def project_to_simplex(props):
 
     Examples
     --------
-    >>> from sklearn_llp.bags import project_to_simplex
+    >>> from sklearn_llp.privacy import project_to_simplex
     >>> project_to_simplex([[0.7, 0.5], [-0.2, 0.9], [1.3, -0.1]])
     array([[0.6, 0.4],
            [0. , 1. ],
@@ -386,7 +386,7 @@ def noise_variance(noise, scale):
 
     Examples
     --------
-    >>> from sklearn_llp.bags import noise_variance
+    >>> from sklearn_llp.privacy import noise_variance
     >>> noise_variance("laplace", 2.0)
     8.0
     >>> round(noise_variance("discrete_laplace", 2.0), 4)
@@ -584,7 +584,7 @@ def dp_noise_scale(
 
     Examples
     --------
-    >>> from sklearn_llp.bags import dp_noise_scale
+    >>> from sklearn_llp.privacy import dp_noise_scale
     >>> dp_noise_scale(0.5)  # Laplace, L1 sensitivity 2
     4.0
     >>> round(dp_noise_scale(0.5, "gaussian", delta=1e-5), 2)  # L2 sqrt(2)
@@ -877,7 +877,7 @@ def dp_proportions(
 
     Examples
     --------
-    >>> from sklearn_llp.bags import dp_proportions
+    >>> from sklearn_llp.privacy import dp_proportions
     >>> bags = [0] * 50 + [1] * 50
     >>> y = [0] * 40 + [1] * 10 + [0] * 5 + [1] * 45
     >>> # true counts [[40, 10], [5, 45]] plus Laplace noise of scale
@@ -902,7 +902,7 @@ def dp_proportions(
     Integer noise, counts clamped to ``[0, n_B]``, and a bag of 3 withheld:
 
     >>> import numpy as np
-    >>> from sklearn_llp.bags import released_rows
+    >>> from sklearn_llp.privacy import released_rows
     >>> bags = np.array([0] * 50 + [1] * 50 + [2] * 3)
     >>> y = np.array([0] * 40 + [1] * 10 + [0] * 5 + [1] * 45 + [1, 1, 0])
     >>> table, counts = dp_proportions(
@@ -1016,7 +1016,7 @@ def released_rows(bags, table):
     Examples
     --------
     >>> import pandas as pd
-    >>> from sklearn_llp.bags import released_rows
+    >>> from sklearn_llp.privacy import released_rows
     >>> table = pd.DataFrame({0: [0.2, 0.5], 1: [0.8, 0.5]}, index=["a", "c"])
     >>> released_rows(["a", "a", "b", "c", "b"], table)
     array([ True,  True, False,  True, False])
@@ -1133,7 +1133,7 @@ def dp_bag_means(
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_llp.bags import dp_bag_means
+    >>> from sklearn_llp.privacy import dp_bag_means
     >>> bags = np.repeat([0, 1, 2], [100, 40, 4])
     >>> y = np.r_[np.full(100, 30.0), np.full(40, 60.0), [10.0, 20.0, 30.0, 500.0]]
     >>> # targets clipped to [0, 100] (500 -> 100); noise on every sum of
@@ -1276,7 +1276,7 @@ def noise_aware_bag_weights(released, bags=None, *, target_variance=0.0):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_llp.bags import dp_bag_means, noise_aware_bag_weights
+    >>> from sklearn_llp.privacy import dp_bag_means, noise_aware_bag_weights
     >>> bags = np.repeat([0, 1, 2], [100, 40, 10])
     >>> y = np.linspace(0, 1, 150)
     >>> table = dp_bag_means(bags, y, 1.0, bounds=(0, 1), random_state=0)

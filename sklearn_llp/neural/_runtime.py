@@ -327,7 +327,7 @@ def auto_threads(
 
     Examples
     --------
-    >>> from sklearn_llp._runtime import auto_threads
+    >>> from sklearn_llp.neural._runtime import auto_threads
     >>> idle = dict(cores=2, own=0.0, worker=False, limit=2)
     >>> auto_threads(load=0.1, running=0, **idle)
     2
@@ -404,7 +404,7 @@ def deterministic(enabled=True):
     Examples
     --------
     >>> import torch
-    >>> from sklearn_llp._runtime import deterministic
+    >>> from sklearn_llp.neural._runtime import deterministic
     >>> with deterministic():
     ...     torch.are_deterministic_algorithms_enabled()
     True

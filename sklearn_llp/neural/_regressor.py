@@ -9,13 +9,13 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 from skorch.callbacks import Callback
 
+from ..core import Bags
+from ..core._read import check_bag_targets, check_instance_targets, num_rows
+from ..exceptions import IdentifiabilityWarning
+from ..methods._regression import regression_losses
+from ..metrics._regression import bag_means_of, regression_errors_of
 from ._callbacks import held_out_batch
 from ._net import LLPNet, _Callbacks
-from .exceptions import IdentifiabilityWarning
-from .methods._regression import regression_losses
-from .metrics._regression import bag_means_of, regression_errors_of
-from .utils import Bags
-from .utils._validation import check_bag_targets, check_instance_targets, num_rows
 
 _SCORE_WITHOUT_TARGETS = (
     "{name}.score(X, y) got no targets, but the model was fitted on bags, so y "
@@ -377,8 +377,8 @@ class LLPRegressor(RegressorMixin, LLPNet):
             The bag of every row, in any form
             :meth:`LLPClassifier.fit <sklearn_llp.LLPClassifier.fit>` takes
             (ids, composite keys, a membership matrix or row-index lists for
-            overlapping bags), or a :class:`~sklearn_llp.utils.Bags` from
-            :func:`~sklearn_llp.utils.check_bag_targets` carrying its means.
+            overlapping bags), or a :class:`~sklearn_llp.core.Bags` from
+            :func:`~sklearn_llp.core.check_bag_targets` carrying its means.
             With ``targets=None`` (and no ``Bags``), the target of every row
             (ordinary supervised regression).
         targets : array-like, Series, DataFrame or dict, default=None
@@ -386,7 +386,7 @@ class LLPRegressor(RegressorMixin, LLPNet):
             equal within a bag), or a per-bag table keyed by bag id (a
             Series, a one-column DataFrame or a dict ``{bag_id: mean}``); with
             overlapping bags one value per bag. See
-            :func:`~sklearn_llp.utils.check_bag_targets`.
+            :func:`~sklearn_llp.core.check_bag_targets`.
         sample_weight : array-like of shape (n_samples,), default=None
             Weight of every row: a bag's predicted mean is the weighted mean
             of its rows' predictions and its weight in the loss its total
@@ -540,7 +540,7 @@ class LLPRegressor(RegressorMixin, LLPNet):
     def score(self, X, y, targets=None, sample_weight=None):
         """R^2 of the predicted bag means; R^2 on ``y`` if fitted on targets.
 
-        With ``targets`` (or ``y`` a :class:`~sklearn_llp.utils.Bags`), ``y``
+        With ``targets`` (or ``y`` a :class:`~sklearn_llp.core.Bags`), ``y``
         holds the bags and the score is
         :func:`~sklearn_llp.metrics.bag_r2_score` of the predictions: the
         R^2 of every bag's mean prediction against its mean. Without, ``y``

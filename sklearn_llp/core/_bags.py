@@ -61,7 +61,7 @@ def _take(values, index):
 class Bags:
     """Validated bags: which rows each bag holds and, if given, its proportions.
 
-    Built once by :func:`~sklearn_llp.utils.check_bags` from whatever form
+    Built once by :func:`~sklearn_llp.core.check_bags` from whatever form
     the user passed (one bag id per row, composite keys, a membership matrix,
     lists of row indices; proportions sample-aligned or as a per-bag table)
     and used as it is by the classifier, its batch sampler and validation
@@ -108,7 +108,7 @@ class Bags:
 
     Examples
     --------
-    >>> from sklearn_llp.utils import check_bags
+    >>> from sklearn_llp.core import check_bags
     >>> bags = check_bags(["b", "a", "a", "b"], [[0, 1], [1, 0], [1, 0], [0, 1]])
     >>> bags
     Bags(n_bags=2, n_samples=4, classes=[0, 1])

@@ -1,0 +1,51 @@
+"""The tensor operations the LLP methods are built from.
+
+Bag means are segment reductions over (bag, row) pairs
+(:func:`segment_sum`, :func:`gather_rows`), deterministic on every device;
+each method's loss is a function of logits and a batch's bag structure.
+"""
+
+from ._base import clean_logits, perturbation_mode
+from ._easyllp import bag_spread, easyllp_loss
+from ._llpfc import forward_correction_loss, llpfc_transition_matrices
+from ._noisy import noisy_proportion_loss, noisy_proportion_weights
+from ._pi import pi_loss
+from ._regression import interpolating_loss, regression_losses
+from ._rot import pseudo_label_loss, sinkhorn_pseudo_labels
+from ._segments import (
+    exp_rampup,
+    gather_rows,
+    kl_divergence_with_logits,
+    l2_normalize,
+    proportion_loss,
+    segment_mean,
+    segment_sum,
+    weighted_mean,
+)
+from ._vat import vat_loss, vat_perturbation
+
+__all__ = [
+    "bag_spread",
+    "clean_logits",
+    "easyllp_loss",
+    "exp_rampup",
+    "forward_correction_loss",
+    "gather_rows",
+    "interpolating_loss",
+    "kl_divergence_with_logits",
+    "l2_normalize",
+    "llpfc_transition_matrices",
+    "noisy_proportion_loss",
+    "noisy_proportion_weights",
+    "perturbation_mode",
+    "pi_loss",
+    "proportion_loss",
+    "pseudo_label_loss",
+    "regression_losses",
+    "segment_mean",
+    "segment_sum",
+    "sinkhorn_pseudo_labels",
+    "vat_loss",
+    "vat_perturbation",
+    "weighted_mean",
+]
