@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from ..core._read import num_rows
+from ..core import num_rows
 from ._proportions import UNBAGGED, label_proportions
 
 

@@ -11,10 +11,10 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..metrics._bag_metrics import bag_errors_of, check_proba
-from . import Bags, check_bags
+from ._bags import Bags
 from ._decision import decide, fit_decision
-from ._read import num_rows
+from ._errors import bag_errors_of, check_proba
+from ._read import check_bags, num_rows
 
 _SCORE_WITHOUT_PROPS = (
     "{name}.score(X, y) got no props, but the model was fitted on bags, so y "

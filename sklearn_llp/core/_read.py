@@ -204,7 +204,7 @@ def _bags_form(bags, n_samples=None, name="bags"):
     return "ids", _id_array(bags, name)
 
 
-def _check_ids(ids, name):
+def _check_ids(ids, name, allow_unbagged=False):
     """Reject ids that are missing, of mixed types, or not usable as keys."""
     kind = ids.dtype.kind
     if kind == "f":
@@ -248,7 +248,11 @@ def _check_ids(ids, name):
                 )
     elif kind not in "iubUS":
         raise TypeError(f"{name} must hold bag ids; got dtype {ids.dtype}.")
-    if kind in "iufO" and np.any(np.asarray(ids == UNBAGGED, dtype=bool)):
+    if (
+        not allow_unbagged
+        and kind in "iufO"
+        and np.any(np.asarray(ids == UNBAGGED, dtype=bool))
+    ):
         raise ValueError(
             f"{name} holds the id {UNBAGGED}, which marks rows in no bag (the bag "
             f"generators give it to left-over rows); drop those rows, e.g. "
@@ -256,8 +260,9 @@ def _check_ids(ids, name):
         )
 
 
-def _encode_ids(ids, n_samples, name):
-    """Integer codes (bag of every row) and the sorted distinct ids."""
+def _encode_ids(ids, n_samples, name, allow_unbagged=False):
+    """Integer codes (bag of every row, -1 for a row of id ``UNBAGGED`` when
+    ``allow_unbagged``) and the sorted distinct ids."""
     if ids.ndim != 1:
         raise ValueError(
             f"{name} must be 1-D with one bag id per row of X; got shape "
@@ -271,15 +276,20 @@ def _encode_ids(ids, n_samples, name):
             f"{name} has {ids.shape[0]} entries but X has {n_samples} rows; "
             "give exactly one bag id per row."
         )
-    _check_ids(ids, name)
+    _check_ids(ids, name, allow_unbagged)
+    bagged = np.ones(len(ids), dtype=bool)
+    if allow_unbagged and ids.dtype.kind in "iufO":
+        bagged = ~np.asarray(ids == UNBAGGED, dtype=bool)
     try:
-        bag_ids, codes = np.unique(ids, return_inverse=True)
+        bag_ids, inverse = np.unique(ids[bagged], return_inverse=True)
     except TypeError as exc:
         raise TypeError(
             f"{name} mixes id types that cannot be compared (e.g. ints and "
             "strings); use one type for all bag ids."
         ) from exc
-    return codes.astype(np.int64).ravel(), bag_ids
+    codes = np.full(len(ids), -1, dtype=np.int64)
+    codes[bagged] = inverse.ravel()
+    return codes, bag_ids
 
 
 def _membership(bags, n_samples, name):
@@ -568,6 +578,7 @@ def _bag_props_from_rows(values, codes, bag_ids, n_samples, name):
             "row per sample (sample-aligned) or a per-bag table indexed by bag "
             "id (a DataFrame with the default 0..n-1 index is read by row)."
         )
+    values, codes = values[codes >= 0], codes[codes >= 0]
     values = check_prop_values(values, name)
     bag_props = np.zeros((len(bag_ids), values.shape[1]))
     bag_props[codes] = values
@@ -593,6 +604,7 @@ def check_bags(
     sample_weight=None,
     require_props=False,
     min_bags=1,
+    allow_unbagged=False,
     name="bags",
 ):
     """Validate bags (and their proportions) into a :class:`Bags`.
@@ -651,6 +663,9 @@ def check_bags(
     min_bags : int, default=1
         Fewest bags accepted (training needs 2), counted after bags of zero
         weight are dropped.
+    allow_unbagged : bool, default=False
+        Accept the id ``-1`` (:data:`UNBAGGED`, the generators' mark of a row
+        in no bag) and leave those rows out of every bag; else it is refused.
     name : str, default="bags"
         The argument's name in error messages.
 
@@ -682,7 +697,9 @@ def check_bags(
         if require_props and validated.props is None:
             raise TypeError(f"{name} is a Bags object without proportions.")
     else:
-        validated = _new_bags(form, value, props, n_samples, classes, name)
+        validated = _new_bags(
+            form, value, props, n_samples, classes, name, allow_unbagged
+        )
         if require_props and validated.props is None:
             raise TypeError("props is None: pass the label proportions of the bags.")
     return _weighted_enough(
@@ -716,13 +733,15 @@ def _weighted_enough(validated, sample_weight, min_bags, message):
     return validated
 
 
-def _new_bags(form, value, props, n_samples, classes, name):
+def _new_bags(form, value, props, n_samples, classes, name, allow_unbagged=False):
     """A :class:`Bags` from ids or a membership form, with its proportions."""
     if form == "ids":
         n_samples = len(value) if n_samples is None and value.ndim else n_samples
-        codes, bag_ids = _encode_ids(value, n_samples, name)
-        members = np.argsort(codes, kind="stable")
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(codes))])
+        codes, bag_ids = _encode_ids(value, n_samples, name, allow_unbagged)
+        order = np.argsort(codes, kind="stable")
+        members = order[codes[order] >= 0]
+        counts = np.bincount(codes[codes >= 0], minlength=len(bag_ids))
+        indptr = np.concatenate([[0], np.cumsum(counts)])
     else:
         if n_samples is None:
             if form == "index_lists":
@@ -1053,6 +1072,7 @@ def _targets_from_rows(values, codes, bag_ids, n_samples, name):
             "pass one value per row (its bag's mean) or a per-bag table indexed "
             "by bag id (a Series or dict)."
         )
+    values, codes = values[codes >= 0], codes[codes >= 0]
     means = np.zeros(len(bag_ids))
     means[codes] = values
     spread = np.abs(values - means[codes])

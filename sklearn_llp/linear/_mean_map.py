@@ -16,9 +16,9 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..core import check_fit_inputs
-from ..core._mixins import (
+from ..core import (
     LLPClassifierMixin,
+    check_fit_inputs,
     refuse_sklearn_cross_val_predict,
     restore_on_error,
 )

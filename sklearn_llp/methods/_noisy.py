@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..privacy._release import NOISE_NORMS, noise_variance
+from ..privacy import NOISE_NORMS, noise_variance
 from ._base import LLPMethod
 from ._segments import proportion_loss
 

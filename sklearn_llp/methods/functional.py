@@ -12,6 +12,7 @@ from ._noisy import noisy_proportion_loss, noisy_proportion_weights
 from ._pi import pi_loss
 from ._regression import interpolating_loss, regression_losses
 from ._rot import pseudo_label_loss, sinkhorn_pseudo_labels
+from ._segments import attach_plan as attach_plan
 from ._segments import (
     exp_rampup,
     gather_rows,

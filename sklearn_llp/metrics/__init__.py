@@ -8,9 +8,8 @@ mean (``bag_mean_squared_error``, ``bag_mean_absolute_error``,
 ``bag_r2_score``), with their scorers.
 """
 
+from ..core._errors import BAG_METRICS, KL_EPS
 from ._bag_metrics import (
-    BAG_METRICS,
-    KL_EPS,
     bag_errors,
     hard_kl_error,
     hard_l1_error,

@@ -28,6 +28,7 @@ import pandas as pd
 from sklearn.utils.metadata_routing import MetadataRequest
 
 from ..core import check_bags
+from ..core._errors import BAG_METRICS, bag_errors_of, check_proba
 from ..core._read import (
     _class_names,
     _has_class_names,
@@ -38,7 +39,6 @@ from ..core._read import (
     num_rows,
 )
 from ..exceptions import BagLeakageWarning
-from ._bag_metrics import BAG_METRICS, bag_errors_of, check_proba
 
 _NO_PROPS = (
     "{scorer} received no label proportions, so it cannot score bags. In "

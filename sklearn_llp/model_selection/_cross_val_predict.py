@@ -7,8 +7,7 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.utils import _safe_indexing
 
-from ..core import check_bags
-from ..core._read import num_rows
+from ..core import check_bags, num_rows
 from ._split import BagKFold
 
 

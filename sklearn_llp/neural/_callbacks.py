@@ -8,9 +8,9 @@ import torch
 from skorch.callbacks import BatchScoring, Callback, EpochScoring, PrintLog, ProgressBar
 from skorch.utils import Ansi
 
+from ..core import errors_of_pairs
 from ..exceptions import FitDivergedError
 from ..metrics import BAG_METRICS
-from ..metrics._bag_metrics import errors_of_pairs
 
 
 class BagValidationErrors(Callback):

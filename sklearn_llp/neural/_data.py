@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
-from ..methods._segments import attach_plan
+from ..methods.functional import attach_plan
 
 
 def as_tensor(X):

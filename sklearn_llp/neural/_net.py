@@ -31,7 +31,7 @@ from skorch.dataset import unpack_data
 from skorch.history import History
 from skorch.utils import to_tensor
 
-from ..core._mixins import refuse_sklearn_cross_val_predict, restore_on_error
+from ..core import refuse_sklearn_cross_val_predict, restore_on_error
 from ..exceptions import ModelResetWarning
 from ..methods import BagBatch, LLPMethod, make_method, method_params
 from ..model_selection import BagShuffleSplit

@@ -20,8 +20,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from skorch.hf import AccelerateMixin
 
-from ..neural._classifier import LLPClassifier
-from ..neural._data import ShardedBatchSampler
+from ..neural import LLPClassifier, ShardedBatchSampler
 
 
 class LLPAccelerateMixin(AccelerateMixin):

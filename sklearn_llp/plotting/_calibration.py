@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from ..metrics._bag_metrics import bag_estimates_of, check_bags_and_proba
+from ..core import bag_estimates_of, check_bags_and_proba
 
 #: Marker area (points^2) of the largest bag; the others scale with their size.
 _MAX_MARKER_AREA = 250.0
