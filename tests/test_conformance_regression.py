@@ -44,16 +44,16 @@ from skorch.callbacks import Callback
 
 from sklearn_llp import LLPRegressor
 from sklearn_llp.bags import UniformBagGenerator
-from sklearn_llp.core import check_bag_targets
+from sklearn_llp.core import check_bags
 from sklearn_llp.exceptions import IdentifiabilityWarning
 from sklearn_llp.methods import available_methods
 from sklearn_llp.methods._base import BagBatch
 from sklearn_llp.metrics import (
-    BagRegressionScorer,
+    BagScorer,
     bag_mean_absolute_error,
     bag_mean_squared_error,
     bag_r2_score,
-    make_bag_regression_scorer,
+    make_bag_scorer,
 )
 from sklearn_llp.privacy import dp_bag_means, noise_aware_bag_weights
 
@@ -144,9 +144,9 @@ FORMS = {
     "str_ids": lambda p: (str_ids(p.codes), p.aligned),
     "series_ids": lambda p: (pd.Series(p.codes), p.aligned),
     "one_column_frame_ids": lambda p: (pd.DataFrame({"bag": p.codes}), p.aligned),
-    "bags_object": lambda p: (check_bag_targets(p.codes, p.aligned), None),
+    "bags_object": lambda p: (check_bags(p.codes, targets=p.aligned), None),
     "bags_object_from_dict": lambda p: (
-        check_bag_targets(p.codes, dict(enumerate(p.means))),
+        check_bags(p.codes, targets=dict(enumerate(p.means))),
         None,
     ),
     "csc_membership": lambda p: (membership(p.codes, p.n_bags), p.means),
@@ -221,7 +221,7 @@ def test_the_same_bags_and_means_in_any_form_give_the_identical_model(
 def test_every_form_validates_to_the_same_bags(form):
     p = problem("few")
     bags, targets = FORMS[form](p)
-    validated = check_bag_targets(bags, targets, n_samples=len(p.codes))
+    validated = check_bags(bags, targets=targets, n_samples=len(p.codes))
     np.testing.assert_array_equal(validated.props[:, 0], p.means)
     np.testing.assert_array_equal(validated.sizes, SIZES["few"])
     np.testing.assert_array_equal(validated.codes, p.codes)
@@ -247,7 +247,7 @@ def test_constant_weights_are_no_weights(method, case, through, weight):
         est = make(method).fit(p.X, p.codes, p.aligned, sample_weight=w)
     else:
         est = make(method).fit(
-            p.X, check_bag_targets(p.codes, p.aligned), sample_weight=w
+            p.X, check_bags(p.codes, targets=p.aligned), sample_weight=w
         )
     np.testing.assert_array_equal(est.predict(p.X), reference(method, case))
 
@@ -264,11 +264,11 @@ def test_a_bags_object_with_weights_fits_like_ids_with_the_same_weights(method, 
     assert not np.array_equal(expected, reference(method, "few"))
     if given == "sample_weight_with_a_bags_object":
         est = make(method).fit(
-            p.X, check_bag_targets(p.codes, p.aligned), sample_weight=w
+            p.X, check_bags(p.codes, targets=p.aligned), sample_weight=w
         )
     else:
         est = make(method).fit(
-            p.X, check_bag_targets(p.codes, p.aligned, sample_weight=w)
+            p.X, check_bags(p.codes, targets=p.aligned, sample_weight=w)
         )
     np.testing.assert_array_equal(est.predict(p.X), expected)
 
@@ -547,7 +547,7 @@ def test_bag_metrics_are_the_same_for_every_form(case, metric, weighted):
     for form in sorted(FORMS):
         bags, targets = FORMS[form](p)
         if form.startswith("bags_object") and weighted:
-            bags = check_bag_targets(bags, sample_weight=w)
+            bags = check_bags(bags, sample_weight=w)
         value = METRICS[metric](bags, targets, y_pred, sample_weight=w)
         # the same bag sums in the same order: the identical number
         assert value == expected, form
@@ -577,12 +577,10 @@ def test_scorers_agree_with_the_metrics_and_with_each_other(metric):
     est = make("bag").fit(p.X, p.codes, p.aligned)
     sign = 1.0 if metric == "r2" else -1.0
     expected = sign * METRICS[metric](p.codes, p.aligned, est.predict(p.X))
-    routed = BagRegressionScorer(metric)(est, p.X, p.codes, targets=p.aligned)
-    table = make_bag_regression_scorer(metric, bags=p.codes, targets=p.aligned)
+    routed = BagScorer(metric)(est, p.X, p.codes, targets=p.aligned)
+    table = make_bag_scorer(metric, bags=p.codes, targets=p.aligned)
     by_table = table(est, p.X, p.codes)
-    by_bags_object = BagRegressionScorer(metric)(
-        est, p.X, check_bag_targets(p.codes, p.aligned)
-    )
+    by_bags_object = BagScorer(metric)(est, p.X, check_bags(p.codes, targets=p.aligned))
     assert routed == by_table == by_bags_object == expected
 
 
@@ -598,7 +596,7 @@ def test_cross_validation_scores_agree_with_routing_on_and_off():
     p = problem("many")
     est = make("bag")
     cv = _bag_folds(p)
-    table_scorer = make_bag_regression_scorer("r2", bags=p.codes, targets=p.aligned)
+    table_scorer = make_bag_scorer("r2", bags=p.codes, targets=p.aligned)
     # routing off: targets go to fit as a sample-aligned fit parameter and
     # the scorer looks the test bags up in its table
     off = cross_validate(
@@ -610,7 +608,7 @@ def test_cross_validation_scores_agree_with_routing_on_and_off():
             p.X,
             p.codes,
             cv=cv,
-            scoring=BagRegressionScorer("r2"),
+            scoring=BagScorer("r2"),
             params={"targets": p.aligned},
         )["test_score"]
     by_hand_scores = []
@@ -692,7 +690,7 @@ def test_the_bag_loss_weighs_a_bag_by_its_rows_total_weight_across_batches(
     rng = np.random.RandomState(3)
     means = table["mean"].to_numpy()
     pred = rng.normal(0.5, 0.3, len(codes))
-    bags = check_bag_targets(codes, dict(enumerate(means)), sample_weight=weights)
+    bags = check_bags(codes, targets=dict(enumerate(means)), sample_weight=weights)
     loss = make(method).initialize_method()
     loss = loss.method_
     loss.prepare(bags, np.random.RandomState(0))
@@ -751,7 +749,7 @@ def test_make_bag_means_equals_make_bags_for_a_continuous_target():
     np.testing.assert_array_equal(bags_a, bags_b)
     np.testing.assert_array_equal(targets_a, targets_b)
     kept = bags_a >= 0
-    expected = check_bag_targets(bags_a[kept], y[kept] * 0 + targets_a[kept])
+    expected = check_bags(bags_a[kept], targets=y[kept] * 0 + targets_a[kept])
     for bag, mean in zip(expected.ids, expected.props[:, 0]):
         assert mean == pytest.approx(y[bags_a == bag].mean(), rel=1e-12)
 
@@ -780,9 +778,9 @@ def test_a_table_scorer_reads_its_table_by_bag_id_whatever_its_length():
     p = problem("few")
     est = make("bag").fit(p.X, p.codes, p.aligned)
     rows = np.flatnonzero(np.isin(p.codes, [0, 1, 2]))[:8]  # 8 rows, 8 bags
-    table_scorer = make_bag_regression_scorer("r2", bags=p.codes, targets=p.aligned)
-    assert len(table_scorer.targets_table) == len(rows)
+    table_scorer = make_bag_scorer("r2", bags=p.codes, targets=p.aligned)
+    assert len(table_scorer.table) == len(rows)
     expected = bag_r2_score(p.codes[rows], p.aligned[rows], est.predict(p.X[rows]))
     assert table_scorer(est, p.X[rows], p.codes[rows]) == expected
-    routed = BagRegressionScorer("r2")(est, p.X[rows], p.codes[rows], p.aligned[rows])
+    routed = BagScorer("r2")(est, p.X[rows], p.codes[rows], p.aligned[rows])
     assert routed == expected

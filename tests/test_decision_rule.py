@@ -537,7 +537,7 @@ def test_checkpoint_does_not_keep_the_first_epoch(rare):
 
 def test_grid_search_picks_a_trained_model(rare):
     X, groups, table, _, _ = rare
-    scorer = make_bag_scorer("hard_l1", props_table=table)
+    scorer = make_bag_scorer("hard_l1", table=table)
     grid = {"max_epochs": [1, 20]}  # both predict no positive by argmax
     searches = {
         rule: GridSearchCV(

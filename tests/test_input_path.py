@@ -14,7 +14,7 @@ import pytest
 from sklearn_llp.bags import label_proportions
 from sklearn_llp.core import Bags, check_bags, check_fit_inputs
 from sklearn_llp.linear import MeanMapClassifier
-from sklearn_llp.metrics import bag_props_table, hard_l1_error, soft_l1_error
+from sklearn_llp.metrics import bag_table, hard_l1_error, soft_l1_error
 from sklearn_llp.model_selection import BagKFold, cross_val_predict
 
 FIELDS = [field.name for field in dataclasses.fields(Bags)]
@@ -73,7 +73,9 @@ def test_bags_hold_copies_of_the_callers_arrays():
 def test_with_props_and_with_weights_return_new_objects(data):
     _, _, bags, props, w = data
     plain = check_bags(bags)
-    with_props = plain.with_props(np.eye(2)[np.arange(12) % 2], ["a", "b"])
+    with_props = plain.with_values(
+        np.eye(2)[np.arange(12) % 2], "classification", ["a", "b"]
+    )
     assert with_props is not plain and plain.props is None
     assert with_props.classes.tolist() == ["a", "b"]
     weighted = plain.with_weights(w)
@@ -255,7 +257,7 @@ def test_default_columns_of_a_frame_are_read_in_order(data):
     validated = check_bags(bags, frame, classes=["a", "b"])
     assert validated.classes.tolist() == ["a", "b"]
     np.testing.assert_array_equal(validated.props, check_bags(bags, props).props)
-    table = bag_props_table(bags, props)  # unnamed in, unnamed out
+    table = bag_table(bags, props)  # unnamed in, unnamed out
     assert isinstance(table.columns, pd.RangeIndex)
     assert check_bags(bags, table, classes=["a", "b"]).classes.tolist() == [
         "a",

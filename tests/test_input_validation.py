@@ -38,7 +38,7 @@ from sklearn_llp.bags import (
     expand_proportions,
     label_proportions,
 )
-from sklearn_llp.core import check_bag_targets, check_bags, check_fit_inputs
+from sklearn_llp.core import check_bags, check_fit_inputs
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import (
     BagScorer,
@@ -1091,13 +1091,6 @@ def _():
     check_fit_inputs([0, 0, 1, 1], n_samples=4, sample_weight=[1.0, 1.0, 0.0, 0.0])
 
 
-@malformed(
-    "check_fit_inputs", "labels where props are required", TypeError, r"props is None"
-)
-def _():
-    check_fit_inputs([0, 0, 1, 1], n_samples=4, require_props=True)
-
-
 @malformed("check_fit_inputs", "a single bag", ValueError, r"LLP needs at least 2")
 def _():
     check_fit_inputs([0, 0, 0, 0], np.ones((4, 2)) / 2, n_samples=4)
@@ -1279,12 +1272,12 @@ def _():
 
 @malformed(
     "scorers",
-    "props_table as a sample-aligned array",
+    "table as a sample-aligned array",
     TypeError,
-    r"props_table must be a per-bag table",
+    r"table must be a per-bag table",
 )
 def _():
-    make_bag_scorer("hard_l1", props_table=props)
+    make_bag_scorer("hard_l1", table=props)
 
 
 @malformed("scorers", "bags without props", ValueError, r"Pass both bags and props")
@@ -2535,9 +2528,9 @@ def test_tiny_epsilon_is_refused_naming_epsilon(epsilon, mechanism, delta):
 )
 def test_bad_sum_tables_name_what_is_wrong(table, match):
     with pytest.raises(ValueError, match=match):  # read as a per-bag table
-        check_bag_targets(["a", "a", "b"], table)
+        check_bags(["a", "a", "b"], targets=table)
     with pytest.raises(ValueError, match=match):  # read by row
-        check_bag_targets(["a", "b"], table.reset_index(drop=True))
+        check_bags(["a", "b"], targets=table.reset_index(drop=True))
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

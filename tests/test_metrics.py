@@ -17,7 +17,7 @@ from sklearn_llp.metrics import (
     KL_EPS,
     BagScorer,
     bag_errors,
-    bag_props_table,
+    bag_table,
     hard_kl_error,
     hard_kl_scorer,
     hard_l1_error,
@@ -107,7 +107,7 @@ def test_binary_proba_as_positive_class_column():
     )
 
 
-def test_classes_reorder_a_labelled_props_table():
+def test_classes_reorder_a_labelled_table():
     table = pd.DataFrame({"neg": [0.5, 1.0], "pos": [0.5, 0.0]}, index=["A", "B"])
     flipped = table[["pos", "neg"]]
     expected = soft_kl_error(HAND_BAGS, table, HAND_PROBA, classes=["neg", "pos"])
@@ -319,7 +319,7 @@ def test_scorer_without_props_raises_what_to_do():
 
 def test_table_scorer_scores_a_subset_of_bags_and_reports_unknown_bags():
     estimator = FixedProba(HAND_PROBA).fit(HAND_X)
-    scorer = make_bag_scorer("soft_l1", props_table=HAND_PROPS_FORMS["frame"])
+    scorer = make_bag_scorer("soft_l1", table=HAND_PROPS_FORMS["frame"])
     only_b = HAND_BAGS == "B"
     # Bag B alone: |1 - .7| + |0 - .3| = 0.6
     assert scorer(estimator, HAND_X[only_b], HAND_BAGS[only_b]) == pytest.approx(-0.6)
@@ -330,7 +330,7 @@ def test_table_scorer_scores_a_subset_of_bags_and_reports_unknown_bags():
 def test_table_scorer_matches_columns_to_classes_by_name():
     estimator = FixedProba(HAND_PROBA, classes=("neg", "pos")).fit(HAND_X)
     table = pd.DataFrame({"pos": [0.5, 0.0], "neg": [0.5, 1.0]}, index=["A", "B"])
-    scorer = BagScorer("soft_kl", props_table=table)
+    scorer = BagScorer("soft_kl", table=table)
     assert scorer(estimator, HAND_X, HAND_BAGS) == pytest.approx(
         -HAND_EXPECTED["soft_kl"]
     )
@@ -341,7 +341,7 @@ def test_table_scorer_matches_columns_to_classes_by_name():
     )
     wrong = table.rename(columns={"pos": "cat", "neg": "dog"})
     with pytest.raises(ValueError, match="do not match classes"):
-        BagScorer("soft_kl", props_table=wrong)(estimator, HAND_X, HAND_BAGS)
+        BagScorer("soft_kl", table=wrong)(estimator, HAND_X, HAND_BAGS)
 
 
 def test_routed_per_bag_table_equals_sample_aligned_props():
@@ -354,7 +354,7 @@ def test_routed_per_bag_table_equals_sample_aligned_props():
 def test_routed_props_take_precedence_over_the_table():
     estimator = FixedProba(HAND_PROBA).fit(HAND_X)
     stale = {"A": [1.0, 0.0], "B": [0.0, 1.0]}
-    scorer = make_bag_scorer("hard_l1", props_table=stale)
+    scorer = make_bag_scorer("hard_l1", table=stale)
     routed = scorer(estimator, HAND_X, HAND_BAGS, props=HAND_PROPS)
     assert routed == pytest.approx(-HAND_EXPECTED["hard_l1"])
     assert scorer(estimator, HAND_X, HAND_BAGS) != pytest.approx(routed)
@@ -364,18 +364,18 @@ def test_scorer_construction_errors_and_repr():
     with pytest.raises(ValueError, match="metric must be one of"):
         BagScorer("accuracy")
     with pytest.raises(TypeError, match="per-bag table"):
-        BagScorer("hard_l1", props_table=HAND_PROPS)
+        BagScorer("hard_l1", table=HAND_PROPS)
     with pytest.raises(ValueError, match="both bags and props"):
         make_bag_scorer("hard_l1", bags=HAND_BAGS)
     with pytest.raises(ValueError, match="sum to 1"):
-        BagScorer("hard_l1", props_table={"A": [0.5, 0.9], "B": [1.0, 0.0]})
+        BagScorer("hard_l1", table={"A": [0.5, 0.9], "B": [1.0, 0.0]})
     assert repr(hard_l1_scorer) == "BagScorer(metric='hard_l1')"
     scorer = make_bag_scorer("soft_kl", bags=HAND_BAGS, props=HAND_PROPS)
-    assert repr(scorer) == "BagScorer(metric='soft_kl', props_table=<2 bags>)"
+    assert repr(scorer) == "BagScorer(metric='soft_kl', table=<2 bags>)"
 
 
-def test_bag_props_table():
-    table = bag_props_table(HAND_BAGS, HAND_PROPS, classes=["neg", "pos"])
+def test_bag_table():
+    table = bag_table(HAND_BAGS, HAND_PROPS, classes=["neg", "pos"])
     assert table.index.tolist() == ["A", "B"]
     assert table.columns.tolist() == ["neg", "pos"]
     np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5], [1.0, 0.0]])

@@ -30,7 +30,7 @@ from sklearn_llp.bags import (
     KMeansBagGenerator,
     UniformBagGenerator,
 )
-from sklearn_llp.core import check_bag_targets, check_bags
+from sklearn_llp.core import check_bags
 from sklearn_llp.exceptions import IdentifiabilityWarning
 from sklearn_llp.methods import (
     BagBatch,
@@ -46,8 +46,8 @@ from sklearn_llp.metrics import (
     bag_mean_squared_error,
     bag_r2_score,
     bag_r2_scorer,
-    bag_targets_table,
-    make_bag_regression_scorer,
+    bag_table,
+    make_bag_scorer,
 )
 from sklearn_llp.model_selection import BagKFold
 
@@ -231,7 +231,7 @@ def test_every_form_of_bags_and_targets_gives_the_same_model(linear_bags):
         (ids, table.to_dict()),
         (ids, table.to_frame("value")),
         (pd.Series(ids), pd.Series(means)),
-        (check_bag_targets(ids, table), None),
+        (check_bags(ids, targets=table), None),
     ]
     predictions = [_small().fit(X, b, t).predict(X) for b, t in forms]
     for pred in predictions[1:]:
@@ -276,7 +276,7 @@ def test_overlapping_bags_train(linear_bags):
     linear = dict(module__hidden_sizes=(), batch_size=32, lr=0.03, max_epochs=30)
     reg = _small(**linear).fit(X, lists, means)
     assert r2_score(y, reg.predict(X)) > 0.98
-    membership = check_bag_targets(lists, means, n_samples=320).membership()
+    membership = check_bags(lists, targets=means, n_samples=320).membership()
     again = _small(**linear).fit(X, sp.csr_matrix(membership), means)
     np.testing.assert_array_equal(again.predict(X), reg.predict(X))
 
@@ -314,7 +314,7 @@ def test_grid_search_with_bag_kfold_and_the_bag_r2_scorer(linear_bags):
     X, bags, means, _ = linear_bags
     grid = {"lr": [1e-5, 3e-2]}
     base = _small(module__hidden_sizes=(), batch_size=32, max_epochs=10)
-    table_scorer = make_bag_regression_scorer("r2", bags=bags, targets=means)
+    table_scorer = make_bag_scorer("r2", bags=bags, targets=means)
     plain = GridSearchCV(
         base, grid, scoring=table_scorer, cv=BagKFold(3), error_score="raise"
     ).fit(X, bags, targets=means)
@@ -470,7 +470,8 @@ def test_bag_metrics_by_hand_and_on_singletons():
         mean_absolute_error(y, pred)
     )
     assert bag_r2_score(ids, y, pred) == pytest.approx(r2_score(y, pred))
-    assert bag_targets_table(bags, [2.0, 2.0, 5.0, 5.0, 0.0]).to_dict() == targets
+    table = bag_table(bags, targets=[2.0, 2.0, 5.0, 5.0, 0.0])
+    assert table["mean"].to_dict() == targets
 
 
 # ----------------------------------------------------------------------
@@ -531,10 +532,10 @@ def test_per_bag_sums_and_sizes_are_the_means():
         {"sum": [means[k] * sizes[k] for k in "abc"], "size": [2, 3, 1]},
         index=list("abc"),
     )
-    expected = check_bag_targets(ids, means)
+    expected = check_bags(ids, targets=means)
     for table in (sums, sums.assign(mean=sums["sum"] / sums["size"])[["mean", "size"]]):
-        got = check_bag_targets(ids, table)
+        got = check_bags(ids, targets=table)
         np.testing.assert_array_equal(got.props, expected.props)
     # sizes may differ from the rows present (the rows are a sample)
-    sampled = check_bag_targets(ids, sums.assign(size=[4, 6, 2]))
+    sampled = check_bags(ids, targets=sums.assign(size=[4, 6, 2]))
     np.testing.assert_allclose(sampled.props[:, 0], [1.25, -0.5, 2.0])

@@ -8,6 +8,7 @@ proportions at once (``make_bags``) for simulation studies. The bag id
 
 from ._feature import FeatureBagGenerator
 from ._identifiability import IdentifiabilityReport, check_identifiability
+from ._identifiability import warn_if_unidentifiable as warn_if_unidentifiable
 from ._kmeans import KMeansBagGenerator
 from ._proportions import expand_proportions, label_proportions
 from ._uniform import UniformBagGenerator

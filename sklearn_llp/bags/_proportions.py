@@ -5,13 +5,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..core import check_bags
+from ..core import UNBAGGED, attach_table, check_bags
+from ..core import bags_form as _bags_form
 from ..core._bags import _check_weights
-from ..core._read import (
-    UNBAGGED,
-    _bags_form,
-    attach_props_table,
-)
 
 
 def _unbagged_mask(bags):
@@ -183,7 +179,9 @@ def expand_proportions(table, bags):
     unbagged = _unbagged_mask(ids)
     if unbagged.all():
         raise ValueError("Every entry of bags is -1 (no bag).")
-    validated = attach_props_table(check_bags(ids[~unbagged]), table, name="table")
+    validated = attach_table(
+        check_bags(ids[~unbagged]), table, "classification", name="table"
+    )
     props = np.full((len(ids), validated.n_classes), np.nan)
     props[~unbagged] = validated.props[validated.codes]
     return props

@@ -1,21 +1,32 @@
-"""The task-neutral core: bags, the one reader of their forms, decisions.
+"""The task-neutral core: bags, the one reader of their forms, bag errors.
 
 :func:`check_bags` reads bags and their per-bag values (class proportions,
 or bag means for regression) in any accepted form and returns a
 :class:`Bags`, the one immutable representation that estimators, metrics,
-scorers and splitters work on.
+scorers and splitters work on; :func:`check_fit_inputs` reads what ``fit``
+receives (bags and values, or instance labels/targets).
 """
 
+from ._bags import CLASSIFICATION as CLASSIFICATION
+from ._bags import REGRESSION as REGRESSION
 from ._bags import Bags
 from ._decision import class_prior as class_prior
 from ._decision import decide as decide
 from ._decision import fit_decision as fit_decision
+from ._errors import BAG_METRICS as BAG_METRICS
+from ._errors import KL_EPS as KL_EPS
+from ._errors import METRICS as METRICS
+from ._errors import REGRESSION_METRICS as REGRESSION_METRICS
 from ._errors import bag_errors_of as bag_errors_of
 from ._errors import bag_estimates_of as bag_estimates_of
+from ._errors import bag_means as bag_means
+from ._errors import check_bags_and_output as check_bags_and_output
 from ._errors import check_bags_and_proba as check_bags_and_proba
+from ._errors import check_predictions as check_predictions
 from ._errors import check_proba as check_proba
-from ._errors import errors_of_pairs as errors_of_pairs
+from ._errors import decision_of as decision_of
 from ._mixins import LLPClassifierMixin as LLPClassifierMixin
+from ._mixins import LLPRegressorMixin as LLPRegressorMixin
 from ._mixins import (
     refuse_sklearn_cross_val_predict as refuse_sklearn_cross_val_predict,
 )
@@ -25,10 +36,12 @@ from ._read import (
     PROPS_NEG_TOL,
     PROPS_SUM_TOL,
     UNBAGGED,
-    check_bag_targets,
     check_bags,
     check_fit_inputs,
 )
+from ._read import attach_table as attach_table
+from ._read import bags_form as bags_form
+from ._read import membership_matrix as membership_matrix
 from ._read import num_rows as num_rows
 
 __all__ = [
@@ -37,7 +50,6 @@ __all__ = [
     "PROPS_SUM_TOL",
     "UNBAGGED",
     "Bags",
-    "check_bag_targets",
     "check_bags",
     "check_fit_inputs",
 ]

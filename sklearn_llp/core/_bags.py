@@ -1,4 +1,4 @@
-"""``Bags``: the one validated representation of bags and their proportions."""
+"""``Bags``: the one validated representation of bags and their per-bag values."""
 
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -57,54 +57,43 @@ def _take(values, index):
     return None if values is None else values[index]
 
 
+#: The two tasks a :class:`Bags` can carry values for.
+CLASSIFICATION, REGRESSION = "classification", "regression"
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class Bags:
-    """Validated bags: which rows each bag holds and, if given, its proportions.
+    """Validated bags: which rows each bag holds and, if given, its values.
 
-    Built once by :func:`~sklearn_llp.core.check_bags` from whatever form
-    the user passed (one bag id per row, composite keys, a membership matrix,
-    lists of row indices; proportions sample-aligned or as a per-bag table)
-    and used as it is by the classifier, its batch sampler and validation
-    split, the metrics, scorers and splitters. Bags are numbered
-    ``0..n_bags-1`` in the order of their sorted ids.
-
-    Internally a set of bags is a list of (bag, row) pairs, bag after bag:
-    bag ``j`` holds rows ``members[indptr[j]:indptr[j + 1]]``. Disjoint bags
-    have one pair per bagged row; overlapping bags share rows. A row of
-    sample weight 0 is in no bag.
-
-    A ``Bags`` is immutable: its attributes cannot be assigned and its arrays
-    are read-only, so one validated object can be shared by an estimator,
-    its splits and its scorers without any of them changing it for the
-    others. :meth:`with_props`, :meth:`with_weights`, :meth:`select` and
-    :meth:`restrict` return new objects.
+    Built by :func:`~sklearn_llp.core.check_bags` from any accepted form and
+    shared, unchanged, by estimators, samplers, splits, metrics and scorers.
+    A set of bags is a list of (bag, row) pairs, bag after bag: bag ``j``
+    holds rows ``members[indptr[j]:indptr[j + 1]]`` (rows shared by
+    overlapping bags appear once per bag; a row of weight 0 is in none).
+    The per-bag ``values`` are tagged with their ``task``: class proportions
+    (``"classification"``, columns labelled by ``classes``) or bag means
+    (``"regression"``, one column). Immutable: attributes cannot be assigned
+    and arrays are read-only; ``with_*``, :meth:`select` and :meth:`restrict`
+    return new objects.
 
     Parameters
     ----------
     indptr : ndarray of shape (n_bags + 1,)
-        Offsets of every bag's run of pairs.
     members : ndarray of shape (n_pairs,)
-        Row of every pair, sorted within a bag.
     ids : ndarray of shape (n_bags,)
         The user's id of every bag (``0..n_bags-1`` for membership forms).
     n_samples : int
-        Number of rows the bags index into.
-    props : ndarray of shape (n_bags, n_classes), default=None
-        Proportions of every bag, rows summing to exactly 1.
+    values : ndarray of shape (n_bags, n_columns), default=None
+    task : {"classification", "regression"}, default=None
     classes : ndarray of shape (n_classes,), default=None
-        Class label of every column of ``props``.
+        Class label of every column (classification).
     weights : ndarray of shape (n_samples,), default=None
-        Sample weight of every row; None weighs all rows equally. Within a
-        bag, predictions are averaged with these weights.
+        Row weights; within a bag, predictions are averaged with them.
     bag_weights : ndarray of shape (n_bags,), default=None
-        Weight of every bag in means over bags; None counts every bag once.
-        Set only where each row is its own bag (supervised data), so that a
-        row's sample weight weighs its cross-entropy as in scikit-learn.
+        Weights of bags in means over bags (rows that are their own bag).
     positional_classes : bool, default=False
-        True when ``classes`` are the default ``0..n_classes-1`` given to
-        unnamed proportions (no column names, no ``classes``): they number
-        the columns, so a later ``classes`` labels the columns in order
-        instead of being matched to them by name.
+        Whether ``classes`` only number unnamed columns (a later ``classes``
+        then labels them in order).
 
     Examples
     --------
@@ -112,25 +101,18 @@ class Bags:
     >>> bags = check_bags(["b", "a", "a", "b"], [[0, 1], [1, 0], [1, 0], [0, 1]])
     >>> bags
     Bags(n_bags=2, n_samples=4, classes=[0, 1])
-    >>> bags.ids.tolist(), bags.sizes.tolist()
-    (['a', 'b'], [2, 2])
-    >>> bags.props.tolist()
-    [[1.0, 0.0], [0.0, 1.0]]
-    >>> bags.props.flags.writeable
-    False
-
-    A weight of 0 takes a row out of its bag; a new object is returned:
-
-    >>> weighted = bags.with_weights([1.0, 2.0, 0.0, 1.0])
-    >>> weighted.sizes.tolist(), bags.sizes.tolist()
-    ([1, 2], [2, 2])
+    >>> bags.ids.tolist(), bags.sizes.tolist(), bags.props.tolist()
+    (['a', 'b'], [2, 2], [[1.0, 0.0], [0.0, 1.0]])
+    >>> bags.with_weights([1.0, 2.0, 0.0, 1.0]).sizes.tolist()  # weight 0: out
+    [1, 2]
     """
 
     indptr: np.ndarray
     members: np.ndarray
     ids: np.ndarray
     n_samples: int
-    props: np.ndarray | None = None
+    values: np.ndarray | None = None
+    task: str | None = None
     classes: np.ndarray | None = None
     weights: np.ndarray | None = None
     bag_weights: np.ndarray | None = None
@@ -145,7 +127,7 @@ class Bags:
         set_field("members", _read_only(self.members, np.int64))
         set_field("ids", _read_only(self.ids))
         set_field("n_samples", int(self.n_samples))
-        set_field("props", _read_only(self.props, np.float64))
+        set_field("values", _read_only(self.values, np.float64))
         set_field("classes", _read_only(self.classes))
         set_field("weights", _read_only(self.weights, np.float64))
         set_field("bag_weights", _read_only(self.bag_weights, np.float64))
@@ -171,10 +153,11 @@ class Bags:
             "weights": (self.weights, (self.n_samples,)),
             "bag_weights": (self.bag_weights, (n_bags,)),
         }
-        if self.props is not None:
-            if self.classes is None:
-                raise ValueError("Bags.props needs classes, one per column.")
-            expected["props"] = (self.props, (n_bags, len(self.classes)))
+        if self.values is not None:
+            if self.task not in (CLASSIFICATION, REGRESSION):
+                raise ValueError(f"Bags.task must name the values' task; {self.task}")
+            width = len(self.classes) if self.task == CLASSIFICATION else 1
+            expected["values"] = (self.values, (n_bags, width))
         for name, (value, shape) in expected.items():
             if value is not None and value.shape != shape:
                 raise ValueError(
@@ -183,6 +166,8 @@ class Bags:
 
     def __repr__(self):
         classes = "" if self.classes is None else f", classes={self.classes.tolist()}"
+        if self.task == REGRESSION:
+            classes = ", means"
         return (
             f"Bags(n_bags={self.n_bags}, n_samples={self.n_samples}"
             f"{', overlapping' if self.overlapping else ''}{classes})"
@@ -196,8 +181,20 @@ class Bags:
         return len(self.indptr) - 1
 
     @property
+    def props(self):
+        """The per-bag values: class proportions ``(n_bags, n_classes)``, or
+        (regression) the means as one column; None without values."""
+        return self.values
+
+    @property
+    def means(self):
+        """Mean target of every bag, ``(n_bags,)``; None unless the bags
+        carry regression values."""
+        return self.values[:, 0] if self.task == REGRESSION else None
+
+    @property
     def n_classes(self):
-        return None if self.props is None else self.props.shape[1]
+        return len(self.classes) if self.task == CLASSIFICATION else None
 
     @property
     def sizes(self):
@@ -272,7 +269,7 @@ class Bags:
             indptr=np.concatenate([[0], np.cumsum(sizes)]),
             members=self.members[pairs],
             ids=self.ids[bag_index],
-            props=_take(self.props, bag_index),
+            values=_take(self.values, bag_index),
             bag_weights=_take(self.bag_weights, bag_index),
         )
 
@@ -314,26 +311,14 @@ class Bags:
         )
         return sub, kept
 
-    def with_props(self, props, classes, *, positional=False):
-        """The same bags carrying ``props``, columns labelled by ``classes``.
-
-        Parameters
-        ----------
-        props : array-like of shape (n_bags, n_classes)
-            Validated proportions of every bag, in the order of ``self.ids``.
-        classes : array-like of shape (n_classes,)
-            Class label of every column.
-        positional : bool, default=False
-            Whether ``classes`` are only the default column numbers (see
-            ``positional_classes``).
-
-        Returns
-        -------
-        bags : Bags
-            A new object; ``self`` is unchanged.
-        """
+    def with_values(self, values, task, classes=None, *, positional=False):
+        """The same bags carrying per-bag ``values`` of ``task`` (a new object)."""
         return replace(
-            self, props=props, classes=classes, positional_classes=positional
+            self,
+            values=values,
+            task=task,
+            classes=classes,
+            positional_classes=positional,
         )
 
     def with_weights(self, sample_weight):
@@ -385,7 +370,7 @@ class Bags:
             indptr=np.concatenate([[0], np.cumsum(sizes[full])]),
             members=self.members[keep],
             ids=self.ids[full],
-            props=_take(self.props, full),
+            values=_take(self.values, full),
             bag_weights=_take(self.bag_weights, full),
             weights=weights,
         )

@@ -1,56 +1,39 @@
-"""Bag-level errors of an instance classifier on LLP data.
+"""Bag-level errors of instance predictions: one definition for both tasks.
 
-LLP data label bags, not instances, so a classifier is judged on how well the
-class proportions it predicts for every bag match the bag's given proportions.
-Two bag estimates are compared with the given proportions ``p``:
-
-- the *hard* estimate, the fraction of the bag's instances predicted as each
-  class (``argmax`` of ``y_proba``, ties going to the first class as in
-  ``predict``);
-- the *soft* estimate, the mean of the bag's predicted probabilities.
-
-Bags may overlap (a sparse membership matrix or a list of index arrays,
-with one row of proportions per bag): a bag's estimate then averages the
-predictions of its own members, an instance counting in every bag it
-belongs to. Internally every metric works on (bag, instance) pairs -- a
-gather of the members' predictions and a segment sum per bag -- so disjoint
-and overlapping bags take the same path.
-
-Each is compared with ``p`` by the L1 distance ``sum_k |p_k - q_k|`` (between
-0 and 2) or by the Kullback-Leibler divergence ``sum_k p_k log(p_k / q_k)``
-(0 when ``q == p``, with ``0 log 0 = 0``). Every error is the mean over bags,
-each bag counting once whatever its size.
+A bag's estimate is the (weighted) mean of its rows' predictions -- one-hot
+decided labels ("hard"), probabilities ("soft") or regression outputs --
+computed over (bag, row) pairs, so disjoint and overlapping bags take the
+same path. Classification compares it with the bag's proportions by L1 or
+KL; regression with the bag's mean by squared or absolute error and R^2.
+Every error is a mean over bags (``bag_weights`` weigh them if set).
+Decided labels come from :func:`decision_of`, the one fit of a decision
+rule on the distinct rows of a set of bags, used by the estimators, their
+validation errors and the metrics alike.
 """
 
 import numpy as np
 from scipy.special import rel_entr
 
+from ._bags import CLASSIFICATION, REGRESSION
 from ._decision import class_prior, decide, fit_decision
-from ._read import (
-    _bags_form,
-    as_float_matrix,
-    binary_from_fraction,
-    check_bags,
-)
+from ._read import as_float_matrix, bags_form, binary_from_fraction, check_bags
 
-#: Before a KL divergence is taken, the predicted proportion of every class
-#: that the bag holds (``p_k > 0``) is raised to at least ``KL_EPS`` and the row
-#: renormalised, so a class that a bag holds but that is never predicted in it
-#: costs a large finite penalty (at most about ``-log(KL_EPS)`` = 16.1 nats)
-#: instead of infinity. Classes with ``p_k = 0`` add ``0 log 0 = 0`` and are
-#: left alone, so the divergence is exactly 0 when the estimate equals ``p``.
+#: A predicted proportion of a class the bag holds is raised to at least
+#: this before a KL divergence, so a missed class costs a finite penalty.
 KL_EPS = 1e-7
-
-#: Rows of ``y_proba`` must sum to 1 within this absolute tolerance (float32
-#: softmax outputs); they are then renormalised.
+#: Rows of ``y_proba`` must sum to 1 within this tolerance (float32 softmax).
 PROBA_SUM_TOL = 1e-3
-
-#: Names of the four bag errors, in the order :func:`bag_errors` returns them.
+#: The bag errors of each task, as metrics and scorers name them.
 BAG_METRICS = ("hard_l1", "soft_l1", "hard_kl", "soft_kl")
+REGRESSION_METRICS = ("mse", "mae", "r2")
+METRICS = {
+    **dict.fromkeys(BAG_METRICS, CLASSIFICATION),
+    **dict.fromkeys(REGRESSION_METRICS, REGRESSION),
+}
 
 
 def check_proba(y_proba, n_samples, n_classes):
-    """Validate predicted probabilities; a 1-D array is P(second class)."""
+    """Validated probabilities; a 1-D array is P(second class)."""
     y_proba = as_float_matrix(y_proba, "y_proba")
     if y_proba.ndim == 1:
         y_proba = binary_from_fraction(y_proba)
@@ -87,189 +70,149 @@ def check_proba(y_proba, n_samples, n_classes):
     return np.clip(y_proba, 0.0, None) / sums[:, None]
 
 
-def _bag_means(segments, n_bags, y_proba, pred, weights=None):
-    """Weighted mean over every bag of one-hot predictions or probabilities.
+def check_predictions(y_pred, n_samples):
+    """Validated regression outputs, one finite value per row."""
+    y_pred = as_float_matrix(y_pred, "y_pred")
+    if y_pred.ndim == 2 and y_pred.shape[1] == 1:
+        y_pred = y_pred[:, 0]
+    if y_pred.ndim != 1 or y_pred.shape[0] != n_samples:
+        raise ValueError(
+            f"y_pred must hold one value per row ({n_samples}); got shape "
+            f"{y_pred.shape}."
+        )
+    if not np.all(np.isfinite(y_pred)):
+        raise ValueError("y_pred contains NaN or infinite values.")
+    return y_pred
 
-    One ``np.bincount`` over the flattened (bag, class) index: no loop.
-    ``segments`` and ``y_proba`` have one row per (bag, member) pair; with
-    ``pred`` (the predicted class index of every pair) the mean is of the
-    one-hot predictions ("hard"), else of the probabilities ("soft").
-    """
-    n_classes = y_proba.shape[1]
-    if weights is None:
-        weights = np.ones(len(segments))
-    totals = np.bincount(segments, weights=weights, minlength=n_bags)
-    if pred is not None:
-        flat = segments * n_classes + pred
-        values = weights
-    else:
-        flat = (segments[:, None] * n_classes + np.arange(n_classes)).ravel()
-        values = (y_proba * weights[:, None]).ravel()
-    sums = np.bincount(flat, weights=values, minlength=n_bags * n_classes)
+
+def bag_means(bags, values):
+    """Weighted mean of the rows' ``values`` (n_samples, k) over every bag."""
+    values = values.reshape(len(values), -1)
+    weights = (
+        np.ones(len(bags.members))
+        if bags.weights is None
+        else bags.weights[bags.members]
+    )
+    totals = np.bincount(bags.pair_bags, weights=weights, minlength=bags.n_bags)
+    k = values.shape[1]
+    flat = (bags.pair_bags[:, None] * k + np.arange(k)).ravel()
+    sums = np.bincount(
+        flat,
+        weights=(values[bags.members] * weights[:, None]).ravel(),
+        minlength=bags.n_bags * k,
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
-        return sums.reshape(n_bags, n_classes) / totals[:, None]
+        return sums.reshape(bags.n_bags, k) / totals[:, None]
 
 
-def _l1(bag_props, estimate):
-    return np.abs(bag_props - estimate).sum(axis=1)
+def decision_of(bags, proba, rule):
+    """``(offsets, threshold)`` of ``rule`` fitted on the distinct rows of
+    ``bags`` (their weights, the bags' class rates): the one place a
+    label-free decision is fitted."""
+    if rule == "argmax" or (isinstance(rule, float)):
+        return fit_decision(rule, proba[:0])
+    rows = np.unique(bags.members)
+    weights = None if bags.weights is None else bags.weights[rows]
+    return fit_decision(rule, proba[rows], class_prior(bags), weights)
 
 
-def _kl(bag_props, estimate):
-    estimate = np.where(bag_props > 0, np.maximum(estimate, KL_EPS), estimate)
-    estimate /= estimate.sum(axis=1, keepdims=True)
-    per_bag = rel_entr(bag_props, estimate).sum(axis=1)
-    # >= 0 by Gibbs' inequality; clip float rounding only.
-    return np.maximum(per_bag, 0.0)
+def bag_estimates_of(bags, proba, pred=None):
+    """Soft and hard class proportions of every bag (``pred``: class index of
+    every row, default ``argmax``)."""
+    pred = np.argmax(proba, axis=1) if pred is None else pred
+    one_hot = np.eye(proba.shape[1])[pred]
+    return bag_means(bags, proba), bag_means(bags, one_hot)
 
 
-def errors_of_pairs(
-    segments,
-    bag_props,
-    pair_proba,
-    metrics=BAG_METRICS,
-    weights=None,
-    bag_weights=None,
-    pair_pred=None,
-):
-    """Bag errors from already validated (bag, member) pairs (no checks).
+def _kl(props, estimate):
+    estimate = np.where(props > 0, np.maximum(estimate, KL_EPS), estimate)
+    estimate = estimate / estimate.sum(axis=1, keepdims=True)
+    return np.maximum(rel_entr(props, estimate).sum(axis=1), 0.0)
 
-    The fast path for code that scores the same bags repeatedly (e.g. a
-    classifier's validation bags once per epoch).
 
-    Parameters
-    ----------
-    segments : ndarray of shape (n_pairs,), dtype int
-        Bag of every pair in ``0..n_bags-1``, every bag occurring.
-    bag_props : ndarray of shape (n_bags, n_classes)
-        Proportions of every bag, rows summing to 1.
-    pair_proba : ndarray of shape (n_pairs, n_classes)
-        Predicted probabilities of every pair's member, rows summing to 1.
-    metrics : iterable of str, default=BAG_METRICS
-        Which of ``"hard_l1"``, ``"soft_l1"``, ``"hard_kl"``, ``"soft_kl"``.
-    weights : ndarray of shape (n_pairs,), default=None
-        Sample weight of every pair's member.
-    bag_weights : ndarray of shape (n_bags,), default=None
-        Weight of every bag in the mean over bags (None: each bag once).
-    pair_pred : ndarray of shape (n_pairs,), default=None
-        Predicted class index of every pair's member for the hard errors;
-        None: the ``argmax`` of ``pair_proba``.
+def bag_errors_of(bags, output, metrics, decision="argmax", pred=None):
+    """``{metric: error}`` of validated ``bags`` and per-row ``output`` (no
+    checks): probabilities for classification, predictions for regression.
 
-    Returns
-    -------
-    errors : dict
-        ``{metric: error}``.
+    ``pred`` gives the class index of every row for the hard errors; else it
+    is decided by ``decision`` (:func:`decision_of`).
     """
-    n_bags = bag_props.shape[0]
-    estimates = {}
     errors = {}
+    if bags.task == REGRESSION:
+        means = bags.means
+        residual = means - bag_means(bags, output)[:, 0]
+        average = lambda v: float(np.average(v, weights=bags.bag_weights))  # noqa: E731
+        mse = average(residual**2)
+        total = average((means - average(means)) ** 2)
+        found = {"mse": mse, "mae": average(np.abs(residual))}
+        found["r2"] = 1.0 - mse / total if total > 0 else float(mse == 0)
+        return {m: found[m] for m in metrics}
+    soft = hard = None
     for metric in metrics:
         kind, distance = metric.split("_")
-        if kind not in estimates:
-            pred = None
-            if kind == "hard":
-                pred = np.argmax(pair_proba, axis=1) if pair_pred is None else pair_pred
-            estimates[kind] = _bag_means(segments, n_bags, pair_proba, pred, weights)
-        per_bag = (_l1 if distance == "l1" else _kl)(bag_props, estimates[kind])
-        errors[metric] = float(np.average(per_bag, weights=bag_weights))
+        if kind == "soft":
+            soft = bag_means(bags, output) if soft is None else soft
+            estimate = soft
+        else:
+            if hard is None:
+                if pred is None:
+                    pred = decide(output, *decision_of(bags, output, decision))
+                hard = bag_means(bags, np.eye(output.shape[1])[pred])
+            estimate = hard
+        per_bag = (
+            np.abs(bags.props - estimate).sum(axis=1)
+            if distance == "l1"
+            else _kl(bags.props, estimate)
+        )
+        errors[metric] = float(np.average(per_bag, weights=bags.bag_weights))
     return errors
 
 
-def bag_errors_of(bags, y_proba, metrics=BAG_METRICS, decision="argmax", pred=None):
-    """Bag errors of validated :class:`~sklearn_llp.core.Bags` (no checks).
-
-    ``pred`` (class index of every row) gives the hard estimates; else
-    ``decision`` decides from ``y_proba``: ``"argmax"``, or ``"prior"``
-    (labels whose class rates over the rows match the bags' overall
-    proportions, the rule of ``LLPClassifier(threshold="prior")``: see
-    :func:`sklearn_llp.core._decision.fit_decision`).
-    """
-    if pred is None and decision == "prior":
-        rule = fit_decision("prior", y_proba, class_prior(bags), bags.weights)
-        pred = decide(y_proba, *rule)
-    weights = None if bags.weights is None else bags.weights[bags.members]
-    return errors_of_pairs(
-        bags.pair_bags,
-        bags.props,
-        y_proba[bags.members],
-        metrics,
-        weights,
-        bags.bag_weights,
-        None if pred is None else pred[bags.members],
-    )
-
-
-def _n_samples(bags, y_proba):
-    """The rows of ``y_proba``, which ``bags`` must match, and ``bags`` read
-    in its form (:func:`~sklearn_llp.core.check_bags`).
-
-    A list of index arrays does not say how many samples there are; ``y_proba``
-    does. Checked before the bags, so that a length mismatch names the two
-    arguments that disagree.
-    """
-    y_proba = as_float_matrix(y_proba, "y_proba")
-    n_samples = y_proba.shape[0] if y_proba.ndim else 1
-    form, value = _bags_form(bags, n_samples)
+def check_bags_and_output(
+    bags, values, output, task, *, classes=None, sample_weight=None
+):
+    """Validated bags and per-row output that match (length checked first,
+    so that a mismatch names the two arguments)."""
+    what = "y_proba" if task == CLASSIFICATION else "y_pred"
+    array = as_float_matrix(output, what)
+    n_samples = array.shape[0] if array.ndim else 1
+    form, value = bags_form(bags, n_samples)
     if form == "bags" and value.n_samples != n_samples:
         raise ValueError(
-            f"bags covers {value.n_samples} rows but y_proba has {n_samples}."
+            f"bags covers {value.n_samples} rows but {what} has {n_samples}."
         )
     if form == "membership" and value.shape[0] != n_samples:
         raise ValueError(
-            f"bags (a membership matrix) has {value.shape[0]} rows but y_proba "
+            f"bags (a membership matrix) has {value.shape[0]} rows but {what} "
             f"has {n_samples}; it must be (n_samples, n_bags)."
         )
-    if form == "ids":
-        n_ids = value.shape[0] if value.ndim else 0
-        if n_ids != n_samples:
-            raise ValueError(
-                f"bags has {n_ids} entries but y_proba has {n_samples} rows; "
-                "give one bag id per sample (row of y_proba)."
-            )
-    return n_samples, value
-
-
-def _check_decision(decision):
-    if decision not in ("argmax", "prior"):
-        raise ValueError(f"decision must be 'argmax' or 'prior'; got {decision!r}.")
-
-
-def check_bags_and_proba(bags, props, y_proba, *, classes=None, sample_weight=None):
-    """Validated :class:`~sklearn_llp.core.Bags` and probabilities that match."""
-    n_samples, bags = _n_samples(bags, y_proba)
+    n_ids = (value.shape[0] if value.ndim else 0) if form == "ids" else n_samples
+    if n_ids != n_samples:
+        raise ValueError(
+            f"bags has {n_ids} entries but {what} has {n_samples} rows; give one "
+            "bag id per sample."
+        )
+    key = "props" if task == CLASSIFICATION else "targets"
     bags = check_bags(
-        bags,
-        props,
+        value,
+        **{key: values},
         n_samples=n_samples,
         classes=classes,
         sample_weight=sample_weight,
-        require_props=True,
+        task=task,
     )
-    return bags, check_proba(y_proba, n_samples, bags.n_classes)
+    if task == CLASSIFICATION:
+        return bags, check_proba(array, n_samples, bags.n_classes)
+    return bags, check_predictions(array, n_samples)
 
 
-def bag_estimates_of(bags, y_proba, pred=None):
-    """Soft and hard predicted proportions of every bag (no checks).
-
-    Returns the (weighted) mean probabilities of every bag's rows, and the
-    fraction of them predicted as each class (``pred``, the class index of
-    every row, or the ``argmax`` of ``y_proba``).
-    """
-    weights = None if bags.weights is None else bags.weights[bags.members]
-    pred = np.argmax(y_proba, axis=1) if pred is None else pred
-    pair_proba = y_proba[bags.members]
-    return (
-        _bag_means(bags.pair_bags, bags.n_bags, pair_proba, None, weights),
-        _bag_means(
-            bags.pair_bags, bags.n_bags, pair_proba, pred[bags.members], weights
-        ),
+def check_bags_and_proba(bags, props, y_proba, *, classes=None, sample_weight=None):
+    """Validated classification bags and probabilities that match."""
+    return check_bags_and_output(
+        bags,
+        props,
+        y_proba,
+        CLASSIFICATION,
+        classes=classes,
+        sample_weight=sample_weight,
     )
-
-
-def _errors(
-    bags, props, y_proba, classes, metrics, sample_weight=None, decision="argmax"
-):
-    _check_decision(decision)
-    bags, y_proba = check_bags_and_proba(
-        bags, props, y_proba, classes=classes, sample_weight=sample_weight
-    )
-    return bag_errors_of(bags, y_proba, metrics, decision)

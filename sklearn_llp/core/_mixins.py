@@ -8,23 +8,24 @@ from contextlib import contextmanager
 from numbers import Real
 
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._bags import Bags
+from ._bags import CLASSIFICATION, REGRESSION, Bags
 from ._decision import decide, fit_decision
-from ._errors import bag_errors_of, check_proba
+from ._errors import bag_errors_of, check_predictions, check_proba, decision_of
 from ._read import check_bags, num_rows
 
-_SCORE_WITHOUT_PROPS = (
-    "{name}.score(X, y) got no props, but the model was fitted on bags, so y "
-    "holds bag ids and an accuracy against them would be meaningless. Pass the "
-    "proportions: score(X, bags, props). Inside GridSearchCV or cross_validate "
-    "with metadata routing off (scikit-learn's default, where the default "
-    "scoring calls score(X, y)), pass scoring=make_bag_scorer('hard_l1', "
-    "bags=bags, props=props) from sklearn_llp.metrics, or enable metadata "
-    "routing (sklearn.set_config(enable_metadata_routing=True)) and pass "
-    "props=props to the search's fit."
+_SCORE_WITHOUT_VALUES = (
+    "{name}.score(X, y) got no {values}, but the model was fitted on bags, so "
+    "y holds bag ids and {score} against them would be meaningless. For "
+    "the bags' {score_of}, pass the {values}: score(X, bags, {values}). For "
+    "instance {labels} y_true of test rows, use sklearn.metrics.{metric}(y_true, "
+    "model.predict(X)). In GridSearchCV or cross_validate, pass "
+    "scoring=make_bag_scorer('{default}', bags=bags, {values}={values}) from "
+    "sklearn_llp.metrics, or enable metadata routing "
+    "(sklearn.set_config(enable_metadata_routing=True)) and pass {values}= to "
+    "the search's fit."
 )
 
 _CROSS_VAL_PREDICT = (
@@ -84,38 +85,77 @@ def refuse_sklearn_cross_val_predict(props):
         raise TypeError(_CROSS_VAL_PREDICT.format(method=method))
 
 
-class LLPClassifierMixin(ClassifierMixin):
-    """What the LLP classifiers share: the label-free decision rule of their
-    ``threshold`` parameter and ``score`` on bags (``1 - hard_L1 / 2``).
+class _LLPScoreMixin:
+    """``score`` on bags, shared by the classifier and regressor mixins."""
 
-    The estimator has a ``threshold`` parameter, sets ``classes_`` and
-    ``_fit_on_labels_`` in ``fit``, then calls :meth:`_fit_decision_rule`
-    with the probabilities of its training rows; ``predict`` is
-    ``classes_[self._decide(proba)]``. The rules, exactly: two classes,
-    ``proba[:, 1] >= threshold_`` (NumPy's comparison, in the dtype of
-    ``proba``); more, ``np.argmax(np.log(proba.astype(np.float64)) +
-    decision_offsets_, axis=1)``, the first maximum on ties (see
-    :mod:`sklearn_llp.core._decision` for prior matching).
+    def _score_bags(self, X, y, values, sample_weight, task):
+        check_is_fitted(self)
+        key = "props" if task == CLASSIFICATION else "targets"
+        if values is None and not isinstance(y, Bags):
+            if not self._fit_on_labels_:
+                words = _SCORE_WORDS[task]
+                raise ValueError(
+                    _SCORE_WITHOUT_VALUES.format(name=type(self).__name__, **words)
+                )
+            return None
+        bags = check_bags(
+            y,
+            **{key: values},
+            n_samples=num_rows(X),
+            classes=getattr(self, "classes_", None),
+            sample_weight=sample_weight,
+            task=task,
+        )
+        if task == REGRESSION:
+            y_pred = check_predictions(self.predict(X), bags.n_samples)
+            return bag_errors_of(bags, y_pred, ("r2",))["r2"]
+        proba = check_proba(self.predict_proba(X), bags.n_samples, bags.n_classes)
+        error = bag_errors_of(bags, proba, ("hard_l1",), pred=self._decide(proba))
+        return 1.0 - error["hard_l1"] / 2.0
+
+
+_SCORE_WORDS = {
+    CLASSIFICATION: dict(
+        values="props",
+        score="an accuracy",
+        score_of="1 - hard L1 / 2",
+        labels="labels",
+        metric="accuracy_score",
+        default="hard_l1",
+    ),
+    REGRESSION: dict(
+        values="targets",
+        score="an R^2",
+        score_of="R^2 of the bag means",
+        labels="targets",
+        metric="r2_score",
+        default="r2",
+    ),
+}
+
+
+class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
+    """The label-free decision rule of ``threshold`` and ``score`` on bags.
+
+    ``fit`` sets ``classes_``, ``_fit_on_labels_`` and calls
+    :meth:`_fit_decision` with the training bags; ``predict`` is
+    ``classes_[self._decide(proba)]``: two classes ``proba[:, 1] >=
+    threshold_``, more ``argmax(log(proba) + decision_offsets_)`` (see
+    :ref:`threshold`).
     """
 
     def _decision_rule(self):
-        """``threshold`` resolved for the fitted problem: "argmax", "prior"
-        or a float (binary)."""
+        """``threshold`` resolved: "auto" is prior matching for two classes
+        learned from bags of several rows, "argmax" otherwise (labels, in
+        whatever form, and more classes)."""
         if self.threshold != "auto":
             return self.threshold
-        binary_bags = len(self.classes_) == 2 and not self._fit_on_labels_
-        return "prior" if binary_bags else "argmax"
-
-    def _offsets(self, proba, prior, weights=None):
-        """The decision ``(offsets, threshold)`` of the rule for rows with
-        probabilities ``proba`` whose bags have the overall class proportions
-        ``prior`` (see :func:`sklearn_llp.core._decision.fit_decision`); pass it
-        to :meth:`_decide`."""
-        return fit_decision(self._decision_rule(), proba, prior, weights)
+        from_bags = not getattr(self, "_singleton_bags_", self._fit_on_labels_)
+        return "prior" if len(self.classes_) == 2 and from_bags else "argmax"
 
     def _check_threshold(self, classes):
-        """Refuse a float ``threshold`` unless there are two classes; called
-        with the data's ``classes`` before fitting, so nothing is trained."""
+        """Refuse a float ``threshold`` unless there are two classes (before
+        any training)."""
         if isinstance(self.threshold, Real) and len(classes) != 2:
             raise ValueError(
                 f"threshold={self.threshold} is a probability threshold of the "
@@ -123,46 +163,46 @@ class LLPClassifierMixin(ClassifierMixin):
                 f"({list(classes)}). Use threshold='prior' or 'argmax'."
             )
 
-    def _fit_decision_rule(self, training_proba, prior, weights=None):
-        """Set ``decision_offsets_`` and ``threshold_``.
+    def _fit_decision(self, bags, proba_of_rows):
+        """Fit ``decision_offsets_`` and ``threshold_`` on the training
+        ``bags``; ``proba_of_rows(rows)`` predicts the rows ``X[rows]``
+        (called only for prior matching)."""
+        self._singleton_bags_ = bool(bags.sizes.max(initial=0) <= 1)
+        rule = self._decision_rule()
+        if rule != "prior":
+            proba = np.zeros((0, len(self.classes_)))
+            self.decision_offsets_, self.threshold_ = decision_of(bags, proba, rule)
+            return
+        rows = np.unique(bags.members)
+        sub, _ = bags.restrict(rows)
+        proba = proba_of_rows(rows)
+        self.decision_offsets_, self.threshold_ = decision_of(sub, proba, rule)
 
-        ``training_proba()`` returns the probabilities of the training rows
-        (called only for prior matching), ``weights`` their sample weights
-        and ``prior`` the bags' overall class proportions.
-        """
+    def _fit_decision_rule(self, training_proba, prior, weights=None):
+        """Transition path of :meth:`_fit_decision` (prior and weights given)."""
         if self._decision_rule() == "prior":
             proba = training_proba()
         else:
             proba = np.zeros((0, len(self.classes_)))
-        self.decision_offsets_, self.threshold_ = self._offsets(proba, prior, weights)
+        self.decision_offsets_, self.threshold_ = fit_decision(
+            self._decision_rule(), proba, prior, weights
+        )
 
-    def _decide(self, proba, decision=None):
-        """Class index of every row by ``decision`` (an ``(offsets,
-        threshold)`` from :meth:`_offsets`), by default the fitted rule: two
-        classes, ``proba[:, 1] >= threshold_``; more,
-        ``argmax(log(proba.astype(float64)) + decision_offsets_)``."""
-        if decision is None:
-            decision = (
-                getattr(self, "decision_offsets_", None),
-                getattr(self, "threshold_", None),
-            )
-        return decide(proba, *decision)
+    def _decide(self, proba):
+        """Class index of every row by the fitted rule."""
+        return decide(
+            proba,
+            getattr(self, "decision_offsets_", None),
+            getattr(self, "threshold_", None),
+        )
 
     def score(self, X, y, props=None, sample_weight=None):
         """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.
 
-        The hard L1 error is the mean over bags of ``||p - p_hat||_1`` where
-        ``p_hat`` is the fraction of the bag's rows predicted as each class
-        (by ``predict``; the paper's model-selection criterion); when every
-        bag is a single row the score equals the accuracy.
-
-        A model fitted on bags needs ``props``: ``score(X, bags)`` raises,
-        because ``y`` then holds bag ids and an accuracy against them would
-        be meaningless. (In GridSearchCV with metadata routing off, where the
-        default scoring calls ``score(X, y)``, pass
-        ``scoring=make_bag_scorer("hard_l1", bags=bags, props=props)``.) A
-        model fitted on labels (``props=None`` in ``fit``) scores accuracy
-        against the labels ``y`` when ``props`` is None.
+        The hard L1 error is the mean over bags of ``||p - p_hat||_1``, with
+        ``p_hat`` the share of the bag's rows ``predict`` gives each class;
+        with one row per bag the score is the accuracy. A model fitted on
+        bags needs ``props`` (``y`` then holds bag ids).
 
         Parameters
         ----------
@@ -170,31 +210,39 @@ class LLPClassifierMixin(ClassifierMixin):
         y : array-like of shape (n_samples,) or Bags
             Bag ids (with ``props``) or class labels (without).
         props : array-like, DataFrame, Series or dict, default=None
-            Label proportions in any form ``fit`` accepts.
         sample_weight : array-like of shape (n_samples,), default=None
-            Weight of every row within its bag (with ``props``), or of every
-            row in the accuracy (without).
 
         Returns
         -------
         score : float
             In [0, 1], greater is better.
         """
-        check_is_fitted(self)
-        if props is None and not isinstance(y, Bags):
-            if not self._fit_on_labels_:
-                raise ValueError(_SCORE_WITHOUT_PROPS.format(name=type(self).__name__))
-            return super().score(X, y, sample_weight=sample_weight)
-        n_samples = num_rows(X)
-        bags = check_bags(
-            y,
-            props,
-            n_samples=n_samples,
-            classes=self.classes_,
-            sample_weight=sample_weight,
-            require_props=True,
-        )
-        proba = check_proba(self.predict_proba(X), bags.n_samples, bags.n_classes)
-        pred = self._decide(proba)
-        error = bag_errors_of(bags, proba, ("hard_l1",), pred=pred)["hard_l1"]
-        return 1.0 - error / 2.0
+        score = self._score_bags(X, y, props, sample_weight, CLASSIFICATION)
+        if score is None:
+            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
+        return score
+
+
+class LLPRegressorMixin(_LLPScoreMixin, RegressorMixin):
+    """``score`` on bags for a regressor: the R^2 of the bag means."""
+
+    def score(self, X, y, targets=None, sample_weight=None):
+        """R^2 of the predicted bag means; R^2 on ``y`` if fitted on targets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or Bags
+            Bag ids (with ``targets``) or instance targets (without).
+        targets : array-like, Series, DataFrame or dict, default=None
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+            At most 1, greater is better.
+        """
+        score = self._score_bags(X, y, targets, sample_weight, REGRESSION)
+        if score is None:
+            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+        return score

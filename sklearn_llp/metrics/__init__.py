@@ -1,36 +1,29 @@
-"""Bag-level metrics and scorers for Learning from Label Proportions.
+"""Bag-level metrics and the bag scorer for model selection without labels.
 
-The metrics compare the class proportions a classifier predicts for every bag
-with the bag's given proportions; the scorers negate them for ``scoring=`` of
-GridSearchCV and cross_validate (greater is better). The regression metrics
-compare a regressor's mean prediction over every bag with the bag's given
-mean (``bag_mean_squared_error``, ``bag_mean_absolute_error``,
-``bag_r2_score``), with their scorers.
+The classification errors compare every bag's proportions with the share of
+its rows a classifier labels each class ("hard") or its mean probabilities
+("soft"), by L1 or KL; the regression metrics compare every bag's mean with
+the mean prediction over its rows. :class:`BagScorer` turns any of them into
+a ``scoring=`` for GridSearchCV and cross_validate (greater is better).
 """
 
-from ..core._errors import BAG_METRICS, KL_EPS
+from ..core import BAG_METRICS, KL_EPS, REGRESSION_METRICS
 from ._bag_metrics import (
     bag_errors,
+    bag_mean_absolute_error,
+    bag_mean_squared_error,
+    bag_r2_score,
     hard_kl_error,
     hard_l1_error,
     soft_kl_error,
     soft_l1_error,
 )
-from ._regression import (
-    BAG_REGRESSION_METRICS,
-    BagRegressionScorer,
-    bag_mae_scorer,
-    bag_mean_absolute_error,
-    bag_mean_squared_error,
-    bag_mse_scorer,
-    bag_r2_score,
-    bag_r2_scorer,
-    bag_targets_table,
-    make_bag_regression_scorer,
-)
-from ._scorers import (
+from ._scorer import (
     BagScorer,
-    bag_props_table,
+    bag_mae_scorer,
+    bag_mse_scorer,
+    bag_r2_scorer,
+    bag_table,
     hard_kl_scorer,
     hard_l1_scorer,
     make_bag_scorer,
@@ -40,24 +33,21 @@ from ._scorers import (
 
 __all__ = [
     "BAG_METRICS",
-    "BAG_REGRESSION_METRICS",
     "KL_EPS",
-    "BagRegressionScorer",
+    "REGRESSION_METRICS",
     "BagScorer",
     "bag_errors",
     "bag_mae_scorer",
     "bag_mean_absolute_error",
     "bag_mean_squared_error",
     "bag_mse_scorer",
-    "bag_props_table",
     "bag_r2_score",
     "bag_r2_scorer",
-    "bag_targets_table",
+    "bag_table",
     "hard_kl_error",
     "hard_kl_scorer",
     "hard_l1_error",
     "hard_l1_scorer",
-    "make_bag_regression_scorer",
     "make_bag_scorer",
     "soft_kl_error",
     "soft_kl_scorer",

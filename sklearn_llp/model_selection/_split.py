@@ -24,8 +24,7 @@ import scipy.sparse as sp
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 from sklearn.utils import check_random_state
 
-from ..core import Bags, check_bags
-from ..core._read import _is_index_list, _membership, num_rows
+from ..core import Bags, bags_form, check_bags, membership_matrix, num_rows
 
 
 def _validated_bags(splitter, X, y, groups):
@@ -243,7 +242,7 @@ def subset_membership(bags, rows):
     >>> sub_bags, kept
     ([array([0, 1])], array([2]))
     """
-    if not (sp.issparse(bags) or _is_index_list(bags)):
+    if bags_form(bags)[0] not in ("membership", "index_lists"):
         raise TypeError(
             "bags must be overlapping bags: a sparse (n_samples, n_bags) "
             "membership matrix or a list of arrays of row indices; with one bag "
@@ -271,7 +270,7 @@ def subset_membership(bags, rows):
         n_samples = max(largest, int(rows.max(initial=-1))) + 1
     # index lists go in as a matrix: n lists of one row each for n rows would
     # read as a column of bag ids
-    matrix = bags if sp.issparse(bags) else _membership(bags, n_samples, "bags")
+    matrix = bags if sp.issparse(bags) else membership_matrix(bags, n_samples)
     sub, kept = check_bags(matrix, n_samples=n_samples).restrict(rows)
     if sp.issparse(bags):
         return sub.membership().asformat(bags.format), kept

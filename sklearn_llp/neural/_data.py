@@ -70,10 +70,11 @@ class BagDataset(torch.utils.data.Dataset):
         Validated bags with proportions.
     """
 
-    def __init__(self, X, bags):
+    def __init__(self, X, bags, values=None):
         self.X = X
         self.bags = bags
-        self.bag_props = _float_tensor(bags.props)
+        self.values = bags.values if values is None else values
+        self.bag_props = _float_tensor(self.values)
         self.weights = _optional_tensor(bags.weights)
         self.bag_weights = _optional_tensor(bags.bag_weights)
 
@@ -112,11 +113,14 @@ class BagDataset(torch.utils.data.Dataset):
             target["weights"] = self.weights[torch.from_numpy(rows)]
         if self.bag_weights is not None:
             target["bag_weights"] = self.bag_weights[target["bag_index"]]
+        target["rows"] = torch.from_numpy(np.asarray(rows, dtype=np.int64))
         return take_rows(self.X, rows), target
 
     def select_bags(self, bag_mask):
         """The sub-dataset of the bags where ``bag_mask`` is True."""
-        return BagDataset(self.X, self.bags.select(bag_mask))
+        return BagDataset(
+            self.X, self.bags.select(bag_mask), np.asarray(self.values)[bag_mask]
+        )
 
 
 class EpochBatches:
@@ -181,6 +185,7 @@ class EpochBatches:
                 ),
                 "bag_index": on_device["bag_index"][s],
                 "bag_props": bag_props[s],
+                "rows": on_device["rows"][r],
             }
             if data.overlapping:  # the gather's backward sums by member
                 target["members"] = attach_plan(

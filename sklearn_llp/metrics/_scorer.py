@@ -1,0 +1,357 @@
+"""One scorer for model selection on bags, for both tasks.
+
+In ``GridSearchCV`` and ``cross_validate`` with LLP data ``y`` holds bag
+ids, and a scorer needs the test bags' values too: they arrive through
+metadata routing (``props`` or ``targets``, sliced to the test rows), or the
+scorer holds a per-bag table and looks the test bags up by id (routing off,
+scikit-learn's default). Scoring bags the model trained on warns with a
+:class:`~sklearn_llp.exceptions.BagLeakageWarning`.
+"""
+
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.metadata_routing import MetadataRequest
+
+from ..core import (
+    CLASSIFICATION,
+    METRICS,
+    Bags,
+    attach_table,
+    bag_errors_of,
+    check_bags,
+    check_predictions,
+    check_proba,
+    num_rows,
+)
+from ..exceptions import BagLeakageWarning
+
+_NO_VALUES = (
+    "{scorer} received no {noun} ({values}), so it cannot score bags. In "
+    "scikit-learn's default configuration (metadata routing off) GridSearchCV and "
+    "cross_validate give a scorer only X and y (the bag ids). Either (1) "
+    "enable metadata routing (sklearn.set_config(enable_metadata_routing=True)) "
+    "and pass {values}= to the search's fit or cross_validate(..., "
+    "params={{'{values}': ...}}); or (2) build a scorer that holds every bag's "
+    "values: make_bag_scorer({metric!r}, bags=bags, {values}={values})."
+)
+
+_LEAK = (
+    "{n_trained} of the {n_scored} bags that {scorer} scores {how}, so the "
+    "score is not a held-out score. With y=bags, cv=5 (an integer cv, KFold, "
+    "StratifiedKFold) splits every bag across the folds and scores fragments "
+    "of bags whose other rows were trained on; pass cv=BagKFold(5) "
+    "(sklearn_llp.model_selection.BagKFold), which keeps every bag whole in "
+    "one fold."
+)
+
+
+def _key(task):
+    return "props" if task == CLASSIFICATION else "targets"
+
+
+def _table_of(bags):
+    """The per-bag table of validated ``bags`` (index: bag id)."""
+    index = pd.Index(bags.ids, name="bag", tupleize_cols=False)
+    if bags.task != CLASSIFICATION:
+        return pd.DataFrame({"mean": bags.means}, index=index)
+    columns = (
+        pd.RangeIndex(bags.n_classes)
+        if bags.positional_classes
+        else pd.Index(bags.classes)
+    )
+    return pd.DataFrame(bags.props, index=index, columns=columns)
+
+
+def bag_table(bags, props=None, *, targets=None, classes=None):
+    """The per-bag table of sample-aligned (or any) bags and values.
+
+    Parameters
+    ----------
+    bags : array-like of shape (n_samples,)
+        Bag id of every row.
+    props, targets : array-like, DataFrame, Series or dict, default=None
+        Class proportions or bag means, in any form of
+        :func:`~sklearn_llp.core.check_bags` (one of the two).
+    classes : array-like, default=None
+        Class labels, the columns' names.
+
+    Returns
+    -------
+    table : DataFrame
+        Indexed by bag id: one column per class, or the column ``mean``.
+
+    Examples
+    --------
+    >>> from sklearn_llp.metrics import bag_table
+    >>> bag_table(["a", "a", "b"], [0.5, 0.5, 1.0]).to_numpy().tolist()
+    [[0.5, 0.5], [0.0, 1.0]]
+    >>> bag_table(["a", "a", "b"], targets=[2.0, 2.0, 3.5])["mean"].tolist()
+    [2.0, 3.5]
+    """
+    if props is None and targets is None:
+        raise TypeError("bag_table needs props or targets.")
+    return _table_of(check_bags(bags, props, targets=targets, classes=classes))
+
+
+def _validated_table(table, task):
+    """A user's per-bag table read through the one reader."""
+    if not isinstance(table, (pd.DataFrame, pd.Series, Mapping)):
+        raise TypeError(
+            f"table must be a per-bag table indexed by bag id (a DataFrame, a "
+            f"Series or a dict); got {type(table).__name__}. From sample-aligned "
+            f"data use make_bag_scorer(metric, bags=bags, {_key(task)}=...)."
+        )
+    index = pd.Index(
+        list(table) if isinstance(table, Mapping) else table.index, tupleize_cols=False
+    )
+    if index.has_duplicates:
+        raise ValueError("table repeats a bag id in its index.")
+    n = len(index)
+    ids = np.empty(n, dtype=object) if index.dtype == object else index.to_numpy()
+    if index.dtype == object:
+        ids[:] = list(index)
+    bags = Bags(np.arange(n + 1), np.arange(n), ids, n)
+    return _table_of(attach_table(bags, table, task, None, "table"))
+
+
+def _trained_bag_ids(estimator):
+    """``train_bag_ids_`` of the LLP model in ``estimator`` (itself, a
+    Pipeline's last step, a search's ``best_estimator_``), or None."""
+    for _ in range(8):
+        ids = getattr(estimator, "train_bag_ids_", None)
+        if ids is not None:
+            return ids
+        if hasattr(estimator, "steps"):
+            estimator = estimator.steps[-1][1]
+        elif hasattr(estimator, "best_estimator_"):
+            estimator = estimator.best_estimator_
+        else:
+            return None
+    return None
+
+
+class BagScorer:
+    """Score an LLP estimator on bags; greater is better.
+
+    For ``scoring=`` of :class:`~sklearn.model_selection.GridSearchCV` and
+    :func:`~sklearn.model_selection.cross_validate`. Called as
+    ``scorer(estimator, X, y)`` with ``y`` the bag of every row, it returns
+    minus the bag error (``"hard_l1"``, ``"soft_l1"``, ``"hard_kl"``,
+    ``"soft_kl"`` of ``predict_proba``, the hard ones labelled by the model's
+    ``predict``; ``"mse"``, ``"mae"`` of ``predict``) or the bag R^2
+    (``"r2"``). The test bags' values come from ``props``/``targets`` passed
+    to the call (routed under metadata routing), else from ``table``; with
+    neither the call raises, saying how to pass them. Scoring bags the
+    model trained on warns (:class:`~sklearn_llp.exceptions.BagLeakageWarning`):
+    a scorer from ``make_bag_scorer(..., bags=bags, ...)`` knows every bag's
+    size and warns only for bags scored with part of their rows.
+
+    Parameters
+    ----------
+    metric : str, default="hard_l1"
+        One of :data:`~sklearn_llp.core.METRICS`: its task is the estimator's.
+    table : DataFrame, Series or dict, default=None
+        The values of every bag that may be scored, indexed by bag id
+        (:func:`bag_table` builds one).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.dummy import DummyClassifier
+    >>> from sklearn_llp.metrics import BagScorer
+    >>> X, bags = np.zeros((4, 1)), np.array([0, 0, 1, 1])
+    >>> props = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0], [1.0, 0.0]]
+    >>> clf = DummyClassifier().fit(X, [0, 0, 0, 1])  # always class 0
+    >>> BagScorer("hard_l1")(clf, X, bags, props=props)
+    -0.5
+    >>> BagScorer("hard_l1", table={0: [0.5, 0.5], 1: [1.0, 0.0]})(clf, X, bags)
+    -0.5
+    """
+
+    def __init__(self, metric="hard_l1", table=None):
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {tuple(METRICS)}; got {metric!r}.")
+        self.metric = metric
+        self.task = METRICS[metric]
+        self.table = None if table is None else _validated_table(table, self.task)
+        self._bag_sizes = None  # every bag's rows, set by make_bag_scorer
+
+    def __repr__(self):
+        table = "" if self.table is None else f", table=<{len(self.table)} bags>"
+        return f"{type(self).__name__}(metric={self.metric!r}{table})"
+
+    def __call__(self, estimator, X, y=None, values=None, sample_weight=None, **routed):
+        """The score of ``estimator`` on the bags ``y`` of ``X``; ``values``
+        (or the routed ``props``/``targets``) are the test bags' values."""
+        key = _key(self.task)
+        if values is None:
+            values = routed.get(key)
+        if y is None:
+            raise ValueError(
+                f"{self!r} needs y, the bag id of every row of X, to know which "
+                "rows form a bag."
+            )
+        carried = isinstance(y, Bags) and y.values is not None
+        if values is None and self.table is None and not carried:
+            raise ValueError(
+                _NO_VALUES.format(
+                    scorer=repr(self),
+                    noun="label proportions" if key == "props" else "bag means",
+                    values=key,
+                    metric=self.metric,
+                )
+            )
+        n_samples = num_rows(X)
+        classes = getattr(estimator, "classes_", None)
+        if values is not None or carried:
+            bags = check_bags(
+                y,
+                **{key: values},
+                n_samples=n_samples,
+                classes=classes,
+                sample_weight=sample_weight,
+                task=self.task,
+            )
+        else:
+            bags = check_bags(y, n_samples=n_samples, sample_weight=sample_weight)
+            bags = attach_table(bags, self.table, self.task, classes, "table")
+        self._warn_if_trained_on(estimator, bags)
+        if self.task != CLASSIFICATION:
+            y_pred = check_predictions(estimator.predict(X), n_samples)
+            error = bag_errors_of(bags, y_pred, (self.metric,))[self.metric]
+            return error if self.metric == "r2" else -error
+        proba = check_proba(estimator.predict_proba(X), n_samples, bags.n_classes)
+        pred = None
+        if self.metric.startswith("hard") and hasattr(estimator, "predict"):
+            pred = pd.Index(bags.classes).get_indexer(estimator.predict(X))
+            if np.any(pred < 0):
+                raise ValueError(
+                    f"{type(estimator).__name__}.predict returned labels that are "
+                    f"not in its classes_ {bags.classes.tolist()}."
+                )
+        return -bag_errors_of(bags, proba, (self.metric,), pred=pred)[self.metric]
+
+    def _warn_if_trained_on(self, estimator, bags):
+        """Warn when scored bags were trained on (only split ones, when the
+        scorer knows every bag's size)."""
+        trained_ids = _trained_bag_ids(estimator)
+        if trained_ids is None or bags.overlapping or not bags.n_bags:
+            return
+        try:
+            ids = pd.Index(bags.ids, tupleize_cols=False)
+            trained = np.asarray(ids.isin(np.asarray(trained_ids, dtype=object)))
+        except (TypeError, ValueError):
+            return
+        sizes = getattr(self, "_bag_sizes", None)
+        if sizes is not None:
+            trained &= bags.sizes < sizes.reindex(ids).to_numpy(dtype=float)
+            how = (
+                "hold only part of their rows while the model trained on bags "
+                "with the same ids"
+            )
+            hint = ""
+        else:
+            how = "were also trained on (train_bag_ids_ of the fitted model)"
+            hint = (
+                " Scoring the training bags on purpose (return_train_score=True) "
+                "warns too: make_bag_scorer(metric, bags=bags, ...) knows the "
+                "bags' sizes and warns only for split bags."
+            )
+        if trained.any():
+            warnings.warn(
+                _LEAK.format(
+                    n_trained=int(trained.sum()),
+                    n_scored=bags.n_bags,
+                    scorer=repr(self),
+                    how=how,
+                )
+                + hint,
+                BagLeakageWarning,
+                stacklevel=3,
+            )
+
+    def get_metadata_routing(self):
+        """Request the bags' values (``props`` or ``targets``) and
+        ``sample_weight`` for ``score`` under metadata routing."""
+        request = MetadataRequest(owner=repr(self))
+        request.score.add_request(param=_key(self.task), alias=True)
+        request.score.add_request(param="sample_weight", alias=True)
+        return request
+
+    def _accept_sample_weight(self):
+        # asked by GridSearchCV when sample_weight is passed with routing off
+        return True
+
+
+def make_bag_scorer(
+    metric="hard_l1", *, table=None, bags=None, props=None, targets=None
+):
+    """A :class:`BagScorer`, holding every bag's values if given.
+
+    ``make_bag_scorer(metric)`` expects the values routed to it (metadata
+    routing on). With ``bags`` and ``props`` (or ``targets``) of the whole
+    data set, or a ``table``, it works with routing off too, and knows every
+    bag's size for the leakage warning.
+
+    Parameters
+    ----------
+    metric : str, default="hard_l1"
+        See :class:`BagScorer`.
+    table : DataFrame, Series or dict, default=None
+        Values indexed by bag id.
+    bags : array-like of shape (n_samples,), default=None
+        Bag id of every row of the data set the scorer will see.
+    props, targets : default=None
+        Values aligned with ``bags`` (the metric's task decides which).
+
+    Returns
+    -------
+    scorer : BagScorer
+
+    Examples
+    --------
+    >>> from sklearn_llp.metrics import make_bag_scorer
+    >>> make_bag_scorer("hard_l1", bags=[0, 0, 1], props=[0.5, 0.5, 1.0])
+    BagScorer(metric='hard_l1', table=<2 bags>)
+    >>> make_bag_scorer("r2", bags=[0, 0, 1], targets=[1.0, 1.0, 2.0])
+    BagScorer(metric='r2', table=<2 bags>)
+    """
+    scorer = BagScorer(metric)
+    key = _key(scorer.task)
+    values = props if key == "props" else targets
+    other = targets if key == "props" else props
+    if other is not None:
+        raise TypeError(
+            f"metric={metric!r} scores {scorer.task}: pass {key}=, not "
+            f"{'targets' if key == 'props' else 'props'}=."
+        )
+    if (bags is None) != (values is None):
+        raise ValueError(f"Pass both bags and {key}, or neither.")
+    if bags is None:
+        return BagScorer(metric, table=table)
+    if table is not None:
+        raise ValueError(f"Pass table, or bags and {key}, not both.")
+    validated = check_bags(bags, **{key: values}, task=scorer.task)
+    scorer.table = _table_of(validated)
+    index = pd.Index(validated.ids, tupleize_cols=False)
+    scorer._bag_sizes = pd.Series(validated.sizes, index=index)
+    return scorer
+
+
+#: Minus :func:`hard_l1_error` (the paper's model-selection criterion).
+hard_l1_scorer = BagScorer("hard_l1")
+#: Minus :func:`soft_l1_error`.
+soft_l1_scorer = BagScorer("soft_l1")
+#: Minus :func:`hard_kl_error`.
+hard_kl_scorer = BagScorer("hard_kl")
+#: Minus :func:`soft_kl_error`.
+soft_kl_scorer = BagScorer("soft_kl")
+#: :func:`bag_r2_score` as a scorer.
+bag_r2_scorer = BagScorer("r2")
+#: Minus :func:`bag_mean_squared_error`.
+bag_mse_scorer = BagScorer("mse")
+#: Minus :func:`bag_mean_absolute_error`.
+bag_mae_scorer = BagScorer("mae")
