@@ -65,10 +65,6 @@ def _is_key(value):
     return isinstance(value, (*keys, pd.Interval, pd.Period))
 
 
-def _is_missing(value):
-    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
-
-
 def _is_index_list(bags):
     """A list or tuple of row-index sequences (one per bag), not of bag ids."""
     if not isinstance(bags, (list, tuple)) or not bags:
@@ -178,6 +174,20 @@ def bags_form(bags, n_samples=None, name="bags"):
     return "ids", _id_array(bags, name)
 
 
+#: What ``pandas.api.types.infer_dtype`` calls a column of usable ids.
+_KEY_DTYPES = {
+    "string",
+    "bytes",
+    "integer",
+    "boolean",
+    "datetime",
+    "datetime64",
+    "date",
+    "interval",
+    "period",
+}
+
+
 def _check_ids(ids, name, allow_unbagged):
     """Refuse ids that are missing, of mixed types or not usable as keys."""
     kind = ids.dtype.kind
@@ -189,39 +199,40 @@ def _check_ids(ids, name, allow_unbagged):
     elif kind in "Mm" and np.isnat(ids).any():
         raise ValueError(f"{name} contains missing ids (NaT).")
     elif kind == "O":
-        parts = ids
-        if ids.size and isinstance(ids[0], tuple):
-            lengths = {len(v) if isinstance(v, tuple) else -1 for v in ids}
-            if len(lengths) != 1 or -1 in lengths:
-                raise TypeError(
-                    f"{name} mixes composite keys (tuples) of different lengths "
-                    "or with single ids; give every row a tuple of the same length."
+        tuples = ids.size and isinstance(ids[0], tuple)
+        if tuples and {len(v) if isinstance(v, tuple) else -1 for v in ids} != {
+            len(ids[0])
+        }:
+            raise TypeError(
+                f"{name} mixes composite keys (tuples) of different lengths or "
+                "with single ids; give every row a tuple of the same length."
+            )
+        for column in [list(c) for c in zip(*ids)] if tuples else [ids]:
+            column = np.asarray(column, dtype=object)
+            missing = np.asarray(pd.isna(column), dtype=bool)
+            if missing.any():
+                row = int(np.argmax(missing))
+                raise ValueError(
+                    f"{name} contains missing ids (None/NaN), e.g. row {row}: "
+                    f"{ids[row]!r}. A bag id must be a value: fill the missing "
+                    "key values (e.g. df[keys].fillna('missing')) or drop those "
+                    "rows."
                 )
-        for row, value in enumerate(ids):
-            for part in value if isinstance(value, tuple) else (value,):
-                if _is_missing(part):
-                    raise ValueError(
-                        f"{name} contains missing ids (None/NaN), e.g. row {row}: "
-                        f"{value!r}. A bag id must be a value: fill the missing "
-                        "key values (e.g. df[keys].fillna('missing')) or drop "
-                        "those rows."
-                    )
-                if not _is_key(part):
-                    raise TypeError(
-                        f"{name} holds ids of type {type(part).__name__} "
-                        f"({part!r}, row {row}); bag ids must be ints, strings, "
-                        "bools, timestamps or intervals, or tuples of them "
-                        "(composite keys)."
-                    )
-        columns = list(zip(*ids)) if ids.size and isinstance(ids[0], tuple) else [parts]
-        for column in columns:
-            inferred = pd.api.types.infer_dtype(np.asarray(column, dtype=object))
-            if inferred.startswith("mixed"):
+            inferred = pd.api.types.infer_dtype(column)
+            if inferred in _KEY_DTYPES:
+                continue
+            bad = next((v for v in column if not _is_key(v)), None)  # error path
+            if bad is not None:
                 raise TypeError(
-                    f"{name} mixes id types ({inferred}), e.g. 0 and '0', which "
-                    "would be merged or compared ambiguously; use one type for all "
-                    "bag ids (and for each part of a composite key)."
+                    f"{name} holds ids of type {type(bad).__name__} ({bad!r}); bag "
+                    "ids must be ints, strings, bools, timestamps or intervals, "
+                    "or tuples of them (composite keys)."
                 )
+            raise TypeError(
+                f"{name} mixes id types ({inferred}), e.g. 0 and '0', which would "
+                "be merged or compared ambiguously; use one type for all bag ids "
+                "(and for each part of a composite key)."
+            )
     elif kind not in "iubUS":
         raise TypeError(f"{name} must hold bag ids; got dtype {ids.dtype}.")
     if not allow_unbagged and kind in "iufO":
@@ -257,8 +268,9 @@ def _encode_ids(ids, n_samples, name, allow_unbagged):
         if kept.dtype.kind == "O" and kept.size and isinstance(kept[0], tuple):
             inverse, keys = pd.MultiIndex.from_tuples(list(kept)).factorize(sort=True)
             bag_ids = _object_array(list(keys))
-        else:
-            bag_ids, inverse = np.unique(kept, return_inverse=True)
+        else:  # hashing, then sorting the distinct ids only
+            inverse, bag_ids = pd.factorize(kept, sort=True)
+            bag_ids = np.asarray(bag_ids)
     except TypeError as exc:
         raise TypeError(
             f"{name} mixes id types that cannot be compared (e.g. ints and "
@@ -770,13 +782,15 @@ def check_bags(
 
 def _wrong_task(wanted, got, what):
     nouns = {CLASSIFICATION: "label proportions", REGRESSION: "bag means"}
-    fixes = {
-        CLASSIFICATION: "LLPRegressor, or check_bags(bags, targets=...)",
-        REGRESSION: "LLPClassifier, or check_bags(bags, props)",
+    fit = {CLASSIFICATION: "LLPClassifier", REGRESSION: "LLPRegressor"}
+    read = {
+        CLASSIFICATION: "check_bags(bags, props)",
+        REGRESSION: "check_bags(bags, targets=...)",
     }
     return (
-        f"{what} carries {nouns[got]} ({got}), but {nouns[wanted]} are needed "
-        f"here ({wanted}); for {nouns[got]} use {fixes[wanted]}."
+        f"{what} carries {nouns[got]} ({got} values), but {nouns[wanted]} are "
+        f"needed here: fit {nouns[got]} with {fit[got]}, or read the bags with "
+        f"{read[wanted]}."
     )
 
 
