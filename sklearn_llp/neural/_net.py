@@ -174,7 +174,38 @@ def declare_parameters(head):
     return head
 
 
-class LLPNet(RuntimeMixin, NeuralNet):
+class _EstimatorAPI(type):
+    """``help()`` and ``dir()`` of an estimator class show its API: the calls
+    a user makes and the hooks sklearn-llp adds; skorch's training plumbing
+    (and the overrides of it) stays reachable but out of the listing."""
+
+    _API = {
+        "fit",
+        "partial_fit",
+        "predict",
+        "predict_proba",
+        "score",
+        "get_params",
+        "set_params",
+        "save_params",
+        "load_params",
+        "initialize",
+        "history",
+        "__init__",
+    }
+
+    def __dir__(cls):
+        ours, theirs = set(), set()
+        for klass in cls.__mro__:
+            library = klass.__module__.startswith(("skorch", "sklearn.", "builtins"))
+            (theirs if library else ours).update(vars(klass))
+        shown = (ours - theirs) | cls._API
+        return sorted(
+            n for n in shown if hasattr(cls, n) and not n.endswith("_request")
+        )
+
+
+class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
     """Base class of the network estimators trained on bags.
 
     A head sets ``_task``, ``_stopping_metric`` and implements
