@@ -29,7 +29,8 @@ from scipy.special import ndtr
 
 from sklearn_llp.bags import label_proportions
 from sklearn_llp.privacy import dp_noise_scale, dp_proportions
-from sklearn_llp.privacy._release import NEIGHBOURS, REPLACE_ONE_SENSITIVITY
+from sklearn_llp.privacy._mechanisms import REPLACE_ONE_SENSITIVITY
+from sklearn_llp.privacy._release import NEIGHBOURS
 
 
 def table_of_counts(ids, y, classes):

@@ -28,7 +28,7 @@ from sklearn_llp.privacy import (
     noise_variance,
     released_rows,
 )
-from sklearn_llp.privacy._release import (
+from sklearn_llp.privacy._mechanisms import (
     _analytic_gaussian_delta,
     _discrete_gaussian,
     _discrete_laplace,
