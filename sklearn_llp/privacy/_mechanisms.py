@@ -1,8 +1,4 @@
-"""Noise mechanisms: their scale for a privacy budget, samplers and variances.
-
-The derivations (sensitivities, zCDP conversion, analytic Gaussian) are in
-the user guide, :ref:`privacy_accounting`.
-"""
+"""Noise mechanisms: their scale for a privacy budget, samplers, variances."""
 
 import functools
 import math
@@ -12,23 +8,16 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_ndtr, ndtr
 
-#: Mechanisms of :func:`dp_proportions` and :func:`dp_noise_scale`, and the
-#: distribution of the noise each adds to a count.
-MECHANISMS = {
-    "laplace": "laplace",
-    "gaussian": "gaussian",
-    "analytic_gaussian": "gaussian",
-    "discrete_laplace": "discrete_laplace",
-    "discrete_gaussian": "discrete_gaussian",
-}
-
 #: The noise distributions, and the norm of the sensitivity each is
 #: calibrated to (``noise`` of :class:`~sklearn_llp.methods.NoisyProportions`).
-NOISE_NORMS = {
-    "laplace": "L1",
-    "gaussian": "L2",
-    "discrete_laplace": "L1",
-    "discrete_gaussian": "L2",
+NOISE_NORMS = dict(
+    laplace="L1", gaussian="L2", discrete_laplace="L1", discrete_gaussian="L2"
+)
+
+#: The mechanisms, and the distribution of the noise each adds.
+MECHANISMS = {
+    **{noise: noise for noise in NOISE_NORMS},
+    "analytic_gaussian": "gaussian",
 }
 
 _PURE = ("laplace", "discrete_laplace")  # epsilon-DP, no delta
@@ -45,49 +34,8 @@ def _norm(mechanism):
     return NOISE_NORMS[MECHANISMS[mechanism]]
 
 
-def _replace_one(mechanism, contributions=1):
-    """The sensitivity of the table of counts in the mechanism's norm."""
-    key = "laplace" if _norm(mechanism) == "L1" else "gaussian"
-    return contributions * REPLACE_ONE_SENSITIVITY[key]
-
-
-# ----------------------------------------------------------------------
-# Argument checks
-# ----------------------------------------------------------------------
 def _is_real(value):
     return isinstance(value, Real) and not isinstance(value, bool)
-
-
-def _check_epsilon(epsilon):
-    if not _is_real(epsilon) or math.isnan(epsilon) or epsilon <= 0:
-        raise ValueError(
-            f"epsilon must be a positive number (np.inf for no noise); got {epsilon!r}."
-        )
-    return float(epsilon)
-
-
-def _check_mechanism(mechanism, allowed=tuple(MECHANISMS)):
-    if not isinstance(mechanism, str) or mechanism not in allowed:
-        raise ValueError(
-            f"mechanism must be one of {sorted(allowed)}; got {mechanism!r}."
-        )
-    return mechanism
-
-
-def _check_delta(delta, mechanism):
-    if mechanism in _PURE:
-        if delta is not None:
-            raise ValueError(
-                f"delta={delta!r} is only used by the Gaussian mechanisms; "
-                f"mechanism={mechanism!r} is pure epsilon-DP: leave delta=None."
-            )
-        return None
-    if not _is_real(delta) or not 0 < delta < 1:
-        raise ValueError(
-            f"delta must be a number in (0, 1) for mechanism={mechanism!r} "
-            f"(typically below 1 / n_people, e.g. 1e-6); got {delta!r}."
-        )
-    return float(delta)
 
 
 def _check_count(value, name, *, none_ok=False):
@@ -100,12 +48,41 @@ def _check_count(value, name, *, none_ok=False):
     return int(value)
 
 
+def _check_arguments(
+    mechanism, epsilon, delta, max_contributions, clamp=False, allowed=MECHANISMS
+):
+    """The checked mechanism, epsilon, delta, contribution bound and clamp."""
+    if not isinstance(mechanism, str) or mechanism not in allowed:
+        raise ValueError(
+            f"mechanism must be one of {sorted(allowed)}; got {mechanism!r}."
+        )
+    if not _is_real(epsilon) or math.isnan(epsilon) or epsilon <= 0:
+        raise ValueError(
+            f"epsilon must be a positive number (np.inf for no noise); got {epsilon!r}."
+        )
+    if mechanism in _PURE and delta is not None:
+        raise ValueError(
+            f"delta={delta!r} is only used by the Gaussian mechanisms; "
+            f"mechanism={mechanism!r} is pure epsilon-DP: leave delta=None."
+        )
+    if mechanism not in _PURE and (not _is_real(delta) or not 0 < delta < 1):
+        raise ValueError(
+            f"delta must be a number in (0, 1) for mechanism={mechanism!r} "
+            f"(typically below 1 / n_people, e.g. 1e-6); got {delta!r}."
+        )
+    contributions = _check_count(max_contributions, "max_contributions")
+    if not isinstance(clamp, (bool, np.bool_)):
+        raise ValueError(f"clamp must be True or False; got {clamp!r}.")
+    delta = None if delta is None else float(delta)
+    return mechanism, float(epsilon), delta, contributions, bool(clamp)
+
+
 def _check_sensitivity(sensitivity, mechanism, *, release=False, contributions=1):
     """``sensitivity``, None giving the replace-one value times
-    ``contributions``; with ``release=True`` smaller values are refused (the
-    release would not be DP under its neighbouring relation)."""
+    ``contributions``; with ``release=True`` smaller values are refused."""
     norm = _norm(mechanism)
-    replace_one = _replace_one(mechanism, contributions)
+    key = "laplace" if norm == "L1" else "gaussian"
+    replace_one = contributions * REPLACE_ONE_SENSITIVITY[key]
     per = "" if contributions == 1 else f" for max_contributions={contributions}"
     if sensitivity is None:
         return replace_one
@@ -118,23 +95,16 @@ def _check_sensitivity(sensitivity, mechanism, *, release=False, contributions=1
     if release and sensitivity < replace_one * (1 - 1e-12):
         raise ValueError(
             f"sensitivity={sensitivity!r} is below {replace_one:.6g}, the {norm} "
-            f"sensitivity of the table of counts for mechanism={mechanism!r}{per}: "
-            "with the bag sizes public, neighbouring data sets differ in one "
-            "person's label, which moves one unit from one count to another "
-            "(L1 2, L2 sqrt(2), per row of the person); the value 1 is that of "
-            "adding or removing a person, which the exact bag sizes used here "
-            "would reveal. Leave sensitivity=None (the exact value) or pass a "
-            "larger one."
+            f"sensitivity of the table of counts for mechanism={mechanism!r}{per} "
+            "when one person's label changes with the bag sizes public (1 is "
+            "that of adding or removing a person, which the exact sizes would "
+            "reveal). Leave sensitivity=None or pass a larger one."
         )
     return float(sensitivity)
 
 
-# ----------------------------------------------------------------------
-# Samplers and variances
-# ----------------------------------------------------------------------
 def _discrete_laplace(rng, scale, size):
-    """Draws of ``P(k) ∝ exp(-|k| / scale)``: the difference of two
-    geometric draws of success probability ``1 - exp(-1 / scale)``."""
+    """``P(k) ∝ exp(-|k| / scale)``: a difference of two geometric draws."""
     if scale == 0:
         return np.zeros(size, dtype=np.int64)
     p = -math.expm1(-1.0 / scale)
@@ -142,9 +112,7 @@ def _discrete_laplace(rng, scale, size):
 
 
 def _discrete_gaussian(rng, sigma, size):
-    """Draws of ``P(k) ∝ exp(-k**2 / (2 sigma**2))`` by rejection from a
-    discrete Laplace of scale ``floor(sigma) + 1`` (Canonne, Kamath &
-    Steinke 2020, Algorithm 3, in doubles)."""
+    """``P(k) ∝ exp(-k**2 / (2 sigma**2))``, CKS 2020 Algorithm 3 in doubles."""
     out = np.zeros(size, dtype=np.int64)
     if sigma == 0:
         return out
@@ -162,8 +130,7 @@ def _discrete_gaussian(rng, sigma, size):
 
 
 def _discrete_gaussian_variance(sigma):
-    """The variance of the discrete Gaussian, summed; ``sigma**2`` above 20
-    (the difference is below the rounding of doubles from sigma = 2 on)."""
+    """The discrete Gaussian's variance, summed (``sigma**2`` above 20)."""
     if sigma == 0:
         return 0.0
     if sigma > 20:
@@ -187,8 +154,7 @@ def _draw(rng, noise, scale, shape):
 def noise_variance(noise, scale):
     """Variance of the noise of a given scale on one released count (or sum).
 
-    What :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by,
-    and ``attrs["noise_variance"]`` of a release.
+    What :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by.
 
     Parameters
     ----------
@@ -196,19 +162,13 @@ def noise_variance(noise, scale):
         The distribution (``attrs["noise"]`` of a release).
     scale : float or array-like of float
         Non-negative: Laplace ``b`` (variance ``2 b**2``), Gaussian
-        ``sigma`` (``sigma**2``), discrete Laplace ``t`` (``2 q / (1 -
-        q)**2``, ``q = exp(-1/t)``) or discrete Gaussian ``sigma`` (just
-        below ``sigma**2``).
+        ``sigma``, discrete Laplace ``t`` (``2 q / (1 - q)**2``, ``q =
+        exp(-1/t)``) or discrete Gaussian ``sigma`` (just below ``sigma**2``).
 
     Returns
     -------
     variance : float or ndarray
-        Of the shape of ``scale``.
-
-    Raises
-    ------
-    ValueError
-        Naming ``noise`` or ``scale`` when invalid.
+        Of the shape of ``scale``; a ValueError names an invalid argument.
 
     Examples
     --------
@@ -217,8 +177,6 @@ def noise_variance(noise, scale):
     8.0
     >>> round(noise_variance("discrete_laplace", 2.0), 4)
     7.8354
-    >>> round(noise_variance("discrete_gaussian", 0.5), 4)
-    0.215
     >>> noise_variance("gaussian", [0.0, 3.0])
     array([0., 9.])
     """
@@ -247,13 +205,9 @@ def noise_variance(noise, scale):
     return float(variance) if variance.ndim == 0 else variance
 
 
-# ----------------------------------------------------------------------
-# Calibration
-# ----------------------------------------------------------------------
 def _zcdp_log_delta(rho, epsilon):
-    """log of the delta at ``epsilon`` of a rho-zCDP mechanism (Canonne,
-    Kamath & Steinke 2020, Corollary 13), minimised over ``log(a - 1)`` on a
-    grid and then by Brent's method in the best cell."""
+    """log delta at ``epsilon`` of rho-zCDP (CKS 2020, Corollary 13), minimised
+    over ``log(a - 1)`` on a grid, then by Brent's method in the best cell."""
 
     def log_delta(u):
         a_minus_1 = np.exp(u)
@@ -276,50 +230,43 @@ def _zcdp_delta(rho, epsilon):
     return math.exp(_zcdp_log_delta(rho, epsilon))
 
 
-@functools.lru_cache(maxsize=256)
-def _zcdp_rho(epsilon, delta):
-    """The largest rho whose zCDP guarantee gives (epsilon, delta)-DP, by
-    bisection on ``log rho`` (delta grows with rho)."""
-    log_target = math.log(delta)
-    low = high = 1.0
-    while _zcdp_log_delta(high, epsilon) <= log_target and high < 1e300:
+def _largest(ok, start):
+    """The largest positive ``x`` with ``ok(x)`` (true below a threshold), to
+    a relative 1e-13 on the safe side, by bisection on ``log x``."""
+    low = high = start
+    while ok(high) and high < 1e300:
         high *= 16.0
-    while _zcdp_log_delta(low, epsilon) > log_target and low > 1e-300:
+    while not ok(low) and low > 1e-300:
         low /= 16.0
     for _ in range(200):
         mid = math.sqrt(low * high)
-        if _zcdp_log_delta(mid, epsilon) <= log_target:
-            low = mid
-        else:
-            high = mid
+        low, high = (mid, high) if ok(mid) else (low, mid)
         if high / low < 1 + 1e-13:
             break
     return low
 
 
+@functools.lru_cache(maxsize=256)
+def _zcdp_rho(epsilon, delta):
+    """The largest rho whose zCDP gives (epsilon, delta)-DP."""
+    log_delta = math.log(delta)
+    return _largest(lambda rho: _zcdp_log_delta(rho, epsilon) <= log_delta, 1.0)
+
+
 def _analytic_gaussian_delta(sigma, epsilon, sensitivity):
-    """The smallest delta of the Gaussian mechanism with noise ``sigma``
-    (Balle & Wang 2018, Theorem 8)."""
+    """The Gaussian mechanism's delta (Balle & Wang 2018, Theorem 8)."""
     a = sensitivity / (2 * sigma)
     b = epsilon * sigma / sensitivity
     return ndtr(a - b) - np.exp(epsilon + log_ndtr(-a - b))
 
 
 def _analytic_gaussian_sigma(epsilon, delta, sensitivity):
-    """The smallest sigma with ``_analytic_gaussian_delta <= delta``, by
-    bisection on ``log sigma``."""
-    low = high = sensitivity
-    while _analytic_gaussian_delta(high, epsilon, sensitivity) > delta:
-        high *= 2.0
-    while _analytic_gaussian_delta(low, epsilon, sensitivity) <= delta:
-        low /= 2.0
-    for _ in range(100):
-        mid = math.sqrt(low * high)
-        if _analytic_gaussian_delta(mid, epsilon, sensitivity) > delta:
-            low = mid
-        else:
-            high = mid
-    return high
+    """The smallest sigma whose delta is at most ``delta``."""
+    precision = _largest(
+        lambda p: _analytic_gaussian_delta(1 / p, epsilon, sensitivity) <= delta,
+        1 / sensitivity,
+    )
+    return 1 / precision
 
 
 def _noise_scale(epsilon, mechanism, delta, sensitivity):
@@ -367,11 +314,9 @@ def dp_noise_scale(
 ):
     """Scale of the noise a mechanism adds to each count for (epsilon, delta)-DP.
 
-    By default calibrated as :func:`dp_proportions` is: neighbouring data
-    sets differ in one person's label, bag sizes public, so the table of
-    counts has sensitivity 2 (L1, the Laplace mechanisms) or ``sqrt(2)``
-    (L2, the Gaussian ones), times ``max_contributions``. See
-    :ref:`privacy_accounting` for every mechanism's calibration.
+    By default calibrated as :func:`dp_proportions` is, for neighbours that
+    differ in one person's label with the bag sizes public: sensitivity 2
+    (L1) or ``sqrt(2)`` (L2) per row of a person (:ref:`privacy_accounting`).
 
     Parameters
     ----------
@@ -380,48 +325,35 @@ def dp_noise_scale(
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
         Laplace ``b = sensitivity / epsilon``; the classical Gaussian bound
-        (``epsilon < 1`` only); the analytic Gaussian (Balle & Wang 2018);
-        the discrete Laplace ``t = sensitivity / epsilon``; the discrete
+        (``epsilon < 1``); the analytic Gaussian (Balle & Wang 2018); the
+        discrete Laplace ``t = sensitivity / epsilon``; the discrete
         Gaussian through zCDP (Canonne et al. 2020).
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
-        Of the released vector, in the mechanism's norm, under the
-        neighbouring relation the caller guarantees. None: the replace-one
-        value above.
+        In the mechanism's norm, for the caller's neighbouring relation.
     max_contributions : int, default=1
-        Most rows one person has; the default sensitivity is multiplied by it.
+        Most rows one person has; the default sensitivity scales with it.
 
     Returns
     -------
     scale : float
         Laplace ``b``, Gaussian ``sigma``, discrete Laplace ``t`` or discrete
-        Gaussian ``sigma`` (:func:`noise_variance` gives its variance).
-
-    Raises
-    ------
-    ValueError
-        Naming the invalid argument, or ``epsilon`` when the scale would
-        overflow float64 (int64 for the integer noises).
+        Gaussian ``sigma``.
 
     Examples
     --------
     >>> from sklearn_llp.privacy import dp_noise_scale
-    >>> dp_noise_scale(0.5)  # Laplace, L1 sensitivity 2
-    4.0
+    >>> dp_noise_scale(0.5), dp_noise_scale(0.5, max_contributions=3)  # 2 / eps
+    (4.0, 12.0)
     >>> round(dp_noise_scale(0.5, "gaussian", delta=1e-5), 2)  # L2 sqrt(2)
     13.7
-    >>> dp_noise_scale(0.5, sensitivity=1.0), dp_noise_scale(0.5, max_contributions=3)
-    (2.0, 12.0)
     >>> round(dp_noise_scale(1.0, "analytic_gaussian", delta=1e-6), 2)
     5.97
-    >>> round(dp_noise_scale(1.0, "discrete_gaussian", delta=1e-6), 2)
-    6.41
     """
-    mechanism = _check_mechanism(mechanism)
-    epsilon = _check_epsilon(epsilon)
-    delta = _check_delta(delta, mechanism)
-    contributions = _check_count(max_contributions, "max_contributions")
+    mechanism, epsilon, delta, contributions, _ = _check_arguments(
+        mechanism, epsilon, delta, max_contributions
+    )
     sensitivity = _check_sensitivity(
         sensitivity, mechanism, contributions=contributions
     )

@@ -7,11 +7,10 @@ import pandas as pd
 def project_to_simplex(props):
     """Euclidean projection of every row onto the probability simplex.
 
-    A raw noisy release has shares below 0 or rows that do not sum to 1,
-    which :func:`~sklearn_llp.core.check_bags` refuses; this puts them back:
-    ``max(v - theta, 0)`` with the one ``theta`` that makes each row sum to 1
-    (Duchi et al. 2008), vectorised. Rows on the simplex come back unchanged
-    (up to rounding).
+    A raw noisy release has shares below 0 or rows not summing to 1, which
+    :func:`~sklearn_llp.core.check_bags` refuses; the projection ``max(v -
+    theta, 0)`` (Duchi et al. 2008) puts them back, leaving rows on the
+    simplex unchanged.
 
     Parameters
     ----------
@@ -23,12 +22,6 @@ def project_to_simplex(props):
     projected : ndarray of the same shape, or DataFrame
         Non-negative rows summing to 1, for any finite input however large;
         a DataFrame keeps its index and columns.
-
-    Raises
-    ------
-    ValueError
-        If ``props`` holds NaN or infinite values, is a scalar or has no
-        column.
 
     Examples
     --------
