@@ -30,20 +30,23 @@ _SUM_MECHANISMS = ("laplace", "gaussian", "analytic_gaussian")
 _POST_PROCESSING = ("project", "clip")
 
 
-def read_bags(bags, n_samples=None, *, release=False):
+def read_bags(bags, n_samples=None, *, rows=None, release=False):
     """Disjoint bags in any form :func:`~sklearn_llp.core.check_bags` reads,
-    rows in no bag (id ``-1``) of code ``-1``. ``n_samples`` goes only to
-    forms that need it (row-index lists), so a ``y`` of the wrong length is
-    reported against the bags' rows; ``release`` refuses bags with no row."""
+    rows in no bag (id ``-1``) of code ``-1``. ``rows`` (of ``y``) goes only
+    to forms that need a count (row-index lists), so that the caller blames
+    a ``y`` of the wrong length; ``n_samples`` (the user's) must match."""
     if bags is None:
         raise TypeError("bags is None: pass one bag id per row.")
+    rows = rows if n_samples is None else n_samples
     try:
         validated = check_bags(bags, min_bags=0, allow_unbagged=True)
     except TypeError:
-        if n_samples is None:
+        if rows is None:
             raise
-        validated = check_bags(
-            bags, n_samples=n_samples, min_bags=0, allow_unbagged=True
+        validated = check_bags(bags, n_samples=rows, min_bags=0, allow_unbagged=True)
+    if n_samples is not None and validated.n_samples != n_samples:
+        raise ValueError(
+            f"bags covers {validated.n_samples} rows but n_samples={n_samples!r}."
         )
     if validated.overlapping:
         raise ValueError(
@@ -206,7 +209,7 @@ def dp_proportions(
             f"{post_processing!r}."
         )
     y = np.asarray(y)
-    validated = read_bags(bags, len(y) if y.ndim == 1 else None, release=True)
+    validated = read_bags(bags, rows=len(y) if y.ndim == 1 else None, release=True)
     exact = label_proportions(validated.codes, y, classes=classes)
     columns, exact = exact.columns, exact.to_numpy()
     sizes = validated.sizes.astype(np.float64)[:, None]
@@ -311,13 +314,14 @@ def dp_bag_means(
         values = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError("y must be numeric: one target value per row.") from None
-    validated = read_bags(bags, len(values) if values.ndim == 1 else None)
+    validated = read_bags(
+        bags, rows=len(values) if values.ndim == 1 else None, release=True
+    )
     if values.ndim != 1 or len(values) != validated.n_samples:
         raise ValueError(
             f"y must be 1-D with one value per row of bags ({validated.n_samples}); "
             f"got shape {values.shape}."
         )
-    read_bags(validated, release=True)
     bagged = validated.codes >= 0
     if not np.all(np.isfinite(values[bagged])):
         raise ValueError("y contains NaN or infinite values; drop or fix those rows.")
