@@ -1,285 +1,360 @@
-"""The privacy accounting of dp_proportions, checked empirically.
+"""The noise mechanisms and their privacy accounting, exactly and empirically.
 
-Neighbouring data sets have the same people in the same bags (so the same,
-public, bag sizes) and differ in one person's label. That moves one unit from
-one count of a bag to another: L1 sensitivity 2, L2 sensitivity sqrt(2). The
-tests below check
-
-- the sensitivity arithmetic, by enumerating every one-label change of small
-  data sets;
-- that the noise actually drawn has the documented scale for the given
-  epsilon (and delta): Laplace ``b = 2 / epsilon``, Gaussian ``sigma =
-  sqrt(2) sqrt(2 ln(1.25 / delta)) / epsilon`` or the analytic sigma for L2
-  sensitivity sqrt(2), within sampling error;
-- the privacy loss of the release itself: between neighbours, the log
-  density ratio of the released noisy counts never exceeds epsilon for
-  Laplace and reaches it (the release is epsilon-DP and not better), and
-  the Gaussian release's delta at epsilon is the delta asked for (analytic)
-  or below it (classical bound);
-- that NoisyProportions reads the same noise scale from the release.
+Neighbouring data sets of dp_proportions have the same people in the same
+bags (public sizes) and differ in one person's label: one unit moves between
+two counts, L1 sensitivity 2 and L2 sqrt(2) per row of the person. Checked:
+the sensitivity by enumeration, every calibration exactly, the integer
+samplers against their mass functions, that the noise drawn has the stated
+scale (tolerances from the sample's own standard error, which a factor of 2
+or sqrt(2) fails by far), and the privacy loss of the released counts.
 """
 
 import itertools
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy.special import ndtr
 
-from sklearn_llp.bags import label_proportions
-from sklearn_llp.privacy import dp_noise_scale, dp_proportions
-from sklearn_llp.privacy._release import NEIGHBOURS, REPLACE_ONE_SENSITIVITY
+from sklearn_llp.privacy import (
+    dp_noise_scale,
+    dp_proportions,
+    noise_variance,
+    project_to_simplex,
+)
+from sklearn_llp.privacy._mechanisms import (
+    REPLACE_ONE_SENSITIVITY,
+    _analytic_gaussian_delta,
+    _discrete_gaussian,
+    _discrete_laplace,
+    _zcdp_delta,
+)
+from sklearn_llp.privacy._release import NEIGHBOURS
+
+SQRT2 = math.sqrt(2)
+MECHANISMS = [  # mechanism, delta, sensitivity of one row
+    ("laplace", None, 2.0),
+    ("discrete_laplace", None, 2.0),
+    ("gaussian", 1e-5, SQRT2),
+    ("analytic_gaussian", 1e-5, SQRT2),
+    ("discrete_gaussian", 1e-5, SQRT2),
+]
 
 
-def table_of_counts(ids, y, classes):
-    return (
-        label_proportions(ids, y, classes=classes).to_numpy()
-        * np.bincount(ids)[:, None]
-    )
+def counts_of(ids, y, n_classes=3):
+    counts = np.zeros((ids.max() + 1, n_classes))
+    np.add.at(counts, (ids, y), 1)
+    return counts
+
+
+def census(n_bags=60, seed=0):
+    rng = np.random.RandomState(seed)
+    ids = np.repeat(np.arange(n_bags), rng.randint(5, 80, n_bags))
+    return ids, rng.randint(0, 3, len(ids))
+
+
+def discrete_laplace_pmf(k, t):
+    q = math.exp(-1 / t)
+    return (1 - q) / (1 + q) * q ** np.abs(k)
+
+
+def discrete_gaussian_pmf(k, sigma):
+    support = np.arange(-int(40 * sigma) - 2, int(40 * sigma) + 3)
+    norm = np.exp(-(support**2) / (2 * sigma**2)).sum()
+    return np.exp(-(np.asarray(k) ** 2) / (2 * sigma**2)) / norm
 
 
 # ---------------------------------------------------------------------------
-# The sensitivity arithmetic
+# Sensitivity and calibration
 # ---------------------------------------------------------------------------
-def test_replace_one_sensitivity_by_enumeration():
-    """Every data set of 5 people in bags [0, 0, 0, 1, 1] with labels in 3
-    classes, and every change of one person's label: the count tables differ
-    by exactly 2 in L1 and sqrt(2) in L2, never more (the bound is tight)."""
+@pytest.mark.parametrize(
+    "changes, l1, l2",
+    [
+        ([(row,) for row in range(5)], {2.0}, {round(SQRT2, 12)}),  # one row
+        ([(0, 1), (0, 3)], 4.0, 2 * SQRT2),  # two rows: same bag, two bags
+    ],
+)
+def test_sensitivity_of_the_table_by_enumeration(changes, l1, l2):
+    """Every labelling of 5 people in bags [0, 0, 0, 1, 1] (3 classes) and
+    every change of one person's labels: one row moves the table by exactly
+    2 (L1) and sqrt(2) (L2); two rows by at most 4 and 2 sqrt(2), reached."""
     ids = np.array([0, 0, 0, 1, 1])
-    classes = [0, 1, 2]
-    l1, l2 = set(), set()
-    for labels in itertools.product(classes, repeat=len(ids)):
+    seen_l1, seen_l2 = set(), set()
+    for labels in itertools.product(range(3), repeat=5):
         y = np.array(labels)
-        counts = table_of_counts(ids, y, classes)
-        for person, label in itertools.product(range(len(ids)), classes):
-            if label == y[person]:
-                continue
-            other = y.copy()
-            other[person] = label
-            diff = table_of_counts(ids, other, classes) - counts
-            l1.add(round(float(np.abs(diff).sum()), 12))
-            l2.add(round(float(np.sqrt((diff**2).sum())), 12))
-    assert l1 == {2.0} and l2 == {round(math.sqrt(2), 12)}
-    assert REPLACE_ONE_SENSITIVITY == {"laplace": 2.0, "gaussian": math.sqrt(2)}
+        counts = counts_of(ids, y)
+        for rows in changes:
+            for new in itertools.product(range(3), repeat=len(rows)):
+                other = y.copy()
+                other[list(rows)] = new
+                diff = counts_of(ids, other) - counts
+                if diff.any():
+                    seen_l1.add(round(float(np.abs(diff).sum()), 12))
+                    seen_l2.add(round(float(np.sqrt((diff**2).sum())), 12))
+    if isinstance(l1, set):  # every change has exactly this size
+        assert (seen_l1, seen_l2) == (l1, l2)
+    else:
+        assert max(seen_l1) == l1 and max(seen_l2) == pytest.approx(l2)
+    assert REPLACE_ONE_SENSITIVITY == {"laplace": 2.0, "gaussian": SQRT2}
 
 
-def test_default_scales_are_the_replace_one_calibration():
+def test_every_mechanism_is_calibrated_to_the_replace_one_sensitivity():
     for epsilon in (0.1, 0.5, 1.0, 4.0):
         assert dp_noise_scale(epsilon) == 2.0 / epsilon
+        assert dp_noise_scale(epsilon, "discrete_laplace") == 2.0 / epsilon
         assert dp_noise_scale(epsilon, sensitivity=1.0) == 1.0 / epsilon
     for epsilon, delta in ((0.1, 1e-6), (0.5, 1e-5), (0.9, 1e-3)):
         assert dp_noise_scale(epsilon, "gaussian", delta=delta) == pytest.approx(
-            math.sqrt(2) * math.sqrt(2 * math.log(1.25 / delta)) / epsilon,
-            rel=1e-14,
+            SQRT2 * math.sqrt(2 * math.log(1.25 / delta)) / epsilon, rel=1e-14
         )
     for epsilon in (0.1, 1.0, 5.0):
         sigma = dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5)
         # Balle & Wang (2018), Theorem 8, with L2 sensitivity sqrt(2)
-        a = math.sqrt(2) / (2 * sigma)
-        b = epsilon * sigma / math.sqrt(2)
-        assert ndtr(a - b) - math.exp(epsilon) * ndtr(-a - b) == pytest.approx(
-            1e-5, rel=1e-6
-        )
-        # the same as the sensitivity-1 sigma scaled by sqrt(2)
+        a, b = SQRT2 / (2 * sigma), epsilon * sigma / SQRT2
+        delta = ndtr(a - b) - math.exp(epsilon) * ndtr(-a - b)
+        assert delta == pytest.approx(1e-5, rel=1e-6)
         unit = dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5, sensitivity=1)
-        assert sigma == pytest.approx(math.sqrt(2) * unit, rel=1e-9)
+        assert sigma == pytest.approx(SQRT2 * unit, rel=1e-9)
+    for epsilon, delta in ((0.5, 1e-5), (2.0, 1e-6)):
+        sigma = dp_noise_scale(epsilon, "discrete_gaussian", delta=delta)
+        # rho = Delta_2**2 / (2 sigma**2) converts to exactly the delta asked
+        assert _zcdp_delta(1 / sigma**2, epsilon) == pytest.approx(delta, rel=1e-6)
+        analytic = dp_noise_scale(epsilon, "analytic_gaussian", delta=delta)
+        assert analytic < sigma < 1.15 * analytic  # a little more noise
 
 
-def test_release_records_the_relation_and_refuses_a_smaller_sensitivity():
-    ids = np.repeat(np.arange(4), 10)
-    y = np.tile([0, 1], 20)
-    table = dp_proportions(ids, y, 0.5, random_state=0)
-    assert table.attrs["sensitivity"] == 2.0
-    assert table.attrs["neighbours"] == NEIGHBOURS
-    assert table.attrs["noise_scale"] == dp_noise_scale(0.5) == 4.0
-    assert table.attrs["noise_variance"] == 2 * 4.0**2
-    gauss = dp_proportions(ids, y, 0.5, mechanism="gaussian", delta=1e-5)
-    assert gauss.attrs["sensitivity"] == math.sqrt(2)
-    assert gauss.attrs["noise_scale"] == dp_noise_scale(0.5, "gaussian", delta=1e-5)
-    # a larger sensitivity (more people protected at once): proportionally more
-    more = dp_proportions(ids, y, 0.5, sensitivity=4.0)
-    assert more.attrs["noise_scale"] == 8.0
-    # sensitivity=1, the add/remove-one value, does not hold with public sizes
-    for mechanism, delta, value in (
-        ("laplace", None, 1.0),
-        ("laplace", None, 1.9),
-        ("gaussian", 1e-5, 1.0),
-        ("analytic_gaussian", 1e-5, 1.4),
-    ):
-        with pytest.raises(
-            ValueError, match="sensitivity=.*replace|sensitivity=.*label"
-        ):
-            dp_proportions(
-                ids, y, 0.5, mechanism=mechanism, delta=delta, sensitivity=value
-            )
+def test_zcdp_conversion_lies_between_the_exact_and_the_simple_bound():
+    """For the continuous Gaussian (rho = 1 / (2 sigma**2) exactly), the
+    conversion's delta is at least the exact one (Balle & Wang) and at most
+    Bun & Steinke's simple bound exp(-(epsilon - rho)**2 / (4 rho))."""
+    for sigma, epsilon in itertools.product([0.5, 1, 2, 5, 20], [0.1, 0.5, 1, 3]):
+        rho = 1 / (2 * sigma**2)
+        converted = _zcdp_delta(rho, epsilon)
+        simple = math.exp(-((epsilon - rho) ** 2) / (4 * rho)) if epsilon > rho else 1
+        assert _analytic_gaussian_delta(sigma, epsilon, 1.0) <= converted * (1 + 1e-9)
+        assert converted <= simple * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("mechanism, delta, per_row", MECHANISMS)
+def test_release_records_its_relation_and_refuses_a_smaller_sensitivity(
+    mechanism, delta, per_row
+):
+    ids, y = census(n_bags=5)
+    kw = dict(mechanism=mechanism, delta=delta)
+    for k in (1, 3):
+        table = dp_proportions(ids, y, 0.5, max_contributions=k, **kw)
+        scale = dp_noise_scale(0.5, max_contributions=k, **kw)
+        assert table.attrs["sensitivity"] == pytest.approx(k * per_row)
+        assert table.attrs["max_contributions"] == k
+        assert table.attrs["neighbours"] == NEIGHBOURS
+        assert table.attrs["noise_scale"] == scale
+        assert scale == pytest.approx(k * dp_noise_scale(0.5, **kw), rel=1e-9)
+        assert table.attrs["noise_variance"] == noise_variance(
+            table.attrs["noise"], scale
+        )
+        if mechanism == "discrete_gaussian":  # zCDP, rho = Delta_2**2 / (2 sigma**2)
+            assert table.attrs["rho"] == pytest.approx(k**2 / scale**2)
+        # 1 (add/remove-one) or anything below k per_row is not DP here
+        refused = "sensitivity=.*" + ("max_contributions=3.*" if k > 1 else "")
+        for value in (1.0, 0.99 * k * per_row):
+            with pytest.raises(ValueError, match=refused + "label"):
+                dp_proportions(
+                    ids, y, 0.5, max_contributions=k, sensitivity=value, **kw
+                )
+    # more protects more people: proportionally more noise
+    more = dp_proportions(ids, y, 0.5, sensitivity=4, **kw)
+    assert more.attrs["noise_scale"] == dp_noise_scale(0.5, sensitivity=4, **kw)
     for bad in (0, -1.0, np.nan, np.inf, True, "2"):
         with pytest.raises(ValueError, match="sensitivity"):
-            dp_proportions(ids, y, 0.5, sensitivity=bad)
+            dp_proportions(ids, y, 0.5, sensitivity=bad, **kw)
         with pytest.raises(ValueError, match="sensitivity"):
-            dp_noise_scale(0.5, sensitivity=bad)
+            dp_noise_scale(0.5, sensitivity=bad, **kw)
 
 
 # ---------------------------------------------------------------------------
-# The noise drawn has the documented scale
+# The noise: samplers, variances, and the noise a release draws
 # ---------------------------------------------------------------------------
-def released_noise(epsilon, n_draws, **kwargs):
-    """Noise on every count of 60 bags x 3 classes over ``n_draws`` releases."""
-    rng = np.random.RandomState(0)
-    sizes = rng.randint(5, 80, 60)
-    ids = np.repeat(np.arange(60), sizes)
-    y = rng.randint(0, 3, len(ids))
-    counts = table_of_counts(ids, y, [0, 1, 2])
-    noise = []
-    for seed in range(n_draws):
-        table, noisy = dp_proportions(
-            ids, y, epsilon, return_counts=True, random_state=seed, **kwargs
-        )
-        noise.append(noisy.to_numpy() - counts)
-    return np.concatenate(noise).ravel(), table
+@pytest.mark.parametrize(
+    "noise, scale",
+    [("discrete_laplace", t) for t in (0.3, 1.0, 4.0, 50.0)]
+    + [("discrete_gaussian", s) for s in (0.4, 1.5, 6.0, 40.0)],
+)
+def test_integer_sampler_has_the_right_law(noise, scale):
+    sampler, pmf = {
+        "discrete_laplace": (_discrete_laplace, discrete_laplace_pmf),
+        "discrete_gaussian": (_discrete_gaussian, discrete_gaussian_pmf),
+    }[noise]
+    draws = sampler(np.random.RandomState(0), scale, (400, 500))
+    assert draws.shape == (400, 500) and draws.dtype.kind == "i"
+    variance = noise_variance(noise, scale)
+    support = np.arange(-int(60 * scale) - 3, int(60 * scale) + 4)
+    assert variance == pytest.approx((support**2 * pmf(support, scale)).sum(), rel=1e-9)
+    if noise == "discrete_laplace":
+        q = math.exp(-1 / scale)
+        assert variance == pytest.approx(2 * q / (1 - q) ** 2, rel=1e-12)
+        if scale >= 4:  # close to the continuous Laplace
+            assert variance == pytest.approx(2 * scale**2, rel=0.02)
+    else:
+        assert variance <= scale**2 * (1 + 1e-12)
+        if scale >= 1:
+            assert variance == pytest.approx(scale**2, rel=1e-6)
+    n = draws.size
+    assert abs(draws.var() - variance) < 4.5 * np.std(draws**2) / math.sqrt(n)
+    assert abs(draws.mean()) < 4 * math.sqrt(variance / n)
+    for k in range(-3, 4):  # the mass function, value by value
+        p = float(pmf(k, scale))
+        assert abs(np.mean(draws == k) - p) < 4.5 * math.sqrt(p * (1 - p) / n)
 
 
-@pytest.mark.parametrize("epsilon", [0.2, 1.0, 3.0])
-def test_laplace_noise_scale_matches_two_over_epsilon(epsilon):
-    noise, table = released_noise(epsilon, 150)  # 27,000 counts
-    n = noise.size
-    b = 2.0 / epsilon
-    assert table.attrs["noise_scale"] == b
-    # the maximum-likelihood Laplace scale, mean |noise|: standard error b/sqrt(n)
-    measured = np.abs(noise).mean()
-    assert abs(measured - b) < 4 * b / math.sqrt(n)
-    # the standard deviation sqrt(2) b: the variance's standard error is
-    # sqrt(20 / n) b^2 (fourth moment of Laplace 24 b^4)
-    assert abs(noise.var() - 2 * b**2) < 4 * math.sqrt(20 / n) * b**2
-    assert abs(noise.mean()) < 4 * math.sqrt(2) * b / math.sqrt(n)
-    # and not the old (add/remove-one) scale 1 / epsilon: 100 standard errors off
-    assert abs(measured - 1 / epsilon) > 50 * b / math.sqrt(n)
+def test_noise_variance_of_every_noise_and_errors():
+    assert noise_variance("laplace", 3.0) == 18.0
+    assert noise_variance("gaussian", 3.0) == 9.0
+    assert noise_variance("discrete_laplace", 0.0) == 0.0
+    np.testing.assert_allclose(
+        noise_variance("discrete_gaussian", [0.0, 2.0, 2.0, 30.0]), [0, 4, 4, 900]
+    )
+    # huge scales: finite, continuous limit
+    assert noise_variance("discrete_laplace", 1e9) == pytest.approx(2e18, rel=1e-6)
+    bad_scales = [("laplace", bad, "scale") for bad in (-1.0, np.nan, np.inf, "a")]
+    for noise, scale, name in [
+        ("poisson", 1, "noise"),
+        (None, 1, "noise"),
+    ] + bad_scales:
+        with pytest.raises(ValueError, match=name):
+            noise_variance(noise, scale)
 
 
 @pytest.mark.parametrize(
-    "mechanism, epsilon, delta",
-    [
-        ("gaussian", 0.5, 1e-5),
-        ("gaussian", 0.9, 1e-3),
-        ("analytic_gaussian", 0.5, 1e-5),
-        ("analytic_gaussian", 2.0, 1e-6),
-    ],
+    "mechanism, epsilon, delta, k",
+    [("laplace", e, None, 1) for e in (0.2, 1.0, 3.0)]
+    + [("laplace", 1.0, None, 4), ("discrete_laplace", 0.3, None, 1)]
+    + [("discrete_laplace", 1.0, None, 1), ("gaussian", 0.5, 1e-5, 1)]
+    + [("gaussian", 0.9, 1e-3, 1), ("analytic_gaussian", 0.5, 1e-5, 1)]
+    + [("analytic_gaussian", 2.0, 1e-6, 1), ("discrete_gaussian", 0.5, 1e-5, 1)]
+    + [("discrete_gaussian", 2.0, 1e-6, 1)],
 )
-def test_gaussian_noise_sd_matches_the_calibration(mechanism, epsilon, delta):
-    noise, table = released_noise(epsilon, 150, mechanism=mechanism, delta=delta)
+def test_released_noise_has_the_stated_scale(mechanism, epsilon, delta, k):
+    ids, y = census()
+    kw = dict(mechanism=mechanism, delta=delta, max_contributions=k)
+    noise = []
+    for seed in range(120):  # 21,600 counts
+        table, noisy = dp_proportions(
+            ids, y, epsilon, return_counts=True, random_state=seed, **kw
+        )
+        noise.append(noisy.to_numpy() - counts_of(ids, y))
+    noise = np.concatenate(noise).ravel()
+    scale, variance = table.attrs["noise_scale"], table.attrs["noise_variance"]
+    assert (noisy.to_numpy().dtype.kind == "i") == mechanism.startswith("discrete")
+    assert table.attrs["noise_std"] == pytest.approx(math.sqrt(variance))
     n = noise.size
-    if mechanism == "gaussian":
-        sigma = math.sqrt(2) * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-        assert table.attrs["noise_scale"] == pytest.approx(sigma, rel=1e-14)
-    else:
-        sigma = table.attrs["noise_scale"]
-        assert sigma == dp_noise_scale(epsilon, mechanism, delta=delta)
-    assert table.attrs["noise_variance"] == pytest.approx(sigma**2)
-    # the sample sd has standard error sigma / sqrt(2 n)
-    assert abs(noise.std() - sigma) < 4 * sigma / math.sqrt(2 * n)
-    assert abs(noise.mean()) < 4 * sigma / math.sqrt(n)
+    assert abs(np.mean(noise**2) - variance) < 4.5 * np.std(noise**2) / math.sqrt(n)
+    assert abs(noise.mean()) < 4.5 * math.sqrt(variance / n)
+    if mechanism == "laplace":
+        # the maximum-likelihood Laplace scale, mean |noise|: standard error b/sqrt(n)
+        assert abs(np.abs(noise).mean() - scale) < 4 * scale / math.sqrt(n)
+        # and not the old (add/remove-one) scale: many standard errors off
+        assert abs(np.abs(noise).mean() - scale / 2) > 50 * scale / math.sqrt(n)
 
 
 # ---------------------------------------------------------------------------
 # The privacy loss of the release
 # ---------------------------------------------------------------------------
 def neighbour_pairs(n_bags):
-    """``n_bags`` bags of 4 people, 2 of each class. Bag ``k``'s neighbour
-    (for the privacy loss of bag k's counts) has one person of class 0 in it
-    relabelled 1: counts [2, 2] become [1, 3]. The other bags' noise is the
-    same under both and cancels from the loss, so every bag gives one
-    independent draw of the privacy loss of its neighbouring pair."""
-    ids = np.repeat(np.arange(n_bags), 4)
-    y = np.tile([0, 0, 1, 1], n_bags)
-    return ids, y, np.array([2.0, 2.0]), np.array([1.0, 3.0])
+    """Bags of 4 people, 2 of each class; bag k's neighbour has one person
+    of class 0 relabelled 1: counts [2, 2] become [1, 3]. The other bags'
+    noise is the same under both and cancels from the loss, so every bag
+    gives one independent draw of the privacy loss of its pair."""
+    return np.repeat(np.arange(n_bags), 4), np.tile([0, 0, 1, 1], n_bags)
 
 
-@pytest.mark.parametrize("epsilon", [0.3, 1.0])
-def test_laplace_privacy_loss_is_at_most_epsilon_and_reaches_it(epsilon):
-    ids, y, counts, other = neighbour_pairs(100_000)
-    _, noisy = dp_proportions(ids, y, epsilon, return_counts=True, random_state=1)
-    b = noisy.attrs["noise_scale"]
-    released = noisy.to_numpy()
-    # log p(release | D) - log p(release | D')
-    loss = (np.abs(released - other) - np.abs(released - counts)).sum(axis=1) / b
-    assert loss.max() <= epsilon * (1 + 1e-9)
-    assert loss.min() >= -epsilon * (1 + 1e-9)
-    # it reaches epsilon when both moved counts' noise points away from D'
-    # (probability 1/4): the release is epsilon-DP, not better and not worse
-    at_epsilon = np.mean(loss >= epsilon * (1 - 1e-9))
-    assert abs(at_epsilon - 0.25) < 4 * math.sqrt(0.25 * 0.75 / len(loss))
-
-
-def gaussian_delta_terms(n_pairs, epsilon, mechanism, delta, seed):
-    """Per-pair terms ``(1 - exp(epsilon - L))_+`` whose mean is the delta of
-    a Gaussian release at ``epsilon``, and the privacy losses ``L``."""
-    ids, y, counts, other = neighbour_pairs(n_pairs)
+@pytest.mark.parametrize(
+    "mechanism, epsilon",
+    [("laplace", 0.3), ("laplace", 1.0), ("discrete_laplace", 0.7)],
+)
+def test_pure_privacy_loss_is_at_most_epsilon_and_reaches_it(mechanism, epsilon):
+    ids, y = neighbour_pairs(100_000)
     _, noisy = dp_proportions(
-        ids,
-        y,
-        epsilon,
-        mechanism=mechanism,
-        delta=delta,
-        return_counts=True,
-        random_state=seed,
+        ids, y, epsilon, mechanism=mechanism, return_counts=True, random_state=1
     )
-    sigma = noisy.attrs["noise_scale"]
-    released = noisy.to_numpy()
-    loss = (
-        ((released - other) ** 2).sum(axis=1) - ((released - counts) ** 2).sum(axis=1)
-    ) / (2 * sigma**2)
-    return np.maximum(1 - np.exp(epsilon - loss), 0.0), loss
+    b, released = noisy.attrs["noise_scale"], noisy.to_numpy()
+    # log p(release | D) - log p(release | D')
+    loss = (np.abs(released - [1, 3]) - np.abs(released - [2, 2])).sum(axis=1) / b
+    assert np.abs(loss).max() <= epsilon * (1 + 1e-9)
+    # it reaches epsilon when the first noise is >= 0 and the second <= 0:
+    # probability 1/4, or (1 / (1 + q))**2 for the integer noise, q = e^(-1/b)
+    q = math.exp(-1 / b) if mechanism.startswith("discrete") else 1.0
+    p = 1 / (1 + q) ** 2
+    at_epsilon = np.mean(loss >= epsilon * (1 - 1e-9))
+    assert abs(at_epsilon - p) < 4 * math.sqrt(p * (1 - p) / len(loss))
 
 
 @pytest.mark.parametrize(
     "mechanism, epsilon, delta",
-    [("analytic_gaussian", 1.0, 0.01), ("analytic_gaussian", 0.3, 0.02)],
+    [("analytic_gaussian", 1.0, 0.01), ("analytic_gaussian", 0.3, 0.02)]
+    + [("gaussian", 0.5, 0.05)],
 )
 def test_gaussian_release_has_the_delta_it_is_given(mechanism, epsilon, delta):
     """delta(epsilon) = E_D[(1 - exp(epsilon - L))_+] over the privacy loss
-    L of the release (the hockey-stick divergence of D from D')."""
-    terms, loss = gaussian_delta_terms(400_000, epsilon, mechanism, delta, seed=2)
-    measured = terms.mean()
+    L of the release; exactly the delta asked for the analytic calibration,
+    below it for the classical bound."""
+    ids, y = neighbour_pairs(400_000)
+    kw = dict(mechanism=mechanism, delta=delta, return_counts=True, random_state=2)
+    _, noisy = dp_proportions(ids, y, epsilon, **kw)
+    released, sigma = noisy.to_numpy(), noisy.attrs["noise_scale"]
+    loss = ((released - [1, 3]) ** 2 - (released - [2, 2]) ** 2).sum(axis=1)
+    loss /= 2 * sigma**2
+    terms = np.maximum(1 - np.exp(epsilon - loss), 0.0)
     se = terms.std() / math.sqrt(len(terms))
-    assert abs(measured - delta) < 4.5 * se
-    # the old calibration (sensitivity 1) would have leaked far more
-    old = np.maximum(1 - np.exp(epsilon - 2 * loss), 0.0)  # sigma / sqrt(2)
-    assert old.mean() > 3 * delta
+    if mechanism == "gaussian":
+        assert terms.mean() + 4 * se < delta
+    else:
+        assert abs(terms.mean() - delta) < 4.5 * se
+        # the old calibration (sensitivity 1, sigma / sqrt(2)) leaks far more
+        assert np.maximum(1 - np.exp(epsilon - 2 * loss), 0.0).mean() > 3 * delta
 
 
-def test_classical_gaussian_release_is_within_its_delta():
-    epsilon, delta = 0.5, 0.05
-    terms, _ = gaussian_delta_terms(200_000, epsilon, "gaussian", delta, seed=3)
-    assert terms.mean() + 4 * terms.std() / math.sqrt(len(terms)) < delta
+def exact_hockey_stick(sigma, shift, epsilon):
+    """delta(epsilon) of two independent discrete Gaussians, the neighbour's
+    counts moved by (-shift, +shift): sum over outputs of (P - e^eps P')_+."""
+    support = np.arange(-int(30 * sigma) - 3 * shift, int(30 * sigma) + 3 * shift + 1)
+    p = discrete_gaussian_pmf(support, sigma)
+    there = np.outer(
+        discrete_gaussian_pmf(support + shift, sigma),
+        discrete_gaussian_pmf(support - shift, sigma),
+    )
+    return float(np.maximum(np.outer(p, p) - math.exp(epsilon) * there, 0).sum())
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_discrete_gaussian_release_is_within_its_delta_exactly(k):
+    """The worst neighbours (k rows of one bag moved between the same two
+    classes): the exact delta of the released counts is at most the delta
+    asked, and not absurdly below it."""
+    epsilon, delta = 1.0, 1e-3
+    sigma = dp_noise_scale(
+        epsilon, "discrete_gaussian", delta=delta, max_contributions=k
+    )
+    assert delta / 20 < exact_hockey_stick(sigma, k, epsilon) <= delta
+    # sigma / sqrt(2) (the L2 sensitivity taken as 1) would leak more
+    assert exact_hockey_stick(sigma / SQRT2, k, epsilon) > delta
 
 
 # ---------------------------------------------------------------------------
-# Overflow and the simplex for huge values
+# Extremes: tiny epsilon, huge values
 # ---------------------------------------------------------------------------
 def test_small_but_representable_epsilon_gives_a_valid_release():
     ids = np.repeat(np.arange(50), 5)
     y = np.tile([0, 1, 1, 0, 1], 50)
-    for epsilon in (1e-100, 1e-150):
-        table, noisy = dp_proportions(
-            ids, y, epsilon, return_counts=True, random_state=0
-        )
+    # the analytic sigma stays finite as epsilon -> 0: the (0, delta)-DP one
+    gaussian = {"mechanism": "analytic_gaussian", "delta": 1e-5}
+    for epsilon, kw in ((1e-100, {}), (1e-150, {}), (1e-300, gaussian)):
+        table = dp_proportions(ids, y, epsilon, random_state=0, **kw)
         assert np.isfinite(table.attrs["noise_variance"])
-        values = table.to_numpy()
-        assert np.all(values >= 0)
-        np.testing.assert_allclose(values.sum(axis=1), 1.0, atol=1e-12)
-    # the analytic Gaussian mechanism stays finite as epsilon -> 0: its sigma
-    # tends to the (0, delta)-DP one
-    sigma = dp_noise_scale(1e-300, "analytic_gaussian", delta=1e-5)
-    assert math.isfinite(sigma) and sigma > 1e4
-    table = dp_proportions(
-        ids, y, 1e-300, mechanism="analytic_gaussian", delta=1e-5, random_state=0
-    )
-    np.testing.assert_allclose(table.to_numpy().sum(axis=1), 1.0, atol=1e-12)
+        assert table.attrs["noise_scale"] > 1e4 and np.all(table.to_numpy() >= 0)
+        np.testing.assert_allclose(table.to_numpy().sum(axis=1), 1.0, atol=1e-12)
 
 
 def test_projection_of_huge_values_stays_on_the_simplex():
-    from sklearn_llp.privacy import project_to_simplex
-
     big = np.finfo(np.float64).max
     rows = np.array(
         [
@@ -295,10 +370,8 @@ def test_projection_of_huge_values_stays_on_the_simplex():
     projected = project_to_simplex(rows)
     assert np.all(np.isfinite(projected)) and np.all(projected >= 0)
     np.testing.assert_allclose(projected.sum(axis=1), 1.0, atol=1e-12)
-    np.testing.assert_allclose(projected[1], [1.0, 0.0, 0.0])
-    np.testing.assert_allclose(projected[2], [1 / 3] * 3)
-    np.testing.assert_allclose(projected[3], [1 / 3] * 3)
-    np.testing.assert_allclose(projected[5], [0.0, 0.5, 0.5])
+    expected = [[1.0, 0.0, 0.0], [1 / 3] * 3, [1 / 3] * 3, [0.0, 0.5, 0.5]]
+    np.testing.assert_allclose(projected[[1, 2, 3, 5]], expected)
     rng = np.random.RandomState(0)
     for scale in (1e100, 1e200, 1e300, 1e307):
         rows = rng.normal(size=(500, 4)) * scale
@@ -307,29 +380,3 @@ def test_projection_of_huge_values_stays_on_the_simplex():
         np.testing.assert_allclose(projected.sum(axis=1), 1.0, atol=1e-12)
         # a share of 1 on every row's largest entry (the others are far below)
         np.testing.assert_array_equal(projected.argmax(1), rows.argmax(1))
-    for bad in ([[1.0, np.nan]], [[np.inf, 0.0]], [[-np.inf, 1.0]]):
-        with pytest.raises(ValueError, match="props contains NaN or infinite"):
-            project_to_simplex(bad)
-
-
-# ---------------------------------------------------------------------------
-# NoisyProportions reads the same scale
-# ---------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "mechanism, delta", [("laplace", None), ("analytic_gaussian", 1e-5)]
-)
-def test_noisy_method_uses_the_release_noise(mechanism, delta):
-    from sklearn_llp.core import check_bags
-    from sklearn_llp.methods import NoisyProportions
-
-    rng = np.random.RandomState(0)
-    ids = np.repeat(np.arange(20), rng.randint(5, 40, 20))
-    y = rng.randint(0, 2, len(ids))
-    table = dp_proportions(ids, y, 0.5, mechanism=mechanism, delta=delta)
-    method = NoisyProportions(
-        noise=table.attrs["noise"], scale=table.attrs["noise_scale"]
-    ).prepare(check_bags(ids, table), None)
-    np.testing.assert_allclose(
-        method.count_variance_, table.attrs["noise_variance"], rtol=1e-12
-    )
-    assert isinstance(table, pd.DataFrame)

@@ -1,22 +1,15 @@
 """Differentially private releases of bag proportions and bag means.
 
-:func:`dp_proportions` and :func:`dp_bag_means` release what an LLP learner
-needs with calibrated noise; :func:`noise_variance` and
-:func:`noise_aware_bag_weights` let a learner account for that noise.
+:func:`dp_proportions` and :func:`dp_bag_means` simulate what an LLP learner
+receives from a privacy-protected release; :func:`noise_variance` and
+:func:`noise_aware_bag_weights` let a learner account for the noise.
 """
 
-from ._release import (
-    NOISE_NORMS as NOISE_NORMS,
-)
-from ._release import (
-    dp_bag_means,
-    dp_noise_scale,
-    dp_proportions,
-    noise_aware_bag_weights,
-    noise_variance,
-    project_to_simplex,
-    released_rows,
-)
+from ._mechanisms import NOISE_NORMS as NOISE_NORMS
+from ._mechanisms import dp_noise_scale, noise_variance
+from ._release import dp_bag_means, dp_proportions, released_rows
+from ._simplex import project_to_simplex
+from ._weights import noise_aware_bag_weights
 
 __all__ = [
     "dp_bag_means",

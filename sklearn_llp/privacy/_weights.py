@@ -1,0 +1,94 @@
+"""Inverse-variance weights of noisy bag means."""
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ._mechanisms import _is_real
+from ._release import read_bags
+
+_RELEASED = (
+    "released must be a per-bag DataFrame, one row per bag, with positive "
+    "finite 'size' and finite non-negative 'std' columns, as dp_bag_means "
+    "returns."
+)
+
+
+def noise_aware_bag_weights(
+    released, bags=None, *, target_variance=0.0, n_samples=None
+):
+    """Inverse-variance weights of noisy bag means, per bag or per row.
+
+    A released mean varies around the model's bag mean by ``target_variance
+    / n_B + std_B**2``; weighting a bag's squared error by the inverse makes
+    the fit the Gaussian maximum-likelihood one (:ref:`noise_aware_weights`).
+
+    Parameters
+    ----------
+    released : DataFrame
+        One row per bag id, with the columns ``"size"`` and ``"std"``, as
+        :func:`dp_bag_means` returns.
+    bags : array-like, sparse matrix, list of arrays or Bags, default=None
+        Disjoint bags (any form :func:`~sklearn_llp.core.check_bags` reads),
+        every row in a released bag: return ``w_B / n_B`` per row, so that a
+        bag's total row weight is proportional to ``w_B``.
+    target_variance : float, default=0.0
+        Variance of a row's target around the model; 0 keeps only the noise.
+    n_samples : int, default=None
+        Number of rows; needed only with bags as row-index lists.
+
+    Returns
+    -------
+    weights : Series of shape (n_bags,) or ndarray of shape (n_samples,)
+        Per bag (indexed like ``released``) or per row, with mean 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_llp.privacy import dp_bag_means, noise_aware_bag_weights
+    >>> bags = np.repeat([0, 1, 2], [100, 40, 10])
+    >>> table = dp_bag_means(bags, np.linspace(0, 1, 150), 1.0, bounds=(0, 1))
+    >>> noise_aware_bag_weights(table).round(3).tolist()  # n_B**2 / noise_var
+    [2.564, 0.41, 0.026]
+    >>> rows = noise_aware_bag_weights(table, bags, target_variance=0.25)
+    >>> rows[[0, 100, 140]].round(3).tolist()  # w_B / n_B, mean 1 over rows
+    [1.056, 0.951, 0.634]
+    """
+    frame = isinstance(released, pd.DataFrame)
+    if (
+        not frame
+        or not {"size", "std"} <= set(released)
+        or released.index.has_duplicates
+    ):
+        raise ValueError(_RELEASED)
+    sizes = released["size"].to_numpy(dtype=np.float64)
+    std = released["std"].to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(sizes) & (sizes > 0) & np.isfinite(std) & (std >= 0)):
+        raise ValueError(_RELEASED)
+    if not _is_real(target_variance) or not 0 <= target_variance < math.inf:
+        raise ValueError(
+            "target_variance must be a finite, non-negative number; got "
+            f"{target_variance!r}."
+        )
+    variance = target_variance / sizes + std**2
+    if np.any(variance == 0):
+        raise ValueError(
+            "target_variance=0 and a bag's mean has no noise (std 0): its "
+            "inverse-variance weight would be infinite. Pass target_variance > 0 "
+            "(weights proportional to the bag sizes without noise)."
+        )
+    weights = 1.0 / variance
+    if bags is None:
+        return pd.Series(weights / weights.mean(), index=released.index, name="weight")
+    validated = read_bags(bags, n_samples)
+    positions = released.index.get_indexer(pd.Index(validated.ids, tupleize_cols=False))
+    rows = np.append(positions, -1)[validated.codes]  # code -1: in no bag
+    if np.any(rows < 0):
+        raise ValueError(
+            f"bags has {int(np.sum(rows < 0))} row(s) in no bag or in a bag not in "
+            f"released ({validated.ids[positions < 0][:5].tolist()} are not): drop "
+            "them first, keep = released_rows(bags, released)."
+        )
+    per_row = (weights / sizes)[rows]
+    return per_row / per_row.mean()
