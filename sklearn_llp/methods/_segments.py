@@ -154,20 +154,9 @@ def _sum_runs(values, plan):
 
 
 def segment_sum(values, segments, n_segments):
-    """Sum of the rows of ``values`` within each segment, in a fixed order.
-
-    Deterministic on every device (no atomic adds), differentiable any number
-    of times; ``segments`` (in ``[0, n_segments)``) may be in any order.
-
-    Parameters
-    ----------
-    values : Tensor of shape (n, ...)
-    segments : LongTensor of shape (n,)
-    n_segments : int
-
-    Returns
-    -------
-    Tensor of shape (n_segments, ...)
+    """Sums ``(n_segments, ...)`` of the rows of ``values`` ``(n, ...)`` by
+    their ``segments`` (in ``[0, n_segments)``, any order), in a fixed order:
+    deterministic on every device, differentiable any number of times.
 
     Examples
     --------
@@ -200,19 +189,8 @@ def gather_rows(source, index):
 
 
 def segment_mean(values, segments, n_segments, weights=None):
-    """(Weighted) mean of the rows of ``values`` within each segment.
-
-    Parameters
-    ----------
-    values : Tensor of shape (n, k)
-    segments : LongTensor of shape (n,)
-        Segment of every row; every segment must hold a row.
-    n_segments : int
-    weights : Tensor of shape (n,), default=None
-
-    Returns
-    -------
-    Tensor of shape (n_segments, k)
+    """(Weighted) means ``(n_segments, k)`` of the rows of ``values`` ``(n, k)``
+    by their ``segments``; every segment must hold a row of positive weight.
 
     Examples
     --------
