@@ -1,7 +1,9 @@
 """EasyLLP (Busa-Fekete et al. 2023): the debiased loss against hand
-computations, its unbiasedness, bag sizes through bag_index, and learning."""
+computations, its unbiasedness, bag sizes through bag_index, the random-bags
+check, and learning."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +12,9 @@ import torch.nn.functional as F
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
+from sklearn_llp.exceptions import NonRandomBagsWarning
 from sklearn_llp.methods import BagBatch, EasyLLP
+from sklearn_llp.methods._easyllp import _effective_sizes
 from sklearn_llp.methods.functional import easyllp_loss
 from sklearn_llp.neural._data import BagBatchSampler, BagDataset
 
@@ -38,48 +42,35 @@ def tiny_problem(weights=None):
     return bags, torch.tensor(np.log(probs)), batch, probs
 
 
-def test_easyllp_loss_of_a_tiny_batch_by_hand():
+ALPHA_A, ALPHA_B = np.array([0.5, 0.25, 0.25]), np.array([0.0, 0.0, 1.0])
+
+
+def class_losses(q, loss):
+    """``l(q, c)`` for every class ``c`` of predicted probabilities ``q``."""
+    if loss == "log":
+        return -np.log(q)
+    if loss == "bounded_log":
+        return -np.log(q + 1e-8)
+    return ((q[None, :] - np.eye(len(q))) ** 2).sum(1)  # ||q - e_c||^2
+
+
+@pytest.mark.parametrize("loss", ["log", "bounded_log", "square"])
+def test_loss_of_a_tiny_batch_by_hand(loss):
     bags, logits, batch, probs = tiny_problem()
-    method = EasyLLP(loss="log").prepare(bags, None)
-    # prior over the 6 rows: (4 [0.5, 0.25, 0.25] + 2 [0, 0, 1]) / 6
+    method = EasyLLP(loss=loss).prepare(bags, None)
+    # prior over the 6 rows: (4 alpha_a + 2 alpha_b) / 6; soft labels k (alpha - p) + p
     p = np.array([2, 1, 3]) / 6
     np.testing.assert_allclose(method.class_prior_, p)
-    # soft labels k (alpha - p) + p
-    soft_a = 4 * (np.array([0.5, 0.25, 0.25]) - p) + p  # [2/3, 1/3, -1] + p
-    soft_b = 2 * (np.array([0.0, 0.0, 1.0]) - p) + p  # [-2/3, -1/3, 1] + p
+    soft_a, soft_b = 4 * (ALPHA_A - p) + p, 2 * (ALPHA_B - p) + p
     np.testing.assert_allclose(soft_a, [1.0, 0.5, -0.5])
     np.testing.assert_allclose(soft_b, [-1 / 3, -1 / 6, 1.5])
-    expected = np.mean(
-        [
-            -(soft_a * np.log(probs[0])).sum(),
-            -(soft_b * np.log(probs[1])).sum(),
-            -(soft_a * np.log(probs[2])).sum(),
-        ]
-    )
-    loss = method.get_loss(None, None, logits, batch, 0, 1)
-    assert loss.item() == pytest.approx(expected, rel=1e-12)
-
-
-def test_square_loss_by_hand_and_as_a_distance_to_the_soft_label():
-    bags, logits, batch, probs = tiny_problem()
-    method = EasyLLP(loss="square").prepare(bags, None)
-    p = np.array([2, 1, 3]) / 6
-    soft = {"a": 4 * (np.array([0.5, 0.25, 0.25]) - p) + p}
-    soft["b"] = 2 * (np.array([0.0, 0.0, 1.0]) - p) + p
-    eye = np.eye(3)
-    per_row = [
-        sum(s[c] * ((q - eye[c]) ** 2).sum() for c in range(3))
-        for s, q in [
-            (soft["a"], probs[0]),
-            (soft["b"], probs[1]),
-            (soft["a"], probs[2]),
-        ]
-    ]
-    loss = method.get_loss(None, None, logits, batch, 0, 1)
-    assert loss.item() == pytest.approx(np.mean(per_row), rel=1e-12)
-    # sum_c y_c ||q - e_c||^2 = ||q - y||^2 + 1 - ||y||^2 when sum(y) = 1
-    s, q = soft["b"], probs[1]
-    assert per_row[1] == pytest.approx(((q - s) ** 2).sum() + 1 - (s**2).sum())
+    rows = [(soft_a, probs[0]), (soft_b, probs[1]), (soft_a, probs[2])]
+    per_row = [soft @ class_losses(q, loss) for soft, q in rows]
+    loss_value = method.get_loss(None, None, logits, batch, 0, 1).item()
+    assert loss_value == pytest.approx(np.mean(per_row), rel=1e-12)
+    if loss == "square":  # sum_c y_c ||q - e_c||^2 = ||q - y||^2 + 1 - ||y||^2
+        s, q = soft_b, probs[1]
+        assert per_row[1] == pytest.approx(((q - s) ** 2).sum() + 1 - (s**2).sum())
 
 
 def test_binary_case_is_the_papers_form():
@@ -104,18 +95,16 @@ def test_binary_case_is_the_papers_form():
 
 
 def test_loss_can_be_negative():
-    # bag of 4 with no instance of class 1 but a prior of 0.5 for it:
-    # y~ = [2 - 0.5 ... ]: weight -1.5 on class 1; predicting class 1
-    # unlikely makes the loss negative
-    logits = torch.tensor([[0.0, -20.0]], dtype=torch.float64)
+    # a bag of 4 without class 1, prior 0.5: soft label [2.5, -1.5]; predicting
+    # class 1 unlikely (log-probability about -20) makes the loss negative
+    f64 = dict(dtype=torch.float64)
     loss = easyllp_loss(
-        logits,
+        torch.tensor([[0.0, -20.0]], **f64),
         torch.tensor([0]),
-        torch.tensor([[1.0, 0.0]], dtype=torch.float64),
-        torch.tensor([4.0], dtype=torch.float64),
-        torch.tensor([0.5, 0.5], dtype=torch.float64),
+        torch.tensor([[1.0, 0.0]], **f64),
+        torch.tensor([4.0], **f64),
+        torch.tensor([0.5, 0.5], **f64),
     )
-    assert loss.item() < 0
     assert loss.item() == pytest.approx(-1.5 * 20, rel=1e-6)
 
 
@@ -139,16 +128,13 @@ def test_easyllp_is_unbiased_for_random_bags():
     segments = np.repeat(np.arange(n_bags), k)
     alpha = np.zeros((n_bags, 3))
     np.add.at(alpha, (segments, labels), 1.0 / k)
-    per_bag = (
-        easyllp_loss(
-            torch.tensor(logits_of_type[types]),
-            torch.tensor(segments),
-            torch.tensor(alpha),
-            torch.full((n_bags,), float(k), dtype=torch.float64),
-            torch.tensor(prior),
-        ).item()
-        * 1.0
-    )
+    per_bag = easyllp_loss(
+        torch.tensor(logits_of_type[types]),
+        torch.tensor(segments),
+        torch.tensor(alpha),
+        torch.full((n_bags,), float(k), dtype=torch.float64),
+        torch.tensor(prior),
+    ).item()
     # standard error of the mean of the bags' losses, from the bags
     soft = k * (alpha - prior) + prior
     bag_losses = (soft[segments] * -log_q[types]).sum(1).reshape(n_bags, k).mean(1)
@@ -168,7 +154,7 @@ def test_weighted_loss_by_hand_and_scale_invariance():
     bags, logits, batch, probs = tiny_problem(weights)
     method = EasyLLP(loss="log").prepare(bags, None)
     # W_a = 1 + 3 + 1 + 1 = 6, W_b = 4; prior (6 alpha_a + 4 alpha_b) / 10
-    alpha_a, alpha_b = np.array([0.5, 0.25, 0.25]), np.array([0.0, 0.0, 1.0])
+    alpha_a, alpha_b = ALPHA_A, ALPHA_B
     p = (6 * alpha_a + 4 * alpha_b) / 10
     np.testing.assert_allclose(method.class_prior_, p)
     np.testing.assert_allclose(method.bag_sizes_, [6, 4])
@@ -192,15 +178,10 @@ def test_weighted_loss_by_hand_and_scale_invariance():
 
 def test_unit_weights_and_singleton_bags():
     bags, logits, batch, _ = tiny_problem()
-    loss = (
-        EasyLLP(loss="log")
-        .prepare(bags, None)
-        .get_loss(None, None, logits, batch, 0, 1)
-    )
+    method = EasyLLP(loss="log").prepare(bags, None)
+    loss = method.get_loss(None, None, logits, batch, 0, 1)
     ones = batch._replace(weights=torch.ones(3, dtype=torch.float64))
-    unit = (
-        EasyLLP(loss="log").prepare(bags, None).get_loss(None, None, logits, ones, 0, 1)
-    )
+    unit = method.get_loss(None, None, logits, ones, 0, 1)
     assert unit.item() == pytest.approx(loss.item(), rel=1e-12)
 
     # one row per bag: y~ = alpha, the weighted cross-entropy
@@ -215,11 +196,8 @@ def test_unit_weights_and_singleton_bags():
         weights=torch.tensor(weights),
         bag_index=torch.arange(7),
     )
-    loss = (
-        EasyLLP(loss="log")
-        .prepare(singles, None)
-        .get_loss(None, None, logits, batch, 0, 1)
-    )
+    loss = EasyLLP(loss="log").prepare(singles, None)
+    loss = loss.get_loss(None, None, logits, batch, 0, 1)
     expected = (
         F.cross_entropy(logits, torch.tensor(labels), reduction="none")
         @ torch.tensor(weights)
@@ -293,7 +271,57 @@ def test_overlapping_bags_use_every_membership(small_bags):
 
 
 # ---------------------------------------------------------------------------
-# Hyperparameters, scikit-learn integration and learning
+# Are the bags random? (issue 34, item 5)
+# ---------------------------------------------------------------------------
+def spread_warnings(order, weight_scale):
+    """Messages of EasyLLP.prepare on 40 bags of 10 rows of 3 classes, the
+    rows in random order or sorted by class, weighted by uniform(0.5, 2)
+    times ``weight_scale``."""
+    rng = np.random.RandomState(0)
+    y = rng.randint(0, 3, 400)
+    w = rng.uniform(0.5, 2.0, 400)
+    rows = rng.permutation(400) if order == "random" else np.argsort(y, kind="stable")
+    ids = np.empty(400, dtype=int)
+    ids[rows] = np.arange(400) // 10
+    props = np.zeros((40, 3))
+    np.add.at(props, ids, np.eye(3)[y] * w[:, None])
+    props /= props.sum(1, keepdims=True)
+    bags = check_bags(ids, props[ids], sample_weight=weight_scale * w)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        EasyLLP().prepare(bags, None)
+    return [str(w.message) for w in caught if w.category is NonRandomBagsWarning]
+
+
+@pytest.mark.parametrize(
+    "order, weight_scale, warns",
+    [
+        ("random", 1.0, False),
+        ("random", 100.0, False),  # warned "99.5 times" reading weights as rows
+        ("sorted", 1.0, True),
+        ("sorted", 0.01, True),  # did not warn
+    ],
+)
+def test_the_random_bags_check_counts_rows_not_weight_units(order, weight_scale, warns):
+    messages = spread_warnings(order, weight_scale)
+    assert bool(messages) is warns
+    if warns:  # the same spread, whatever the units of the weights
+        assert messages == spread_warnings(order, 1.0)
+        assert "vary 8.7 times as much as random bags" in messages[0]
+
+
+def test_effective_size_of_a_weighted_bag_is_kish():
+    # weights 1, 1, 2 in bag 0: (1 + 1 + 2)^2 / (1 + 1 + 4) = 8/3; bag 1 one row
+    bags = check_bags([0, 0, 0, 1], [[0.5, 0.5]] * 3 + [[1.0, 0.0]])
+    np.testing.assert_array_equal(_effective_sizes(bags), [3, 1])
+    weighted = bags.with_weights([1.0, 1.0, 2.0, 5.0])
+    np.testing.assert_allclose(_effective_sizes(weighted), [8 / 3, 1])
+    scaled = bags.with_weights([100.0, 100.0, 200.0, 500.0])
+    np.testing.assert_allclose(_effective_sizes(scaled), [8 / 3, 1])
+
+
+# ---------------------------------------------------------------------------
+# Learning
 # ---------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("loss", ["log", "square"])

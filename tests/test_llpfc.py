@@ -121,36 +121,28 @@ def two_bag_problem(weights=None):
     return bags, torch.tensor(np.log(probs)), batch
 
 
-def test_llpfc_loss_of_a_tiny_batch_by_hand():
-    bags, logits, batch = two_bag_problem()
-    method = LLPFC().prepare(bags, np.random.RandomState(0))
-    # 2 classes: one group of both bags. Joint n_i p_ic: a [2, 1], b [0, 1];
-    # class masses [2, 2]: T[:, a] = [2/2, 1/2], T[:, b] = [0/2, 1/2]
-    # (whichever position each bag got: a bag's column is the same)
-    expected = -np.mean(
-        [
-            math.log(0.8 * 1 + 0.2 * 0.5),
-            math.log(0.3 * 0 + 0.7 * 0.5),
-            math.log(0.4 * 1 + 0.6 * 0.5),
-            math.log(0.5 * 1 + 0.5 * 0.5),
-        ]
-    )
-    loss = method.get_loss(None, None, logits, batch, 0, 1)
-    assert loss.item() == pytest.approx(expected, rel=1e-12)
-
-
-def test_llpfc_weighted_loss_of_a_tiny_batch_by_hand():
-    weights = np.array([1.0, 2.0, 2.0, 1.0])  # a1, b, a2, a3
+@pytest.mark.parametrize(
+    "weights, columns",
+    [
+        # 2 classes: one group of both bags. Joint n_i p_ic: a [2, 1], b [0, 1];
+        # class masses [2, 2]: T[:, a] = [2/2, 1/2], T[:, b] = [0/2, 1/2]
+        # (whichever position each bag got, a bag's column is the same)
+        (None, {"a": [1.0, 0.5], "b": [0.0, 0.5]}),
+        # weighted sizes a 1 + 2 + 1 = 4, b 2. Joint: a [8/3, 4/3], b [0, 2];
+        # class masses [8/3, 10/3]: T[:, a] = [1, 0.4], T[:, b] = [0, 0.6]
+        ([1.0, 2.0, 2.0, 1.0], {"a": [1.0, 0.4], "b": [0.0, 0.6]}),
+    ],
+)
+def test_llpfc_loss_of_a_tiny_batch_by_hand(weights, columns):
+    weights = None if weights is None else np.array(weights)  # a1, b, a2, a3
     bags, logits, batch = two_bag_problem(weights)
     method = LLPFC().prepare(bags, np.random.RandomState(0))
-    # weighted sizes: a 1 + 2 + 1 = 4, b 2. Joint: a [8/3, 4/3], b [0, 2];
-    # class masses [8/3, 10/3]: T[:, a] = [1, 0.4], T[:, b] = [0, 0.6]
-    per_row = -np.log(
-        [0.8 * 1 + 0.2 * 0.4, 0.3 * 0 + 0.7 * 0.6, 0.4 * 1 + 0.6 * 0.4, 0.5 + 0.5 * 0.4]
-    )
-    expected = (weights * per_row).sum() / weights.sum()
+    probs = np.exp(logits.numpy())
+    column_of_row = np.array([columns[bag] for bag in "abaa"])
+    per_row = -np.log((probs * column_of_row).sum(1))
+    w = np.ones(4) if weights is None else weights
     loss = method.get_loss(None, None, logits, batch, 0, 1)
-    assert loss.item() == pytest.approx(expected, rel=1e-12)
+    assert loss.item() == pytest.approx((w * per_row).sum() / w.sum(), rel=1e-12)
 
 
 def reference_transitions(method, bags):

@@ -1,4 +1,5 @@
-"""Every loss against a hand computation."""
+"""Every loss against a hand computation: the proportion loss, VAT's pieces,
+and the regression losses of a batch that holds a sample of its bags."""
 
 import copy
 import math
@@ -8,7 +9,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sklearn_llp.methods import DLLP, VAT, BagBatch
+from sklearn_llp import LLPRegressor
+from sklearn_llp.core import check_bag_targets
+from sklearn_llp.methods import (
+    DLLP,
+    VAT,
+    BagBatch,
+    BagLoss,
+    InstanceLoss,
+    InterpolatingLoss,
+)
 from sklearn_llp.methods.functional import (
     exp_rampup,
     kl_divergence_with_logits,
@@ -21,59 +31,49 @@ from sklearn_llp.methods.functional import (
 
 
 def test_proportion_loss_by_hand():
-    # bag 0: rows 0, 1; bag 1: row 2
+    # bag 0: rows 0, 1; bag 1: row 2; bag means [0.6, 0.4] and [0.3, 0.7]
     logits = torch.log(torch.tensor([[0.8, 0.2], [0.4, 0.6], [0.3, 0.7]]))
-    segments = torch.tensor([0, 0, 1])
     props = torch.tensor([[0.5, 0.5], [0.0, 1.0]])
-    # bag means: [0.6, 0.4] and [0.3, 0.7]
     expected = (-(0.5 * math.log(0.6) + 0.5 * math.log(0.4)) - math.log(0.7)) / 2
-    loss = proportion_loss(logits, segments, props)
+    loss = proportion_loss(logits, torch.tensor([0, 0, 1]), props)
     assert loss.item() == pytest.approx(expected, rel=1e-6)
-
-
-def test_proportion_loss_is_cross_entropy_for_singleton_bags():
+    # the mean of the probabilities, not of the log-probabilities
+    logits = torch.log(torch.tensor([[0.9, 0.1], [0.1, 0.9]]))
+    loss = proportion_loss(logits, torch.tensor([0, 0]), torch.tensor([[0.5, 0.5]]))
+    assert loss.item() == pytest.approx(math.log(2), rel=1e-6)
+    # bags of one row: the cross-entropy
     torch.manual_seed(0)
-    logits = torch.randn(7, 4)
-    labels = torch.tensor([0, 3, 1, 1, 2, 0, 3])
+    logits, labels = torch.randn(7, 4), torch.tensor([0, 3, 1, 1, 2, 0, 3])
     loss = proportion_loss(logits, torch.arange(7), F.one_hot(labels, 4).float())
     assert loss.item() == pytest.approx(F.cross_entropy(logits, labels).item(), 1e-6)
 
 
-def test_proportion_loss_is_mean_of_probabilities_not_of_log_probabilities():
-    # A geometric mean of the probabilities would give a different value.
-    logits = torch.log(torch.tensor([[0.9, 0.1], [0.1, 0.9]]))
-    loss = proportion_loss(logits, torch.tensor([0, 0]), torch.tensor([[0.5, 0.5]]))
-    assert loss.item() == pytest.approx(math.log(2), rel=1e-6)
-
-
 def test_segment_mean_equals_a_loop_over_variable_size_bags():
     rng = np.random.RandomState(0)
-    sizes = rng.randint(1, 30, size=25)
-    segments = np.repeat(np.arange(25), sizes)
-    rng.shuffle(segments)
+    segments = rng.permutation(np.repeat(np.arange(25), rng.randint(1, 30, 25)))
     values = rng.normal(size=(len(segments), 5))
     expected = np.stack([values[segments == b].mean(0) for b in range(25)])
-    result = segment_mean(
-        torch.tensor(values), torch.tensor(segments), n_segments=25
-    ).numpy()
-    np.testing.assert_allclose(result, expected, rtol=1e-12)
+    result = segment_mean(torch.tensor(values), torch.tensor(segments), 25)
+    np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize(
-    "step, expected",
-    [(0, math.exp(-5)), (50, math.exp(-1.25)), (75, math.exp(-5 / 16)), (100, 1.0)],
+    "step, rampup_steps, expected",
+    [
+        (0, 100, math.exp(-5)),
+        (50, 100, math.exp(-1.25)),
+        (75, 100, math.exp(-5 / 16)),
+        (100, 100, 1.0),
+        (10_000, 100, 1.0),
+        (0, 0, 1.0),  # no ramp-up
+    ],
 )
-def test_exp_rampup_values(step, expected):
-    assert exp_rampup(step, 100) == pytest.approx(expected)
-
-
-def test_exp_rampup_stays_at_one_and_handles_no_rampup():
-    assert exp_rampup(10_000, 100) == 1.0
-    assert exp_rampup(0, 0) == 1.0
+def test_exp_rampup_values(step, rampup_steps, expected):
+    assert exp_rampup(step, rampup_steps) == pytest.approx(expected)
 
 
 def test_vat_rampup_counts_global_steps():
-    method = VAT(alpha=0.5, rampup=0.5)
+    method = VAT(alpha=0.5, rampup=0.5)  # T = 100 of 200 steps
     assert method.rampup_weight(0.5, 0.5, 0, 200) == pytest.approx(0.5 * math.exp(-5))
     assert method.rampup_weight(0.5, 0.5, 50, 200) == pytest.approx(
         0.5 * math.exp(-1.25)
@@ -81,16 +81,12 @@ def test_vat_rampup_counts_global_steps():
     assert method.rampup_weight(0.5, 0.5, 150, 200) == 0.5
 
 
-def test_kl_divergence_by_hand():
+def test_kl_divergence_and_l2_normalize_by_hand():
     p, q = torch.tensor([[0.5, 0.5]]), torch.tensor([[0.25, 0.75]])
     expected = 0.5 * math.log(0.5 / 0.25) + 0.5 * math.log(0.5 / 0.75)
     result = kl_divergence_with_logits(torch.log(p), torch.log(q))
     assert result.item() == pytest.approx(expected, rel=1e-6)
-
-
-def test_l2_normalize_survives_tiny_gradients():
-    d = torch.tensor([[3e-30, 4e-30], [0.0, 0.0]])
-    out = l2_normalize(d)
+    out = l2_normalize(torch.tensor([[3e-30, 4e-30], [0.0, 0.0]]))  # no underflow
     np.testing.assert_allclose(out[0].numpy(), [0.6, 0.8], rtol=1e-6)
     assert torch.all(out[1] == 0)
 
@@ -119,21 +115,16 @@ def test_vat_perturbation_finds_a_worse_direction_than_random():
     assert adversarial > 2 * random
 
 
-def test_vat_loss_is_nonnegative_and_zero_for_a_constant_model():
-    model, X = _model(), torch.randn(32, 6)
-    assert vat_loss(model, X, model(X).detach(), eps=1.0).item() >= 0
+def test_vat_loss_is_zero_for_a_constant_model_and_trains_the_perturbed_pass():
+    X = torch.randn(32, 6)
     constant = torch.nn.Linear(6, 3)
     with torch.no_grad():
         constant.weight.zero_()
-    loss = vat_loss(constant, X, constant(X).detach(), eps=1.0)
-    assert abs(loss.item()) < 1e-7
-
-
-def test_vat_gradient_flows_through_the_perturbed_pass_only():
-    model, X = _model(), torch.randn(16, 6)
-    target = model(X)  # not detached on purpose: vat_loss must not need it
-    loss = vat_loss(model, X, target.detach(), eps=1.0)
-    loss.backward()
+    assert abs(vat_loss(constant, X, constant(X).detach(), eps=1.0).item()) < 1e-7
+    model = _model()
+    loss = vat_loss(model, X, model(X).detach(), eps=1.0)
+    assert loss.item() >= 0
+    loss.backward()  # the target is detached: the gradient is the perturbed pass's
     assert all(p.grad is not None for p in model.parameters())
 
 
@@ -197,8 +188,7 @@ def test_vat_direction_matches_the_exact_hessian_vector_product(steps, scale):
 
     X, y = load_digits(return_X_y=True)
     X = torch.tensor((X - X.mean(0)) / (X.std(0) + 1e-8) * scale, dtype=torch.float32)
-    y = torch.tensor(y)
-    model = _confident_mlp(X, y, steps)
+    model = _confident_mlp(X, torch.tensor(y), steps)
     batch = X[:256]
     with torch.no_grad():
         target = model(batch)
@@ -215,3 +205,67 @@ def test_vat_direction_matches_the_exact_hessian_vector_product(steps, scale):
     paper = vat_perturbation(model, batch, target, eps=1.0, xi=1e-6)
     paper_cos = (paper.double() * _exact_hessian_direction(model, batch, d)).sum(1)
     assert paper_cos.abs().mean() < 0.9
+
+
+# ---------------------------------------------------------------------------
+# Regression losses of subsampled bags (issue 32, case 2)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "method, expected",
+    [(BagLoss(), 2 / 3), (InstanceLoss(), 6 / 3), (InterpolatingLoss(0.5), 4 / 3)],
+)
+def test_a_subsampled_bag_weighs_its_full_size(method, expected):
+    # bag "a": 4 rows, mean 2; bag "b": 2 rows, mean 5. The batch holds a
+    # sample: rows a1, a2 (predictions 1, 3) and b1 (prediction 4), bag b
+    # first. Bag a: mean prediction 2, W 4: bag term 0, instance term 4 * 1;
+    # bag b: mean prediction 4, W 2: bag term 2 * 1, instance term 2 * 1.
+    # Divided by the batch's 3 pairs (a training pair weighs 1 on average).
+    # Weighting by the rows drawn (W 2 and 1) would give 1/3, 3/3 and 2/3.
+    bags = check_bag_targets(["a", "a", "a", "a", "b", "b"], {"a": 2.0, "b": 5.0})
+    method = method.prepare(bags, None)
+    batch = BagBatch(
+        segments=torch.tensor([1, 1, 0]),
+        bag_props=torch.tensor([[5.0], [2.0]]),
+        bag_index=torch.tensor([1, 0]),
+    )
+    loss = method.get_loss(None, None, torch.tensor([[1.0], [3.0], [4.0]]), batch, 0, 1)
+    assert loss.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_llp_regressor_weighs_a_subsampled_bag_by_its_size():
+    """A linear model on y = x^2, x sorted into 60 bags of 5 rows and 3 of
+    600: the fit is size-weighted least squares on the bag means (slope
+    1.997) with max_bag_size=20 as without it; weighting every bag by the
+    rows drawn gave 1.655 (least squares weighted so: 1.657)."""
+    rng = np.random.RandomState(0)
+    sizes = np.r_[np.full(60, 5), np.full(3, 600)]
+    x = np.sort(rng.uniform(0, 2, sizes.sum()))
+    ids = np.repeat(np.arange(len(sizes)), sizes)
+    means = np.bincount(ids, weights=x**2) / sizes
+    x_means = np.bincount(ids, weights=x) / sizes
+
+    def least_squares_slope(bag_weights):
+        design = np.c_[x_means, np.ones_like(x_means)] * np.sqrt(bag_weights)[:, None]
+        solution = np.linalg.lstsq(design, means * np.sqrt(bag_weights), rcond=None)
+        return solution[0][0]
+
+    def fitted_slope(max_bag_size):
+        reg = LLPRegressor(
+            module__hidden_sizes=(),
+            max_bag_size=max_bag_size,
+            batch_size=10**6,  # one batch: the loss is the whole objective
+            max_epochs=100,
+            lr=0.05,
+            early_stopping=False,
+            random_state=0,
+            n_threads=1,
+            verbose=0,
+        ).fit(x[:, None], ids, means[ids])
+        return float(np.diff(reg.predict(np.array([[0.0], [1.0]])))[0])
+
+    by_size = least_squares_slope(sizes)
+    by_rows_drawn = least_squares_slope(np.minimum(sizes, 20))
+    subsampled, whole = fitted_slope(20), fitted_slope(None)
+    assert by_size - by_rows_drawn > 0.3  # the two weightings differ
+    assert subsampled == pytest.approx(whole, abs=0.02)
+    assert subsampled == pytest.approx(by_size, abs=0.05)

@@ -10,13 +10,24 @@ must give alike (same data in other forms, weights, seeds) are in
 ``test_conformance.py``.
 """
 
+import copy
+import re
+
 import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.methods import available_methods, make_method, method_params
+from sklearn_llp.methods import (
+    DLLP,
+    BagLoss,
+    _registry,
+    available_methods,
+    make_method,
+    method_params,
+    register_method,
+)
 from sklearn_llp.metrics import make_bag_scorer
 from sklearn_llp.model_selection import BagKFold
 
@@ -131,3 +142,37 @@ def test_grid_search_with_the_bag_scorer_fits_the_chosen_method(small_bags, meth
             assert getattr(best.method_, name[len("method__") :]) == value
         else:
             assert best.get_params()[name] == value
+
+
+# ---------------------------------------------------------------------------
+# The registry
+# ---------------------------------------------------------------------------
+def test_unknown_method_names_list_the_known_ones(small_bags):
+    X, bags, props, _ = small_bags
+    known = re.escape(str(available_methods()))
+    with pytest.raises(ValueError, match=f"'nope'.*{known}"):
+        LLPClassifier(method="nope", verbose=0).fit(X, bags, props)
+    with pytest.raises(ValueError, match=known):
+        make_method("ROT")  # names are case-sensitive
+
+
+def test_register_method_files_a_class_under_its_task(monkeypatch):
+    monkeypatch.setattr(_registry, "_REGISTRIES", copy.deepcopy(_registry._REGISTRIES))
+
+    class Halved(DLLP):
+        pass
+
+    class HalvedBagLoss(BagLoss):
+        pass
+
+    register_method("halved", Halved)
+    register_method("halved_bag", HalvedBagLoss)
+    assert "halved" in available_methods()
+    assert "halved_bag" in available_methods("regression")
+    assert type(make_method("halved", task="classification")) is Halved
+    with pytest.raises(ValueError, match="taken by a regression method"):
+        register_method("bag", Halved)
+    with pytest.raises(ValueError, match="taken by a classification method"):
+        register_method("vat", HalvedBagLoss)
+    with pytest.raises(TypeError, match="subclass of LLPMethod"):
+        register_method("plain", object)

@@ -1,7 +1,8 @@
 """Noisy (privacy-protected) proportions: the noise-aware loss of
 NoisyProportions against hand computations, its reduction to DLLP without
-noise, dp_proportions (unbiased counts, noise scales, simplex rows, seeds,
-errors), project_to_simplex against a brute-force reference, and learning."""
+noise, dp_proportions (simplex rows, seeds, errors; its calibration is in
+test_privacy.py), project_to_simplex against a brute-force reference, the
+benchmark study, and learning."""
 
 import importlib.util
 import itertools
@@ -13,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from scipy.special import ndtr
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
@@ -26,6 +26,7 @@ from sklearn_llp.methods.functional import (
 from sklearn_llp.privacy import dp_noise_scale, dp_proportions, project_to_simplex
 
 torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------------------
@@ -64,15 +65,21 @@ def hand_weights(scale, weighting, noise="laplace"):
 
 
 @pytest.mark.parametrize("weighting", ["likelihood", "reliability"])
-@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
-def test_loss_of_a_tiny_batch_by_hand(weighting, noise):
+@pytest.mark.parametrize(
+    "noise, scale", [("laplace", 1.0), ("gaussian", 1.0), ("laplace", 0.0)]
+)
+def test_loss_of_a_tiny_batch_by_hand(weighting, noise, scale):
     bags, logits, batch, probs = tiny_problem()
-    method = NoisyProportions(noise=noise, scale=1.0, weighting=weighting)
+    method = NoisyProportions(noise=noise, scale=scale, weighting=weighting)
     method.prepare(bags, None)
-    weights = hand_weights(1.0, weighting, noise)
-    if weighting == "reliability" and noise == "laplace":
+    weights = hand_weights(scale, weighting, noise)
+    if weighting == "reliability" and noise == "laplace" and scale:
         # tau = 0.25, v = 2, (1 - 1/C) v = 1: r = n / (n + 4)
         np.testing.assert_allclose(weights, [4 / 8, 2 / 6])
+    if scale == 0:  # no noise: bags weighed by their size, or once each
+        np.testing.assert_allclose(
+            weights, [4.0, 2.0] if weighting == "likelihood" else 1
+        )
     np.testing.assert_allclose(method.bag_weights_, weights)
     np.testing.assert_allclose(method.label_variance_, 0.25)
     mean_a = (probs[0] + probs[2]) / 2  # [0.45, 0.55]
@@ -121,17 +128,7 @@ def test_zero_noise_reliability_is_dllp_exactly():
         assert loss.item() == dllp.item()
 
 
-def test_zero_noise_likelihood_weighs_bags_by_size():
-    bags, logits, batch, probs = tiny_problem()
-    method = NoisyProportions(scale=0.0).prepare(bags, None)
-    np.testing.assert_allclose(method.bag_weights_, [4.0, 2.0])
-    mean_a = (probs[0] + probs[2]) / 2
-    ce_a = -(0.75 * np.log(mean_a[0]) + 0.25 * np.log(mean_a[1]))
-    ce_b = -np.log(probs[1, 1])
-    expected = (4 * ce_a + 2 * ce_b) / (2 * 3.0)  # sum n_B CE_B / (2 mean n)
-    loss = method.get_loss(None, None, logits, batch, 0, 1)
-    assert loss.item() == pytest.approx(expected, rel=1e-6)
-    # bags of equal size: DLLP exactly
+def test_zero_noise_likelihood_on_bags_of_equal_size_is_dllp_exactly():
     equal = check_bags([0, 0, 1, 1], [[0.5, 0.5]] * 2 + [[0.0, 1.0]] * 2)
     method = NoisyProportions(scale=0.0).prepare(equal, None)
     batch = BagBatch(
@@ -245,65 +242,14 @@ def true_counts(ids, y):
     return pd.crosstab(ids, y).to_numpy(dtype=float)
 
 
-@pytest.mark.parametrize("mechanism, delta", [("laplace", None), ("gaussian", 1e-5)])
-def test_released_counts_are_unbiased_and_noise_matches_epsilon(mechanism, delta):
-    ids, y, _ = census()
-    counts = true_counts(ids, y)
-    epsilon = 0.5
-    noise = []
-    for seed in range(100):  # 100 draws x 40 bags x 3 classes
-        table, noisy = dp_proportions(
-            ids,
-            y,
-            epsilon,
-            mechanism=mechanism,
-            delta=delta,
-            return_counts=True,
-            random_state=seed,
-        )
-        noise.append(noisy.to_numpy() - counts)
-    noise = np.array(noise)
-    scale = table.attrs["noise_scale"]
-    # replace-one neighbours, bag sizes public: L1 sensitivity 2, L2 sqrt(2)
-    if mechanism == "laplace":
-        assert scale == 2 / epsilon
-        variance = 2 * scale**2
-    else:
-        assert scale == pytest.approx(
-            math.sqrt(2) * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-        )
-        variance = scale**2
-    assert table.attrs["noise_variance"] == pytest.approx(variance)
-    # unbiased: the mean noise of every count over the draws, and overall
-    sd_mean = math.sqrt(variance / noise.shape[0])
-    assert np.abs(noise.mean(axis=0)).max() < 4.5 * sd_mean
-    assert abs(noise.mean()) < 4 * math.sqrt(variance / noise.size)
-    # its variance is the mechanism's
-    assert noise.var() == pytest.approx(variance, rel=0.08)
-    if mechanism == "laplace":  # Laplace: mean |noise| = b
-        assert np.abs(noise).mean() == pytest.approx(scale, rel=0.05)
-
-
 def test_noise_scales():
-    assert dp_noise_scale(0.5) == 4.0  # replace-one neighbours: L1 2
-    assert dp_noise_scale(0.5, sensitivity=2) == 4.0
-    assert dp_noise_scale(0.5, sensitivity=1) == 2.0  # add/remove-one tables
+    # the calibrations are checked in test_privacy.py; here what is left
     assert dp_noise_scale(np.inf) == 0.0
-    classical = dp_noise_scale(0.5, "gaussian", delta=1e-5, sensitivity=1)
-    assert classical == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 0.5)
-    assert dp_noise_scale(0.5, "gaussian", delta=1e-5) == pytest.approx(
-        math.sqrt(2) * classical
-    )  # replace-one neighbours: L2 sqrt(2)
-    # the analytic Gaussian mechanism: exactly delta at its sigma, less noise
-    for epsilon in (0.1, 0.5, 1.0, 5.0):
-        sigma = dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5, sensitivity=1)
-        a, b = 1 / (2 * sigma), epsilon * sigma
-        delta = ndtr(a - b) - math.exp(epsilon) * ndtr(-a - b)
-        assert delta == pytest.approx(1e-5, rel=1e-6)
-        if epsilon < 1:
-            assert sigma < dp_noise_scale(
-                epsilon, "gaussian", delta=1e-5, sensitivity=1
-            )
+    assert dp_noise_scale(0.5, sensitivity=2) == dp_noise_scale(0.5) == 4.0
+    for epsilon in (0.1, 0.5):  # the analytic Gaussian needs less noise
+        assert dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5) < (
+            dp_noise_scale(epsilon, "gaussian", delta=1e-5)
+        )
 
 
 @pytest.mark.parametrize("post_processing", ["project", "clip"])
@@ -336,15 +282,14 @@ def test_projection_halves_the_binary_noise():
 
 def test_seeded_reproducibility():
     ids, y, _ = census()
-    first = dp_proportions(ids, y, 0.2, random_state=3)
-    again = dp_proportions(ids, y, 0.2, random_state=3)
-    other = dp_proportions(ids, y, 0.2, random_state=4)
-    pd.testing.assert_frame_equal(first, again)
-    assert not np.allclose(first.to_numpy(), other.to_numpy())
-    rng = np.random.RandomState(7)
-    a = dp_proportions(ids, y, 0.2, random_state=rng)
-    b = dp_proportions(ids, y, 0.2, random_state=rng)  # the generator advances
-    assert not np.allclose(a.to_numpy(), b.to_numpy())
+
+    def release(seed):
+        return dp_proportions(ids, y, 0.2, random_state=seed)
+
+    pd.testing.assert_frame_equal(release(3), release(3))
+    assert not np.allclose(release(3).to_numpy(), release(4).to_numpy())
+    rng = np.random.RandomState(7)  # a generator advances
+    assert not np.allclose(release(rng).to_numpy(), release(rng).to_numpy())
 
 
 def test_unbagged_rows_and_classes():
@@ -490,16 +435,16 @@ def test_learns_from_a_moderately_noisy_release():
     assert accuracy > np.mean(dllp.predict(X_test) == y_test) + 0.05
 
 
-def test_benchmark_script_quick(tmp_path):
-    script = (
-        Path(__file__).resolve().parents[1]
-        / "benchmarks"
-        / "studies"
-        / "noisy_proportions.py"
-    )
+def load_benchmark():
+    script = ROOT / "benchmarks" / "studies" / "noisy_proportions.py"
     spec = importlib.util.spec_from_file_location("benchmark_noisy", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_script_quick(tmp_path):
+    module = load_benchmark()
     module.main(["--quick", "--epsilons", "0.1,inf", "--out", str(tmp_path)])
     payload = json.loads((tmp_path / "noisy_proportions.json").read_text())
     assert {r["method"] for r in payload["runs"]} == {"dllp", "size", "noisy"}
@@ -509,19 +454,6 @@ def test_benchmark_script_quick(tmp_path):
     assert payload["meta"]["sensitivity"] == 2.0  # replace-one accounting
     module.main(["--resummarise", "--out", str(tmp_path)])
     assert "earlier accounting" not in (tmp_path / "noisy_proportions.md").read_text()
-
-
-def load_benchmark():
-    script = (
-        Path(__file__).resolve().parents[1]
-        / "benchmarks"
-        / "studies"
-        / "noisy_proportions.py"
-    )
-    spec = importlib.util.spec_from_file_location("benchmark_noisy", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_benchmark_grid_gives_the_committed_releases_correctly_labelled():
@@ -580,12 +512,11 @@ def test_benchmark_digits_study_quick(tmp_path):
 
 def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
     """README and user guide quote the committed digits study exactly."""
-    root = Path(__file__).resolve().parents[1]
     payload = json.loads(
-        (root / "benchmarks" / "results" / "noisy_proportions.digits.json").read_text()
+        (ROOT / "benchmarks" / "results" / "noisy_proportions.digits.json").read_text()
     )
-    readme = (root / "README.md").read_text()
-    guide = (root / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
+    readme = (ROOT / "README.md").read_text()
+    guide = (ROOT / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
 
     def cell(row):
         return f"{row['accuracy']:.3f} ± {row['accuracy_std']:.3f}"

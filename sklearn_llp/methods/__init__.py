@@ -1,14 +1,11 @@
 """LLP training methods: each turns a batch of whole bags into a loss.
 
-``LLPClassifier(method=...)`` takes a registered name (``"dllp"``,
-``"vat"``, ``"pi"``, ``"rot"``, ``"llpfc"``, ``"easyllp"``, ``"noisy"``;
-see :func:`available_methods`) or an :class:`LLPMethod` instance;
-``LLPRegressor(method=...)`` one of the regression losses (``"bag"``,
-``"instance"``, ``"interpolating"``) or a :class:`RegressionMethod`.
-Hyperparameters are ``method__*`` parameters of the estimator
-(``LLPClassifier(method="vat", method__alpha=0.1)``), so ``set_params``,
-``clone`` and ``GridSearchCV`` reach them. The tensor operations the
-methods are built from live in :mod:`sklearn_llp.methods.functional`.
+``LLPClassifier(method=...)`` takes a name of :func:`available_methods` or an
+:class:`LLPMethod`; ``LLPRegressor(method=...)`` one of
+``available_methods("regression")`` or a :class:`RegressionMethod`.
+Hyperparameters are ``method__*`` parameters of the estimator. The tensor
+operations the methods are built from are in
+:mod:`sklearn_llp.methods.functional`. See :ref:`methods`.
 """
 
 from . import functional
@@ -17,12 +14,7 @@ from ._easyllp import EasyLLP
 from ._llpfc import LLPFC
 from ._noisy import NoisyProportions
 from ._pi import PiModel
-from ._registry import (
-    available_methods,
-    make_method,
-    method_params,
-    register_method,
-)
+from ._registry import available_methods, make_method, method_params, register_method
 from ._regression import BagLoss, InstanceLoss, InterpolatingLoss, RegressionMethod
 from ._rot import ROT
 from ._vat import VAT

@@ -1,4 +1,4 @@
-"""The method interface: one small object computes the loss of a batch."""
+"""The method interface: one small object turns a batch of whole bags into a loss."""
 
 from contextlib import contextmanager
 from numbers import Real
@@ -13,31 +13,34 @@ from ._segments import exp_rampup, gather_rows, proportion_loss, weighted_mean
 
 
 class BagBatch(NamedTuple):
-    """The bag structure of one training batch, already on the device.
+    """The bag structure of one training batch, on the device.
 
-    A batch holds (bag, instance) pairs: with disjoint bags one per
-    instance, with overlapping bags one per membership. Per-instance values
-    (logits) are taken to pairs with :meth:`take`; per-pair values are
-    reduced to bags by ``segments``.
+    A batch holds (bag, row) pairs: one per row for disjoint bags, one per
+    membership for overlapping bags.
 
     Attributes
     ----------
     segments : LongTensor of shape (n_pairs,)
-        Bag index, in ``[0, n_bags)``, of every pair.
-    bag_props : Tensor of shape (n_bags, n_classes)
-        Label proportions of the bags of the batch.
+        Bag of every pair, in ``[0, n_bags)``.
+    bag_props : Tensor of shape (n_bags, n_outputs)
+        Label proportions (or means) of the batch's bags.
     bag_index : LongTensor of shape (n_bags,)
-        Index of every bag of the batch in the training
-        :class:`~sklearn_llp.core.Bags` passed to :meth:`LLPMethod.prepare`
-        (for methods that keep per-bag state: :meth:`LLPMethod.bag_tensor`).
-    members : LongTensor of shape (n_pairs,) or None, default=None
-        Instance (row of the batch) of every pair; None means one pair per
-        instance, in order (disjoint bags).
-    weights : Tensor of shape (n_instances,) or None, default=None
-        Sample weight of every instance (row of the batch); None weighs all
-        equally. Bag means are weighted means.
-    bag_weights : Tensor of shape (n_bags,) or None, default=None
-        Weight of every bag in means over bags; None counts each bag once.
+        Every bag's index in the bags given to :meth:`LLPMethod.prepare`.
+    members : LongTensor of shape (n_pairs,) or None
+        Row of every pair; None: pair ``i`` is row ``i``.
+    weights : Tensor of shape (n_rows,) or None
+        Sample weight of every row.
+    bag_weights : Tensor of shape (n_bags,) or None
+        Weight of every bag in means over bags; None: every bag once.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods import BagBatch
+    >>> batch = BagBatch(torch.tensor([0, 0, 1]), torch.tensor([[1.0, 0.0]] * 2),
+    ...                  torch.tensor([0, 1]))
+    >>> round(batch.proportion_loss(torch.zeros(3, 2)).item(), 4)  # log 2
+    0.6931
     """
 
     segments: torch.Tensor
@@ -47,20 +50,15 @@ class BagBatch(NamedTuple):
     weights: torch.Tensor | None = None
     bag_weights: torch.Tensor | None = None
 
-    def take(self, per_instance):
-        """Rows of a per-instance tensor for every pair (bag member).
-
-        A gather whose gradient (an instance in several bags sums the
-        gradients of its pairs) is a deterministic segment sum
-        (:func:`~sklearn_llp.methods._segments.gather_rows`), not the atomic
-        scatter-add of indexing's backward.
-        """
-        if self.members is None or per_instance is None:
-            return per_instance
-        return gather_rows(per_instance, self.members)
+    def take(self, per_row):
+        """The rows of ``per_row`` for every pair (a deterministic gather)."""
+        if self.members is None or per_row is None:
+            return per_row
+        return gather_rows(per_row, self.members)
 
     def proportion_loss(self, logits):
-        """:func:`proportion_loss` of the batch's bags from instance logits."""
+        """DLLP's :func:`~sklearn_llp.methods.functional.proportion_loss` of
+        the batch's bags from the logits of its rows."""
         return proportion_loss(
             self.take(logits),
             self.segments,
@@ -71,19 +69,11 @@ class BagBatch(NamedTuple):
 
 
 class LLPMethod(BaseEstimator):
-    """Base class of the LLP training methods.
+    """Base class of the training methods: a loss of a batch of whole bags.
 
-    A method is a small scikit-learn style object (its ``__init__`` stores
-    hyperparameters, so ``clone`` and ``get_params`` work) that turns one batch
-    of whole bags into a scalar loss. :class:`~sklearn_llp.LLPClassifier`
-    calls :meth:`get_loss` once per optimizer step; subclasses override it.
-
-    To add a method, subclass :class:`LLPMethod`, implement :meth:`get_loss`
-    and either pass an instance as ``LLPClassifier(method=MyMethod())`` or
-    register a name with :func:`~sklearn_llp.methods.register_method`. A
-    method that needs the whole training set (class priors, bag sizes, a
-    grouping of the bags) overrides :meth:`prepare`, which the classifier
-    calls once per ``fit`` before the first step.
+    A small scikit-learn style object, cloned for every fit; subclasses
+    implement :meth:`get_loss` and may override :meth:`prepare`
+    (:ref:`writing_a_method`).
 
     Examples
     --------
@@ -96,25 +86,15 @@ class LLPMethod(BaseEstimator):
     ...         return self.scale * bags.proportion_loss(logits)
     """
 
-    #: scikit-learn style constraints of the hyperparameters, checked by
-    #: :meth:`validate` before every fit.
+    #: scikit-learn style constraints of the hyperparameters (:meth:`validate`).
     _parameter_constraints: dict = {}
 
-    #: Whether the estimator's ``early_stopping="auto"`` turns early stopping
-    #: on for this method (given enough bags): True for losses that a network
-    #: overfits as training goes on, so that the last epoch is worse than an
-    #: earlier one.
+    #: Whether ``early_stopping="auto"`` turns early stopping on: True for
+    #: losses a network overfits as training goes on.
     early_stopping_default: bool = False
 
     def validate(self):
-        """Check the hyperparameters against ``_parameter_constraints``.
-
-        Raises
-        ------
-        ValueError or TypeError
-            Naming the hyperparameter (as ``method__<name>``) and what is
-            wrong with it.
-        """
+        """Check the hyperparameters; an error names ``method__<name>``."""
         try:
             self._validate_params()
         except (ValueError, TypeError) as exc:
@@ -123,30 +103,12 @@ class LLPMethod(BaseEstimator):
         return self
 
     def prepare(self, bags, random_state):
-        """Hook: see the training bags once per ``fit``.
+        """See the training bags (after the validation split) once per fit.
 
-        Called by the classifier after the validation split and before the
-        first step of every ``fit`` and ``partial_fit``, on the fresh method
-        object built for that call. Here it sets what several methods need:
-        ``bag_sizes_`` (the total sample weight of every training bag: its
-        size when unweighted) and ``class_prior_`` (the class proportions of
-        the training rows, ``bag_sizes_ @ props`` normalised). A subclass that
-        overrides it calls ``super().prepare(bags, random_state)`` first.
-        State computed here (attributes ending in ``_``) is then available to
-        :meth:`get_loss`, where ``bags.bag_index`` maps the batch's bags to
-        the bags given here (see :meth:`bag_tensor`).
-
-        Parameters
-        ----------
-        bags : Bags
-            The training bags (:class:`~sklearn_llp.core.Bags`): their rows,
-            sizes, proportions ``bags.props``, weights and classes.
-        random_state : RandomState
-            Seeded from the classifier's ``random_state``.
-
-        Returns
-        -------
-        self : LLPMethod
+        Sets ``bag_sizes_`` (every bag's total sample weight) and
+        ``class_prior_`` (the training rows' class proportions); a subclass
+        calls ``super().prepare`` first. ``random_state`` is a ``RandomState``
+        seeded from the estimator's. Returns ``self``.
         """
         self.bag_sizes_ = bags.total_weights()
         prior = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
@@ -155,19 +117,13 @@ class LLPMethod(BaseEstimator):
         return self
 
     def on_epoch_begin(self, epoch):
-        """Hook: called before every epoch; ``epoch`` counts from 0 at
-        :meth:`prepare` (so within one ``fit`` or ``partial_fit``). No-op."""
+        """Hook before every epoch (``epoch`` counts from 0 in each fit)."""
 
     def bag_tensor(self, name, like, bags=None):
-        """The array attribute ``name`` as a tensor on ``like``'s device.
+        """The array attribute ``name`` on ``like``'s device, moved once.
 
-        Moved once (per device, dtype and array object: set the attribute to
-        a new array and the next call moves it again), so that per-bag state
-        costs no host-device copy per step. Floating arrays take ``like``'s
-        dtype promoted to at least float32 (losses are computed in float32
-        under half precision); integer arrays keep theirs. With ``bags`` (a
-        :class:`BagBatch`), the rows of the batch's bags
-        (``bags.bag_index``) are returned.
+        Floating arrays take ``like``'s dtype, at least float32; with ``bags``
+        (a :class:`BagBatch`), the rows of the batch's bags.
         """
         values = getattr(self, name)
         cache = vars(self).setdefault("_device_cache", {})
@@ -189,28 +145,12 @@ class LLPMethod(BaseEstimator):
         return state
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        """Loss of one batch of whole bags.
+        """The scalar loss of one batch of whole bags.
 
-        Parameters
-        ----------
-        module : torch.nn.Module
-            The network, in training mode; call it for extra forward passes.
-        X : Tensor of shape (n_instances, ...)
-            The instances of the batch, on the module's device.
-        logits : Tensor of shape (n_instances, n_classes)
-            ``module(X)``, computed once by the classifier.
-        bags : BagBatch
-            Bag-member pairs of the batch and proportions of every bag;
-            ``bags.take(logits)`` gives the logits of every pair.
-        step : int
-            Optimizer steps taken before this one, counted over the whole
-            training (not per epoch).
-        total_steps : int
-            Optimizer steps planned for the current ``fit``.
-
-        Returns
-        -------
-        loss : scalar Tensor
+        ``module`` is the network in training mode (for extra passes), ``X``
+        the batch's rows, ``logits`` ``module(X)``, ``bags`` a
+        :class:`BagBatch`; ``step`` counts the optimizer steps taken over the
+        whole training, ``total_steps`` those planned for the current fit.
         """
         raise NotImplementedError
 
@@ -219,7 +159,7 @@ class LLPMethod(BaseEstimator):
         return alpha * exp_rampup(step, int(round(rampup * total_steps)))
 
 
-#: Constraints shared by the consistency methods' ramped weight.
+#: Constraints of the consistency methods' ramped weight.
 _RAMP_CONSTRAINTS = {
     "alpha": [Interval(Real, 0, None, closed="left")],
     "rampup": [Interval(Real, 0, 1, closed="both")],
@@ -229,17 +169,24 @@ _RAMP_CONSTRAINTS = {
 class ConsistencyMethod(LLPMethod):
     """Proportion loss plus a ramped-up consistency loss (LLP-VAT's recipe).
 
-    ``get_loss`` returns ``L_prop + w(t) * mean(consistency_loss(...))`` with
-    ``w(t) = alpha * exp(-5 (1 - t/T)^2)``, ``T = rampup * total_steps``;
-    the consistency target is the clean prediction, held fixed
-    (:func:`clean_logits`), and the mean over instances is weighted by the
-    sample weights if given. Subclasses set ``alpha`` and ``rampup`` and
-    implement :meth:`consistency_loss`.
+    ``L_prop + w(t) * mean(consistency_loss)`` with ``w(t) = alpha exp(-5 (1
+    - t/T)^2)``, ``T = rampup * total_steps``, against the clean prediction
+    held fixed. Subclasses set ``alpha`` and ``rampup`` and implement
+    :meth:`consistency_loss`.
+
+    Examples
+    --------
+    >>> from sklearn_llp.methods import ConsistencyMethod
+    >>> class Smooth(ConsistencyMethod):
+    ...     def __init__(self, alpha=1.0, rampup=0.0):
+    ...         self.alpha, self.rampup = alpha, rampup
+    ...
+    ...     def consistency_loss(self, module, X, target_logits):
+    ...         return (module(X) - target_logits).pow(2).sum(1)
     """
 
     def consistency_loss(self, module, X, target_logits):
-        """Consistency loss of every instance, shape ``(n,)``, against fixed
-        clean logits."""
+        """Consistency loss of every row, shape ``(n,)``."""
         raise NotImplementedError
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
@@ -253,15 +200,10 @@ class ConsistencyMethod(LLPMethod):
 
 
 class DLLP(LLPMethod):
-    """Vanilla DLLP: the proportion loss alone.
+    """DLLP (Ardehaly & Culotta 2017): the proportion loss alone.
 
-    The loss of a bag is the cross-entropy between its label proportions and
-    the mean of the instance probabilities in the bag (Ardehaly & Culotta
-    2017); with bags of one instance it is the ordinary cross-entropy.
-
-    See Also
-    --------
-    VAT : DLLP plus virtual adversarial consistency (LLP-VAT).
+    Cross-entropy between every bag's proportions and the mean of its rows'
+    predicted probabilities; the ordinary cross-entropy for bags of one row.
 
     Examples
     --------
@@ -274,29 +216,32 @@ class DLLP(LLPMethod):
         return bags.proportion_loss(logits)
 
 
-def _active_dropout(module):
-    return any(
-        isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training
-        for m in module.modules()
-    )
-
-
-@contextmanager
-def perturbation_mode(module):
-    """Run extra forward passes without dropout and without BatchNorm updates.
-
-    Consistency losses compare predictions for clean and perturbed inputs;
-    dropout noise in those passes would be measured as inconsistency, and
-    BatchNorm running statistics must not drift towards perturbed inputs.
-    Inside the context, dropout layers are in eval mode and BatchNorm layers
-    normalise with the batch statistics but leave their running statistics
-    untouched.
-    """
-    dropouts = [
+def _active_dropouts(module):
+    return [
         m
         for m in module.modules()
         if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training
     ]
+
+
+@contextmanager
+def perturbation_mode(module):
+    """Extra forward passes without dropout and without BatchNorm updates:
+    dropout noise would count as inconsistency, and running statistics must
+    not drift towards perturbed inputs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import perturbation_mode
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+    >>> with perturbation_mode(net):
+    ...     net[1].training
+    False
+    >>> net[1].training
+    True
+    """
+    dropouts = _active_dropouts(module)
     norms = [
         m
         for m in module.modules()
@@ -317,13 +262,19 @@ def perturbation_mode(module):
 
 
 def clean_logits(module, X, logits):
-    """Logits of the clean input as a fixed consistency target.
+    """The clean prediction as a fixed consistency target: the training
+    pass's logits detached, or a pass without dropout if dropout is active.
 
-    Reuses the training pass when the module has no active dropout (then
-    both are the same function of ``X``); otherwise runs one extra pass in
-    :func:`perturbation_mode` without gradient.
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import clean_logits
+    >>> net = torch.nn.Linear(2, 2)
+    >>> X = torch.ones(1, 2)
+    >>> clean_logits(net, X, net(X)).requires_grad
+    False
     """
-    if not _active_dropout(module):
+    if not _active_dropouts(module):
         return logits.detach()
     with torch.no_grad(), perturbation_mode(module):
         return module(X)

@@ -1,14 +1,4 @@
-"""LLPFC: learning from label proportions as learning with label noise.
-
-Bags are grouped by ``C`` (the number of classes); within a group, the
-position of an instance's bag is a *noisy label* whose class-conditional
-distribution -- the group's transition matrix -- follows from the bags'
-sizes and proportions, and the network is trained with the forward-corrected
-cross-entropy of Patrini et al. (2017). The grouping and every transition
-matrix are built in :meth:`LLPFC.prepare` (and again at every regrouping)
-with vectorised numpy; a training step looks its bags up by
-``BagBatch.bag_index``, with no Python loop over bags or instances.
-"""
+"""LLPFC: label proportions as label noise, trained with forward correction."""
 
 from numbers import Integral
 
@@ -18,38 +8,27 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
 from ._base import LLPMethod
+from ._segments import at_least_float32
 
 
 def llpfc_transition_matrices(props, sizes):
     """Noise transition matrices of groups of bags (LLPFC).
 
-    In a group of bags ``0..m-1`` every instance gets the noisy label ``i``
-    of the bag it is in. With bag ``i`` holding ``n_i`` instances in
-    proportions ``p_i``, the transition matrix of the group is::
-
-        T[c, i] = P(noisy = i | y = c) = n_i p_{i,c} / sum_j n_j p_{j,c}
-
-    (Zhang, Wang & Scott 2022: ``T[c, i] = sigma_i gamma_{i,c} / pi_c``,
-    here with the noisy-label prior ``sigma_i = n_i / sum_j n_j`` and the
-    clean prior ``pi = Gamma^T sigma`` of the pooled group). Every row of a
-    class present in the group is a distribution over the bags. A class
-    absent from every bag of the group (``sum_j n_j p_{j,c} = 0``) has no
-    conditional distribution; its row is set to ``sigma``, the limit of the
-    formula when that class has the same tiny proportion in every bag (the
-    class then says nothing about the bag), so that every row sums to 1.
+    A row's noisy label is its bag's position in the group:
+    ``T[c, i] = n_i p_ic / sum_j n_j p_jc``; a class absent from the group
+    gets the row ``n_i / sum_j n_j``, so every row sums to 1.
 
     Parameters
     ----------
     props : array-like of shape (n_groups, m, n_classes)
-        Proportions of the bags of every group, in their group order.
+        Proportions of the bags of every group, in group order.
     sizes : array-like of shape (n_groups, m)
         (Weighted) size of every bag.
 
     Returns
     -------
     transitions : ndarray of shape (n_groups, n_classes, m)
-        ``transitions[g, c, i]``: probability that an instance of class ``c``
-        in group ``g`` is in the group's ``i``-th bag.
+        ``P(noisy = i | y = c)`` in every group.
 
     Examples
     --------
@@ -73,21 +52,21 @@ def llpfc_transition_matrices(props, sizes):
 
 
 def forward_correction_loss(logits, transition_columns, weights=None):
-    """Forward-corrected cross-entropy of every row, or their weighted mean.
-
-    ``-log(sum_c softmax(logits)_c T[c, noisy])`` (Patrini et al. 2017),
-    computed as ``-logsumexp(log_softmax(logits) + log T[:, noisy])``: exact
-    where ``T`` has zeros (their classes drop out) and finite as long as the
-    column has a positive entry.
+    """Forward-corrected cross-entropy ``-log(sum_c softmax(f(x))_c T[c, noisy])``
+    (Patrini et al. 2017), exact where ``T`` has zeros.
 
     Parameters
     ----------
     logits : Tensor of shape (n, n_classes)
     transition_columns : Tensor of shape (n, n_classes)
-        Column ``T[:, noisy_i]`` of the transition matrix of every row.
+        Column ``T[:, noisy_i]`` of every row.
     weights : Tensor of shape (n,), default=None
-        If given, returns ``sum(weights * loss) / sum(weights)`` (0 when all
-        weights are 0); otherwise the loss of every row.
+        If given, the weighted mean (0 when all weights are 0); else the loss
+        of every row.
+
+    Returns
+    -------
+    Tensor of shape (n,), or scalar with ``weights``
 
     Examples
     --------
@@ -106,116 +85,41 @@ def forward_correction_loss(logits, transition_columns, weights=None):
 
 
 class LLPFC(LLPMethod):
-    """LLPFC: label proportions as label noise, forward correction (Zhang et al.).
+    """LLPFC (Zhang, Wang & Scott 2022): proportions as label noise.
 
-    The training bags are split at random into groups of ``C`` bags (``C``
-    classes). In a group, an instance's *noisy label* is the position of its
-    bag, and the probability of noisy label ``i`` given true class ``c`` is
-    known from the bags' sizes ``n`` and proportions ``p``::
-
-        T[c, i] = n_i p_{i,c} / sum_j n_j p_{j,c}
-
-    (:func:`llpfc_transition_matrices`). The network is trained on the noisy
-    labels with the forward-corrected cross-entropy of Patrini et al. (2017),
-
-        ``L = -log(sum_c softmax(f(x))_c T[c, noisy(x)])``,
-
-    averaged over the instances of a batch (weighted by their sample
-    weights); with ``T`` invertible, minimising it in expectation recovers
-    the clean posterior (the paper's calibration and excess-risk results).
-    Every ``regroup_every`` epochs the groups are drawn afresh, as in the
-    paper's experiments.
-
-    Choices where the paper leaves room (all documented here):
-
-    - **Noisy-label prior.** The paper's ``T = diag(sigma) Gamma / pi`` needs
-      the prior ``sigma`` of the noisy labels; this is the group's empirical
-      one, ``sigma_i = n_i / sum_j n_j`` (with sample weights, ``n`` is the
-      bag's total weight), so the group is exactly a noisy-label data set and
-      ``T`` above its transition matrix. For bags of equal size it is the
-      paper's LLPFC-uniform; the paper's LLPFC-approx (``sigma`` fitted to a
-      global class prior by constrained least squares) is not implemented.
-    - **Leftover bags.** ``n_bags mod C`` bags, drawn at random at every
-      regrouping, are in no group until the next one (as in the authors'
-      code): their instances get weight 0 in the loss. A batch of leftover
-      bags only has loss 0. Every bag is grouped in most periods; with few
-      bags, regroup more often (``regroup_every=1``).
-    - **Singular or ill-conditioned T.** Forward correction never inverts
-      ``T``, so such groups are used as they are: a group whose bags have
-      (nearly) equal proportions carries little information, but the clean
-      posterior still minimises its expected loss. ``n_singular_groups_``
-      counts them for the current grouping (the authors' code only logs a
-      warning).
-    - **Absent classes.** A class in no bag of a group gets the row
-      ``sigma`` (see :func:`llpfc_transition_matrices`).
-    - **Weights.** The mean over a batch is over instances, so groups weigh
-      in proportion to their size (the paper weighs groups equally, the
-      same for bags of equal size). ``bag_weights`` (set only for
-      supervised data) are not used: there each row's weight is its sample
-      weight already.
-
-    Batches hold whole bags, so subsampled large bags (``max_bag_size``)
-    keep their full size in ``T``. Overlapping bags are refused: a shared
-    instance would have several noisy labels.
-
-    **Where it works.** The noisy labels carry the information in how much
-    the proportions of a group's bags differ. Measured as the mutual
-    information between a row's noisy label and its class, relative to the
-    class entropy (digits, 10 classes, groups of 10 bags): 13 % in random
-    bags of 16, 2.9 % in random bags of 64 and 0.7 % in random bags of 256,
-    but 15 % in bags of 256 whose proportions are drawn from a Dirichlet(1)
-    (the paper's setting). LLPFC is built for bags with **varied
-    proportions**; in random bags it fades as about ``1/k`` with the bag
-    size ``k``, and the proportion loss (``"vat"``, ``"dllp"``) is the
-    better choice there (user guide, "Methods, and when each one helps").
-
-    A flexible network memorises the noisy labels as training goes on (its
-    training loss falls below that of the true labels): on digits in random
-    bags of 16 (MLP 256-256, 60 epochs, 3 seeds) test accuracy is 81.4 %
-    after 60 epochs and 89.4 % when the estimator's early stopping on
-    held-out bags restores the best epoch, which is why
-    ``early_stopping="auto"`` is on for this method
-    (``early_stopping_default``). Regrouping every epoch instead of every 20
-    changed accuracy by less than the seed spread there (0.90 / 0.90 / 0.80
-    against 0.90 / 0.87 / 0.78 after 10 / 20 / 100 epochs without early
-    stopping).
+    Bags are grouped at random by ``C`` (the classes); a row's noisy label is
+    its bag's position in the group, whose transition matrix follows from the
+    bags' sizes and proportions, and the network is trained with the
+    forward-corrected cross-entropy. Leftover bags weigh 0 until the next
+    regrouping. Needs disjoint bags; early stopping is on. See :ref:`llpfc`.
 
     Parameters
     ----------
     regroup_every : int or None, default=20
-        Draw new groups every this many epochs (the authors' default, with
-        200 epochs in all); None keeps the first grouping. Epochs are counted
-        within each ``fit``/``partial_fit`` call; each call draws its first
-        grouping in :meth:`prepare`, seeded by the classifier's
-        ``random_state``.
+        Draw new groups every this many epochs of a fit; None keeps the first.
 
     Attributes
     ----------
     groups_ : ndarray of shape (n_bags,)
         Group of every training bag, -1 for a leftover bag.
     positions_ : ndarray of shape (n_bags,)
-        Position of every bag in its group: the noisy label of its instances.
+        Position of every bag in its group: its rows' noisy label.
     transitions_ : ndarray of shape (n_groups, n_classes, n_classes)
         ``transitions_[g, c, i] = P(noisy = i | y = c)`` in group ``g``.
     n_singular_groups_ : int
         Groups whose transition matrix has rank below ``n_classes``.
     n_regroupings_ : int
-        Groupings drawn so far in this fit (1 after :meth:`prepare`).
+        Groupings drawn so far in this fit.
 
     References
     ----------
     J. Zhang, Y. Wang, C. Scott. Learning from label proportions by learning
     with label noise. NeurIPS 2022 (arXiv:2203.02496).
 
-    G. Patrini, A. Rozza, A. K. Menon, R. Nock, L. Qu. Making deep neural
-    networks robust to label noise: a loss correction approach. CVPR 2017.
-
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
     >>> clf = LLPClassifier(method="llpfc", method__regroup_every=5)
-    >>> from sklearn_llp.methods import LLPFC
-    >>> clf = LLPClassifier(method=LLPFC(regroup_every=5))  # the same
     """
 
     _parameter_constraints = {
@@ -227,7 +131,7 @@ class LLPFC(LLPMethod):
         self.regroup_every = regroup_every
 
     def prepare(self, bags, random_state):
-        """Draw the first grouping of the training bags and its matrices.
+        """Draw the first grouping and its matrices.
 
         Raises
         ------
@@ -276,15 +180,15 @@ class LLPFC(LLPMethod):
             self._regroup()
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        dtype = torch.promote_types(logits.dtype, torch.float32)  # not in half
+        logits = at_least_float32(logits)
         group = self.bag_tensor("groups_", logits, bags)
         position = self.bag_tensor("positions_", logits, bags)
         transitions = self.bag_tensor("transitions_", logits)
         # column T[:, position] of every batch bag's group: (n_batch_bags, C)
         columns = transitions[group.clamp_min(0), :, position]
-        weights = (group >= 0).to(dtype)[bags.segments]  # leftover bags: 0
+        weights = (group >= 0).to(logits.dtype)[bags.segments]  # leftovers: 0
         if bags.weights is not None:
-            weights = weights * bags.take(bags.weights).to(dtype)
+            weights = weights * bags.take(bags.weights).to(logits.dtype)
         return forward_correction_loss(
-            bags.take(logits).to(dtype), columns[bags.segments], weights
+            bags.take(logits), columns[bags.segments], weights
         )

@@ -10,11 +10,19 @@ from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 
 
 def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
-    """Squared error between clean and noisy-input probabilities.
+    """Squared error between the fixed clean and the noisy-input probabilities.
 
-    The squared error is summed over classes and, with ``reduction="mean"``,
-    averaged over instances (``"none"``: one value per instance); the clean
-    prediction is held fixed.
+    Summed over classes; averaged over rows (``reduction="mean"``) or one
+    value per row (``"none"``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import pi_loss
+    >>> net = torch.nn.Linear(3, 2)
+    >>> X = torch.randn(4, 3)
+    >>> pi_loss(net, X, net(X).detach(), noise_std=0.0).item()
+    0.0
     """
     with perturbation_mode(module):
         noisy_logits = module(X + noise_std * torch.randn_like(X))
@@ -26,22 +34,18 @@ def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
 class PiModel(ConsistencyMethod):
     """DLLP plus Pi-model consistency (Laine & Aila 2017).
 
-    The loss is ``L_prop + w(t) * L_pi`` where ``L_pi`` is the squared error
-    between the class probabilities of the clean input (held fixed) and of
-    the input plus Gaussian noise of standard deviation ``noise_std``, and
-    ``w(t)`` ramps up exactly as in :class:`VAT`. The LLP-VAT paper uses it to
-    illustrate consistency regularisation on the two-moons toy problem.
+    ``L_prop + w(t) * L_pi``, ``L_pi`` the squared error between the class
+    probabilities of the clean input (held fixed) and of the input plus
+    Gaussian noise, ``w(t)`` ramped up as in :class:`VAT`.
 
     Parameters
     ----------
     alpha : float, default=1.0
         Maximum weight of the consistency loss.
     noise_std : float, default=0.15
-        Standard deviation of the Gaussian input noise (the reference code's
-        value), in input units.
+        Standard deviation of the input noise, in input units.
     rampup : float, default=0.4
-        Fraction of the planned optimizer steps over which the weight ramps
-        up.
+        Fraction of the planned optimizer steps over which the weight ramps up.
 
     Examples
     --------

@@ -1,10 +1,7 @@
-"""Method names known to ``LLPClassifier(method=...)`` and
-``LLPRegressor(method=...)``, and building a method.
+"""Method names of ``LLPClassifier(method=...)`` and ``LLPRegressor(method=...)``.
 
-Two registries, one per task: the classification methods learn label
-proportions, the regression methods (subclasses of
-:class:`~sklearn_llp.methods.RegressionMethod`) bag means. A name belongs to
-one task only.
+Two registries, one per task: a name belongs to one task only; a subclass of
+:class:`~sklearn_llp.methods.RegressionMethod` is a regression method.
 """
 
 from sklearn.base import clone
@@ -18,29 +15,29 @@ from ._regression import BagLoss, InstanceLoss, InterpolatingLoss, RegressionMet
 from ._rot import ROT
 from ._vat import VAT
 
-_METHODS = {
-    "dllp": DLLP,
-    "vat": VAT,
-    "pi": PiModel,
-    "rot": ROT,
-    "llpfc": LLPFC,
-    "easyllp": EasyLLP,
-    "noisy": NoisyProportions,
+_REGISTRIES = {
+    "classification": {
+        "dllp": DLLP,
+        "vat": VAT,
+        "pi": PiModel,
+        "rot": ROT,
+        "llpfc": LLPFC,
+        "easyllp": EasyLLP,
+        "noisy": NoisyProportions,
+    },
+    "regression": {
+        "bag": BagLoss,
+        "instance": InstanceLoss,
+        "interpolating": InterpolatingLoss,
+    },
 }
-
-_REGRESSION_METHODS = {
-    "bag": BagLoss,
-    "instance": InstanceLoss,
-    "interpolating": InterpolatingLoss,
-}
-
-_TASKS = ("classification", "regression")
+_ESTIMATORS = {"classification": "LLPClassifier", "regression": "LLPRegressor"}
 
 
 def _registry(task):
-    if task not in _TASKS:
-        raise ValueError(f"task must be one of {_TASKS}; got {task!r}.")
-    return _REGRESSION_METHODS if task == "regression" else _METHODS
+    if task not in _REGISTRIES:
+        raise ValueError(f"task must be one of {tuple(_REGISTRIES)}; got {task!r}.")
+    return _REGISTRIES[task]
 
 
 def _task_of(method_class):
@@ -50,34 +47,50 @@ def _task_of(method_class):
 
 
 def register_method(name, method_class):
-    """Make ``LLPClassifier(method=name)`` build ``method_class``.
+    """Make ``method=name`` build ``method_class``.
 
-    A subclass of :class:`~sklearn_llp.methods.RegressionMethod` is
-    registered for ``LLPRegressor(method=name)`` instead.
+    Registered for ``LLPRegressor`` if it subclasses
+    :class:`~sklearn_llp.methods.RegressionMethod`, else for ``LLPClassifier``.
 
     Parameters
     ----------
     name : str
-        The name users pass as ``method``; a name of the other task's
-        registry is refused.
+        A name of the other task's registry is refused.
     method_class : type
-        A subclass of :class:`LLPMethod`; ``method__<name>`` parameters of the
-        estimator are passed to its ``__init__``.
+        A subclass of :class:`LLPMethod`.
+
+    Examples
+    --------
+    >>> from sklearn_llp.methods import DLLP, register_method
+    >>> class MyDLLP(DLLP):
+    ...     pass
+    >>> register_method("my_dllp", MyDLLP)  # doctest: +SKIP
+    >>> register_method("bag", MyDLLP)  # a regression method's name
+    Traceback (most recent call last):
+    ...
+    ValueError: method name 'bag' is taken by a regression method; choose another name.
     """
     if not (isinstance(method_class, type) and issubclass(method_class, LLPMethod)):
         raise TypeError("method_class must be a subclass of LLPMethod.")
     task = _task_of(method_class)
-    other = "classification" if task == "regression" else "regression"
-    if name in _registry(other):
+    (other,) = set(_REGISTRIES) - {task}
+    if name in _REGISTRIES[other]:
         raise ValueError(
             f"method name {name!r} is taken by a {other} method; choose another name."
         )
-    _registry(task)[name] = method_class
+    _REGISTRIES[task][name] = method_class
 
 
 def available_methods(task="classification"):
     """Sorted names accepted by ``LLPClassifier(method=...)``, or with
-    ``task="regression"`` by ``LLPRegressor(method=...)``."""
+    ``task="regression"`` by ``LLPRegressor(method=...)``.
+
+    Examples
+    --------
+    >>> from sklearn_llp.methods import available_methods
+    >>> available_methods("regression")
+    ['bag', 'instance', 'interpolating']
+    """
     return sorted(_registry(task))
 
 
@@ -85,20 +98,20 @@ def _method_class(method, task=None):
     """The class of ``method``; with a ``task``, refuse the other task's."""
     if isinstance(method, LLPMethod):
         method_class = type(method)
-    elif isinstance(method, str) and any(method in _registry(t) for t in _TASKS):
-        method_class = _METHODS.get(method) or _REGRESSION_METHODS[method]
     else:
-        known = available_methods(task or "classification")
-        raise ValueError(
-            f"method={method!r} is not a known method; use one of {known} or an "
-            f"{'RegressionMethod' if task == 'regression' else 'LLPMethod'} "
-            "instance."
-        )
+        found = [r[method] for r in _REGISTRIES.values() if method in r]
+        if not isinstance(method, str) or not found:
+            known = available_methods(task or "classification")
+            kind = "RegressionMethod" if task == "regression" else "LLPMethod"
+            raise ValueError(
+                f"method={method!r} is not a known method; use one of {known} or an "
+                f"{kind} instance."
+            )
+        method_class = found[0]
     if task is not None and _task_of(method_class) != task:
-        estimator = "LLPRegressor" if task == "regression" else "LLPClassifier"
         raise ValueError(
             f"method={method!r} is a {_task_of(method_class)} method, not one "
-            f"for {estimator}; use one of {available_methods(task)}"
+            f"for {_ESTIMATORS[task]}; use one of {available_methods(task)}"
             f"{' or a RegressionMethod instance' if task == 'regression' else ''}."
         )
     return method_class
@@ -107,8 +120,11 @@ def _method_class(method, task=None):
 def method_params(method, task=None):
     """The hyperparameters ``method`` (a name or an object) is built with.
 
-    ``task`` ("classification" or "regression") refuses a method of the
-    other task; None looks the name up in both registries.
+    Examples
+    --------
+    >>> from sklearn_llp.methods import method_params
+    >>> method_params("interpolating")
+    {'rho': 0.5}
     """
     if isinstance(method, LLPMethod):
         _method_class(method, task)
@@ -122,20 +138,22 @@ def make_method(method, params=None, task=None):
     Parameters
     ----------
     method : str or LLPMethod
-        A registered name (see :func:`available_methods`) or an instance,
-        which is cloned (the object passed is never modified).
+        A registered name or an instance (cloned, never modified).
     params : dict, default=None
-        Hyperparameters that override the method's own (the classifier's
-        ``method__*`` parameters, without the prefix).
+        Hyperparameters overriding the method's own (``method__*`` without
+        the prefix).
     task : {"classification", "regression"}, default=None
-        Refuse a method of the other task (a ``ValueError`` naming the
-        estimator's methods); None accepts both.
+        Refuse a method of the other task; None accepts both.
 
     Returns
     -------
     method : LLPMethod
-        A new instance, its hyperparameters checked against its
-        ``_parameter_constraints``.
+
+    Examples
+    --------
+    >>> from sklearn_llp.methods import make_method
+    >>> make_method("vat", {"alpha": 0.1})
+    VAT(alpha=0.1)
     """
     method_class = _method_class(method, task)
     params = dict(params or {})

@@ -1,57 +1,13 @@
-"""Losses for learning a regressor from bag means (aggregate responses).
-
-Every bag ``a`` gives the mean ``y_a`` of a continuous response over its
-rows; the network predicts ``f(x_i)`` for every row. With ``w_i`` the sample
-weights (1 by default), ``W_a = sum_{i in a} w_i`` and ``f_a`` the weighted
-mean prediction of bag ``a``, the three losses of a batch are (Javanmard et
-al., "Learning from aggregate responses: instance level versus bag level
-loss functions", ICLR 2024):
-
-- bag level, ``sum_a W_a (y_a - f_a)^2 / sum_a W_a``: the squared error of
-  every bag's mean prediction, bags weighted by their size;
-- instance level, ``sum_a sum_{i in a} w_i (y_a - f(x_i))^2 / sum_a W_a``:
-  every row regressed on its bag's mean;
-- interpolating, ``(1 - rho) * bag + rho * instance``.
-
-Because ``sum_i w_i (y_a - f_i)^2 = W_a (y_a - f_a)^2 + sum_i w_i (f_i -
-f_a)^2``, the instance loss is the bag loss plus the within-bag variance of
-the predictions, ``V = sum_a sum_{i in a} w_i (f_i - f_a)^2 / sum_a W_a``: a
-regulariser that pulls the predictions of a bag together (the paper's
-observation). The interpolating loss is ``bag + rho * V``: ``rho=0`` is
-the unbiased bag loss, ``rho=1`` the lower-variance instance loss.
-
-Bag means are segment reductions (:func:`~sklearn_llp.methods.functional.segment_sum`),
-never a Python loop over bags. With singleton bags (instance targets) all
-three are the (weighted) mean squared error.
-"""
+"""Losses for learning a regressor from bag means (:ref:`regression_losses`)."""
 
 from numbers import Real
 
+import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval
 
 from ._base import LLPMethod
-from ._segments import gather_rows, segment_sum
-
-
-def _pair_tensors(predictions, segments, bag_means, weights, members):
-    """Per-pair predictions and weights, in float32 at least."""
-    dtype = torch.promote_types(predictions.dtype, torch.float32)
-    predictions = predictions.to(dtype)
-    if predictions.ndim == 2:
-        if predictions.shape[1] != 1:
-            raise ValueError(
-                f"predictions must have one column; got shape "
-                f"{tuple(predictions.shape)}."
-            )
-        predictions = predictions[:, 0]
-    if members is not None:
-        predictions = gather_rows(predictions, members)
-        weights = None if weights is None else weights[members]
-    if weights is None:
-        weights = torch.ones_like(predictions)
-    bag_means = bag_means.to(dtype).reshape(-1)
-    return predictions, weights.to(dtype), bag_means
+from ._segments import at_least_float32, gather_rows, segment_sum
 
 
 def regression_losses(
@@ -62,33 +18,36 @@ def regression_losses(
     bag_weights=None,
     *,
     members=None,
+    bag_sizes=None,
     reduction="mean",
 ):
     """The bag-level and instance-level squared losses of a batch of bags.
 
+    ``sum_a W_a (y_a - f_a)^2`` and ``sum_a W_a mean_{i in a} (y_a - f_i)^2``
+    over ``sum_a W_a``: ``f_a`` the (weighted) mean prediction of the bag's
+    rows in the batch, ``W_a`` its total weight, from ``bag_sizes`` for a
+    bag of which the batch holds a sample.
+
     Parameters
     ----------
     predictions : Tensor of shape (n,) or (n, 1)
-        Prediction of every row (or pair, with ``members=None``).
     segments : LongTensor of shape (n_pairs,)
-        Bag of every pair, in ``[0, n_bags)``.
+        Bag of every pair.
     bag_means : Tensor of shape (n_bags,) or (n_bags, 1)
-        Given mean of every bag.
     weights : Tensor of shape (n,), default=None
-        Sample weight of every row; None weighs rows equally.
+        Sample weight of every row.
     bag_weights : Tensor of shape (n_bags,), default=None
-        Extra weight of every bag, multiplying its total sample weight.
+        Extra weight of every bag, multiplying ``W_a``.
     members : LongTensor of shape (n_pairs,), default=None
         Row of every pair (overlapping bags); None: pair ``i`` is row ``i``.
+    bag_sizes : Tensor of shape (n_bags,), default=None
+        ``W_a``; None: the total weight of the bag's rows in the batch.
     reduction : {"mean", "none"}, default="mean"
-        ``"mean"``: the two scalar losses, weighted means over the batch's
-        rows; ``"none"``: per bag, ``W_a (y_a - f_a)^2`` and ``sum_{i in a}
-        w_i (y_a - f_i)^2`` (sums, not yet divided by ``sum_a W_a``).
+        ``"none"``: the two terms of every bag, not divided by ``sum_a W_a``.
 
     Returns
     -------
     bag_loss, instance_loss : Tensor
-        See :mod:`sklearn_llp.methods._regression`.
 
     Examples
     --------
@@ -100,15 +59,27 @@ def regression_losses(
     >>> round(float(bag), 4), round(float(instance), 4)  # 3 / 3, (0 + 4 + 1) / 3
     (1.0, 1.6667)
     """
-    pred, w, means = _pair_tensors(predictions, segments, bag_means, weights, members)
+    pred = at_least_float32(predictions)
+    if pred.ndim == 2:
+        if pred.shape[1] != 1:
+            raise ValueError(
+                f"predictions must have one column; got shape {tuple(pred.shape)}."
+            )
+        pred = pred[:, 0]
+    if members is not None:
+        pred = gather_rows(pred, members)
+        weights = None if weights is None else weights[members]
+    w = torch.ones_like(pred) if weights is None else weights.to(pred.dtype)
+    means = bag_means.to(pred.dtype).reshape(-1)
     n_bags = means.shape[0]
-    totals = segment_sum(w, segments, n_bags)
-    bag_pred = segment_sum(w * pred, segments, n_bags) / totals
+    drawn = segment_sum(w, segments, n_bags)
+    bag_pred = segment_sum(w * pred, segments, n_bags) / drawn
+    squares = segment_sum(w * (means[segments] - pred) ** 2, segments, n_bags)
+    totals = drawn if bag_sizes is None else bag_sizes.to(drawn.dtype)
     if bag_weights is not None:
         totals = totals * bag_weights.to(totals.dtype)
-        w = w * bag_weights.to(w.dtype)[segments]
     per_bag = totals * (means - bag_pred) ** 2
-    per_bag_instance = segment_sum(w * (means[segments] - pred) ** 2, segments, n_bags)
+    per_bag_instance = squares * (totals / drawn)
     if reduction == "none":
         return per_bag, per_bag_instance
     denominator = totals.sum()
@@ -125,8 +96,7 @@ def interpolating_loss(
     *,
     members=None,
 ):
-    """``(1 - rho) * bag_loss + rho * instance_loss`` (see
-    :func:`regression_losses`); ``rho`` in [0, 1].
+    """``(1 - rho) * bag_loss + rho * instance_loss`` of :func:`regression_losses`.
 
     Examples
     --------
@@ -141,6 +111,10 @@ def interpolating_loss(
     bag, instance = regression_losses(
         predictions, segments, bag_means, weights, bag_weights, members=members
     )
+    return _interpolate(bag, instance, rho)
+
+
+def _interpolate(bag, instance, rho):
     if rho == 0:
         return bag
     if rho == 1:
@@ -151,30 +125,27 @@ def interpolating_loss(
 class RegressionMethod(LLPMethod):
     """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`.
 
-    A regression method turns a batch of whole bags, whose
-    ``bags.bag_props`` hold one (standardised) mean per bag, and the
-    network's ``(n, 1)`` predictions into a loss. Subclass it (not
-    :class:`LLPMethod`, whose methods learn label proportions) to add one:
-    implement :meth:`get_loss`; :func:`~sklearn_llp.methods.register_method`
-    then registers it for ``LLPRegressor(method=name)``.
+    ``bags.bag_props`` hold one (standardised) mean per bag; subclasses
+    implement :meth:`get_loss`, with ``_losses`` giving a batch's bag and
+    instance losses. A bag weighs its full total weight ``bag_sizes_`` also
+    when ``max_bag_size`` subsamples it, and a batch's loss is divided by
+    its pairs times a training pair's mean weight, so that the batches of an
+    epoch add up to the loss of the training set. Early stopping is on by
+    default (:ref:`regression_early_stopping`).
 
-    Early stopping is on by default (``early_stopping_default``): a network
-    fits the bag means of its training bags long before it has learned
-    their rows. On Adult's weekly hours (8,000 training people, MLP
-    256-256, seed 0) 100 epochs gave a test R^2 of -0.120 in random bags of
-    16 and -0.039 in bags of 64; stopping on 10 % held-out bags gave 0.168
-    and 0.026 (K-means bags: 0.198 and 0.200). On a smooth synthetic target
-    with little noise it cost 0.05 (0.748 against 0.801).
+    Examples
+    --------
+    >>> from sklearn_llp.methods import RegressionMethod
+    >>> class HalfBagLoss(RegressionMethod):
+    ...     def get_loss(self, module, X, logits, bags, step, total_steps):
+    ...         return 0.5 * self._losses(logits, bags)[0]
     """
 
     early_stopping_default = True
 
     def prepare(self, bags, random_state):
-        """See the training bags once per ``fit``; sets ``bag_sizes_``.
-
-        Refuses bags that carry label proportions (a regression method given
-        to a classifier).
-        """
+        """Set ``bag_sizes_`` and the mean weight of a pair; refuse bags with
+        label proportions (a regression loss given to a classifier)."""
         if bags.props is None or bags.props.shape[1] != 1:
             raise ValueError(
                 f"{type(self).__name__} is a regression loss, for LLPRegressor "
@@ -182,45 +153,31 @@ class RegressionMethod(LLPMethod):
                 "classification method (see sklearn_llp.methods.available_methods())."
             )
         self.bag_sizes_ = bags.total_weights()
-        # mean weight of a (bag, row) pair over the training bags: a weighted
-        # batch's loss is divided by its pairs times this (not by its own
-        # total weight), so that every batch estimates the same full-data
-        # loss and a batch of low-weight bags pulls less than one of
-        # high-weight bags (None: unweighted, the two are the same)
-        self.pair_weight_ = None
-        if bags.weights is not None or bags.bag_weights is not None:
-            totals = self.bag_sizes_
-            if bags.bag_weights is not None:
-                totals = totals * bags.bag_weights
-            self.pair_weight_ = float(totals.sum() / max(len(bags.members), 1))
+        totals = self.bag_sizes_
+        if bags.bag_weights is not None:
+            totals = totals * bags.bag_weights
+        self.pair_weight_ = float(np.sum(totals) / max(len(bags.members), 1))
         self._device_cache = {}
         return self
 
     def _losses(self, logits, bags):
-        pair_weight = getattr(self, "pair_weight_", None)
+        """The bag and instance losses of a batch."""
         batch = (logits, bags.segments, bags.bag_props, bags.weights, bags.bag_weights)
-        if pair_weight is None:
+        if not hasattr(self, "bag_sizes_"):  # not prepared: the batch is all
             return regression_losses(*batch, members=bags.members)
         per_bag, per_bag_instance = regression_losses(
-            *batch, members=bags.members, reduction="none"
+            *batch,
+            members=bags.members,
+            bag_sizes=self.bag_tensor("bag_sizes_", logits, bags),
+            reduction="none",
         )
-        denominator = bags.segments.shape[0] * pair_weight
+        denominator = bags.segments.shape[0] * self.pair_weight_
         return per_bag.sum() / denominator, per_bag_instance.sum() / denominator
 
 
 class BagLoss(RegressionMethod):
-    """Bag-level squared loss: each bag's mean prediction against its mean.
-
-    ``sum_a W_a (y_a - f_a)^2 / sum_a W_a`` with ``f_a`` the bag's
-    (sample-weighted) mean prediction and ``W_a`` its size (total weight):
-    the natural loss for bag means, unbiased for a linear model, and the
-    default of :class:`~sklearn_llp.LLPRegressor`. With singleton bags it is
-    the mean squared error.
-
-    See Also
-    --------
-    InstanceLoss : Every row regressed on its bag's mean.
-    InterpolatingLoss : Between the two.
+    """Bag-level squared loss: every bag's mean prediction against its mean,
+    bags weighted by their size; the default of :class:`~sklearn_llp.LLPRegressor`.
 
     Examples
     --------
@@ -234,12 +191,8 @@ class BagLoss(RegressionMethod):
 
 
 class InstanceLoss(RegressionMethod):
-    """Instance-level squared loss: every row regressed on its bag's mean.
-
-    ``sum_a sum_{i in a} w_i (y_a - f(x_i))^2 / sum_a W_a``: the bag loss of
-    :class:`BagLoss` plus the within-bag variance of the predictions, a
-    regulariser that shrinks the predictions of a bag towards each other
-    (biased, lower variance; Javanmard et al., ICLR 2024).
+    """Instance-level squared loss: every row regressed on its bag's mean
+    (the bag loss plus the within-bag variance of the predictions).
 
     Examples
     --------
@@ -252,18 +205,14 @@ class InstanceLoss(RegressionMethod):
 
 
 class InterpolatingLoss(RegressionMethod):
-    """The interpolating loss of Javanmard et al. (ICLR 2024).
-
-    ``(1 - rho) * bag_loss + rho * instance_loss``, which is the bag loss
-    plus ``rho`` times the within-bag variance of the predictions: ``rho``
-    trades the bias of the instance loss for its lower variance.
+    """``(1 - rho) * bag_loss + rho * instance_loss`` (Javanmard et al., ICLR 2024):
+    ``rho`` trades the instance loss's bias for its lower variance.
 
     Parameters
     ----------
     rho : float in [0, 1], default=0.5
-        0 is :class:`BagLoss`, 1 is :class:`InstanceLoss`. Tune it as
-        ``method__rho`` (e.g. by ``GridSearchCV`` with ``BagKFold`` and
-        :data:`~sklearn_llp.metrics.bag_r2_scorer`).
+        0 is :class:`BagLoss`, 1 is :class:`InstanceLoss`; tune it as
+        ``method__rho`` on held-out bags.
 
     Examples
     --------
@@ -279,5 +228,4 @@ class InterpolatingLoss(RegressionMethod):
         self.rho = rho
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        bag, instance = self._losses(logits, bags)
-        return (1.0 - self.rho) * bag + self.rho * instance
+        return _interpolate(*self._losses(logits, bags), self.rho)

@@ -1,16 +1,8 @@
-"""Loss building blocks shared by the LLP methods.
+"""Segment reductions (bag means of a batch) and the losses built on them.
 
-All functions are pure torch and work on whole batches: bag means are
-segment reductions (:func:`segment_sum`), never a Python loop over bags.
-
-Deterministic by construction: no reduction here accumulates with atomic
-adds (``index_add_``, ``scatter_add_``), whose order, and so whose rounding,
-varies from run to run on a GPU. A segment sum is ``torch.segment_reduce``
-over contiguous segments (each output element is summed by one thread, row
-after row, and its gradient is a gather), and the gradient of a gather
-(:func:`gather_rows`) is such a segment sum over the index sorted once. The
-training step is therefore reproducible on CUDA without
-``torch.use_deterministic_algorithms``, and runs under it.
+No reduction here uses atomic adds, whose order varies on a GPU: training is
+reproducible on CUDA without ``torch.use_deterministic_algorithms``
+(:ref:`segment_reductions`).
 """
 
 import math
@@ -20,50 +12,29 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-#: Added to bag-mean probabilities before the log of the proportion loss, so
-#: a class predicted nowhere in its bag costs a large finite loss (not inf)
-#: and still gets a gradient (a clamp would give none).
+#: Added to bag-mean probabilities before the log of the proportion loss: a
+#: class predicted nowhere in its bag costs a large finite loss with a gradient.
 LOG_EPS = 1e-8
 
 
-def segment_offsets(segments, n_segments):
-    """Where every segment of sorted ``segments`` starts, and where the last ends.
-
-    Parameters
-    ----------
-    segments : LongTensor of shape (n,)
-        Segment index of every row, sorted (non-decreasing) and in
-        ``[0, n_segments)``, as the batches of whole bags are.
-    n_segments : int
-
-    Returns
-    -------
-    offsets : LongTensor of shape (n_segments + 1,)
-        Segment ``s`` holds rows ``offsets[s]:offsets[s + 1]`` (none if they
-        are equal).
-    """
-    bounds = torch.arange(n_segments + 1, device=segments.device, dtype=segments.dtype)
-    return torch.searchsorted(segments.contiguous(), bounds)
+def at_least_float32(tensor):
+    """``tensor`` in float32 or wider: losses are not computed in half precision."""
+    return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
 
 
 class _Plan(NamedTuple):
-    """How to sum rows by segment: see :func:`_segment_plan`."""
+    """How to sum rows by segment (see :func:`_segment_plan`)."""
 
     order: torch.Tensor | None  # stable sort of the segments; None if sorted
     segments: torch.Tensor  # sorted
     offsets: torch.Tensor  # (n_segments + 1,): segment s is offsets[s]:[s + 1]
-    counts: torch.Tensor  # (n_segments,) rows of every segment
+    counts: torch.Tensor  # rows of every segment
     size: int | None  # the rows of every segment, when all are equal
 
 
 def _segment_plan(segments, n_segments):
-    """Check ``segments`` and plan their sums: a :class:`_Plan`.
-
-    ``order`` is None when the segments are already sorted, as in every
-    training batch. CPU indices are checked with numpy (a few microseconds);
-    on a GPU the check is one device sync. Segments planned in advance
-    (:func:`attach_plan`) are not checked again: no sync.
-    """
+    """Check ``segments`` and plan their sums; a plan attached in advance
+    (:func:`attach_plan`) is used as it is, with no check and no device sync."""
     known = getattr(segments, "_segment_plan", None)
     if known is not None and known.offsets.shape[0] == n_segments + 1:
         return known
@@ -73,14 +44,9 @@ def _segment_plan(segments, n_segments):
 
 
 def attach_plan(segments, offsets, counts, size, order=None):
-    """Give sorted ``segments`` their plan, computed elsewhere in advance.
-
-    The batches of an epoch are planned on the host in one go
-    (:class:`~sklearn_llp.neural._data.EpochBatches`); the plan rides on the
-    segments tensor itself, so every segment sum of the step finds it
-    without a device sync, and a tensor derived from it (a slice, a copy)
-    is planned afresh. ``order`` is the stable sort of unsorted segments.
-    """
+    """Give sorted ``segments`` their plan, computed in advance on the host:
+    the segment sums of a step then need no device sync. A tensor derived
+    from it (a slice, a copy) is planned afresh."""
     ordered = segments if order is None else segments[order]
     segments._segment_plan = _Plan(order, ordered, offsets, counts, size)
     return segments
@@ -107,10 +73,15 @@ def _plan_numpy(segments, n_segments):
     return _Plan(order, segments, torch.from_numpy(offsets), counts, size)
 
 
+def _offsets(segments, n_segments):
+    bounds = torch.arange(n_segments + 1, device=segments.device, dtype=segments.dtype)
+    return torch.searchsorted(segments.contiguous(), bounds)
+
+
 def _plan_torch(segments, n_segments):
     """On a GPU: one sync for the order, the range and equal sizes."""
     n_rows, order = segments.shape[0], None
-    offsets = segment_offsets(segments, n_segments)
+    offsets = _offsets(segments, n_segments)
     counts = offsets.diff()
     size = None
     if n_rows:
@@ -124,7 +95,7 @@ def _plan_torch(segments, n_segments):
             order = torch.argsort(segments, stable=True)
             segments = segments[order]
             _check_range(*torch.stack([segments[0], segments[-1]]).tolist(), n_segments)
-            offsets = segment_offsets(segments, n_segments)
+            offsets = _offsets(segments, n_segments)
             counts = offsets.diff()
         else:
             _check_range(stats[1], stats[2], n_segments)
@@ -142,7 +113,7 @@ def _check_range(low, high, n_segments):
 
 
 class _SegmentSum(torch.autograd.Function):
-    """Sums over contiguous segments; the gradient is a gather (:func:`gather_rows`)."""
+    """Sums over contiguous segments; the gradient is a gather."""
 
     @staticmethod
     def forward(ctx, values, segments, offsets):
@@ -173,11 +144,7 @@ class _GatherRows(torch.autograd.Function):
 
 
 def _sum_runs(values, plan):
-    """Segment sums of rows already in ``plan``'s sorted order.
-
-    Segments of equal size are a reshape and a sum (native autograd); others
-    go through :class:`_SegmentSum`, or the bare kernel without gradient.
-    """
+    """Segment sums of rows in ``plan``'s sorted order."""
     if plan.size is not None:
         n_segments = plan.offsets.shape[0] - 1
         return values.reshape(n_segments, plan.size, *values.shape[1:]).sum(1)
@@ -187,33 +154,9 @@ def _sum_runs(values, plan):
 
 
 def segment_sum(values, segments, n_segments):
-    """Sum of the rows of ``values`` within each segment, in a fixed order.
-
-    The one segment reduction of the package (bag means, Sinkhorn's class
-    sums, the gradient of :func:`gather_rows`). It is deterministic: sorted
-    ``segments`` are cut into contiguous runs and every run is summed row
-    after row by ``torch.segment_reduce`` (one thread per output element on a
-    GPU), and its gradient is a gather of the output gradient -- never an
-    atomic ``index_add_``, whose order of additions varies on a GPU.
-    Segments of equal size (uniform bags) are a reshape and a sum. It is
-    differentiable any number of times. Unsorted ``segments`` are sorted
-    first (a stable sort: the same order every run); the batches of whole
-    bags are sorted already. Checking the segments costs one device sync on
-    a GPU. On the CPU it is about as fast as ``index_add_``, faster on large
-    batches (measured in the repository's benchmarks).
-
-    Parameters
-    ----------
-    values : Tensor of shape (n, ...)
-        One row per element; trailing dimensions are summed independently.
-    segments : LongTensor of shape (n,)
-        Segment index in ``[0, n_segments)`` of every row, in any order.
-    n_segments : int
-        Number of segments; a segment without rows sums to 0.
-
-    Returns
-    -------
-    Tensor of shape (n_segments, ...)
+    """Sums ``(n_segments, ...)`` of the rows of ``values`` ``(n, ...)`` by
+    their ``segments`` (in ``[0, n_segments)``, any order), in a fixed order:
+    deterministic on every device, differentiable any number of times.
 
     Examples
     --------
@@ -231,34 +174,31 @@ def segment_sum(values, segments, n_segments):
 
 
 def gather_rows(source, index):
-    """``source[index]`` (rows, repeated as ``index`` repeats them), whose
-    gradient is a deterministic :func:`segment_sum` instead of the atomic
-    scatter-add of indexing's backward."""
+    """``source[index]`` whose gradient is a deterministic :func:`segment_sum`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import gather_rows
+    >>> gather_rows(torch.tensor([1.0, 2.0]), torch.tensor([1, 1, 0]))
+    tensor([2., 2., 1.])
+    """
     if not (source.requires_grad and torch.is_grad_enabled()):
         return source.index_select(0, index)
     return _GatherRows.apply(source, index)
 
 
 def segment_mean(values, segments, n_segments, weights=None):
-    """(Weighted) mean of ``values`` rows within each segment.
+    """(Weighted) means ``(n_segments, k)`` of the rows of ``values`` ``(n, k)``
+    by their ``segments``; every segment must hold a row of positive weight.
 
-    Sums are :func:`segment_sum`: deterministic, in any order of the rows.
-
-    Parameters
-    ----------
-    values : Tensor of shape (n, k)
-        One row per instance.
-    segments : LongTensor of shape (n,)
-        Segment (bag) index in ``[0, n_segments)`` of every row.
-    n_segments : int
-        Number of segments; every segment must hold at least one row (of
-        positive weight).
-    weights : Tensor of shape (n,), default=None
-        Weight of every row; None weighs rows equally.
-
-    Returns
-    -------
-    Tensor of shape (n_segments, k)
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import segment_mean
+    >>> segment_mean(torch.tensor([[1.0], [3.0], [4.0]]), torch.tensor([0, 0, 1]), 2)
+    tensor([[2.],
+            [4.]])
     """
     plan = _segment_plan(segments, n_segments)
     if plan.order is not None:
@@ -271,12 +211,19 @@ def segment_mean(values, segments, n_segments, weights=None):
     else:
         values = values * weights.unsqueeze(1)
         totals = _sum_runs(weights, plan)
-    sums = _sum_runs(values, plan)
-    return sums / totals.unsqueeze(1)
+    return _sum_runs(values, plan) / totals.unsqueeze(1)
 
 
 def weighted_mean(values, weights=None):
-    """Mean of a per-instance loss, weighted by ``weights`` if given."""
+    """Mean of ``values``, weighted by ``weights`` if given.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import weighted_mean
+    >>> weighted_mean(torch.tensor([1.0, 4.0]), torch.tensor([2.0, 1.0]))
+    tensor(2.)
+    """
     if weights is None:
         return values.mean()
     return (values * weights).sum() / weights.sum()
@@ -285,47 +232,55 @@ def weighted_mean(values, weights=None):
 def proportion_loss(
     logits, segments, bag_props, weights=None, bag_weights=None, reduction="mean"
 ):
-    """Cross-entropy between bag proportions and mean instance probabilities.
+    """DLLP's loss: cross-entropy between bag proportions and mean probabilities.
 
-    ``-sum_j p_j log(mean_{x in bag} softmax(f(x))_j)``, averaged over bags.
-    With bags of one instance this is the ordinary cross-entropy. With
-    ``weights`` the bag mean is the weighted mean of its members'
-    probabilities (an integer weight counts as that many copies of the row);
-    every bag still counts once.
+    ``-sum_c p_c log(mean_{i in bag} softmax(f(x_i))_c)``, averaged over
+    bags; the ordinary cross-entropy for bags of one row.
 
     Parameters
     ----------
     logits : Tensor of shape (n, k)
     segments : LongTensor of shape (n,)
-        Bag index of every instance within the batch.
+        Bag of every row.
     bag_props : Tensor of shape (n_bags, k)
-        Label proportions of the bags of the batch.
     weights : Tensor of shape (n,), default=None
-        Sample weight of every instance.
+        Sample weights of the bag means.
     bag_weights : Tensor of shape (n_bags,), default=None
-        Weight of every bag in the mean over bags (None: every bag once).
+        Weights of the mean over bags (None: every bag once).
     reduction : {"mean", "none"}, default="mean"
-        ``"none"`` returns the loss of every bag, shape ``(n_bags,)``.
+        ``"none"``: the loss of every bag.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import proportion_loss
+    >>> logits = torch.zeros(2, 2)  # both rows predict [0.5, 0.5]
+    >>> round(proportion_loss(logits, torch.tensor([0, 0]),
+    ...                       torch.tensor([[1.0, 0.0]])).item(), 4)  # log 2
+    0.6931
     """
-    # in float32 at least: LOG_EPS is 0 in float16
-    dtype = torch.promote_types(logits.dtype, torch.float32)
-    probs = F.softmax(logits.to(dtype), dim=1)
+    logits = at_least_float32(logits)  # LOG_EPS is 0 in float16
+    probs = F.softmax(logits, dim=1)
     if weights is not None:
-        weights = weights.to(dtype)
+        weights = weights.to(logits.dtype)
     bag_probs = segment_mean(probs, segments, bag_props.shape[0], weights)
-    per_bag = -(bag_props.to(dtype) * torch.log(bag_probs + LOG_EPS)).sum(1)
+    per_bag = -(bag_props.to(logits.dtype) * torch.log(bag_probs + LOG_EPS)).sum(1)
     if reduction == "none":
         return per_bag
-    return weighted_mean(
-        per_bag, None if bag_weights is None else bag_weights.to(dtype)
-    )
+    if bag_weights is not None:
+        bag_weights = bag_weights.to(logits.dtype)
+    return weighted_mean(per_bag, bag_weights)
 
 
 def kl_divergence_with_logits(target_logits, logits, reduction="mean"):
     """``KL(softmax(target_logits) || softmax(logits))`` of every row.
 
-    ``reduction="mean"`` averages over rows, ``"none"`` returns one value
-    per row.
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import kl_divergence_with_logits
+    >>> kl_divergence_with_logits(torch.zeros(1, 2), torch.zeros(1, 2))
+    tensor(0.)
     """
     target_log_probs = F.log_softmax(target_logits, dim=1)
     log_probs = F.log_softmax(logits, dim=1)
@@ -334,11 +289,15 @@ def kl_divergence_with_logits(target_logits, logits, reduction="mean"):
 
 
 def l2_normalize(d):
-    """Scale every instance (first dimension) of ``d`` to unit L2 norm.
+    """Every row of ``d`` scaled to unit L2 norm, without underflow for tiny
+    rows (power-iteration gradients); an all-zero row stays zero.
 
-    Rows are first divided by their largest absolute entry: power-iteration
-    gradients are tiny (of order ``xi``), and their squared norm would
-    underflow. An all-zero row stays zero.
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import l2_normalize
+    >>> l2_normalize(torch.tensor([[3e-30, 4e-30]]))
+    tensor([[0.6000, 0.8000]])
     """
     shape = (-1,) + (1,) * (d.dim() - 1)
     tiny = torch.finfo(d.dtype).tiny
@@ -347,14 +306,13 @@ def l2_normalize(d):
 
 
 def exp_rampup(step, rampup_steps):
-    """Exponential ramp-up ``exp(-5 (1 - t/T)^2)``, 1 from step ``T`` on.
+    """``exp(-5 (1 - t/T)^2)`` at step ``t``, 1 from ``T`` on (and for ``T <= 0``).
 
-    Parameters
-    ----------
-    step : int
-        Optimizer steps taken so far (global, across epochs).
-    rampup_steps : int
-        Length ``T`` of the ramp-up; 0 means no ramp-up (always 1).
+    Examples
+    --------
+    >>> from sklearn_llp.methods.functional import exp_rampup
+    >>> round(exp_rampup(50, 100), 4), exp_rampup(100, 100)
+    (0.2865, 1.0)
     """
     if rampup_steps <= 0 or step >= rampup_steps:
         return 1.0

@@ -9,11 +9,7 @@ from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 from ._segments import kl_divergence_with_logits, l2_normalize
 
 #: ``xi="auto"``: the finite-difference step is this fraction of the batch's
-#: RMS row norm. Measured by ``benchmarks/studies/vat_xi.py`` against the exact
-#: float64 Hessian-vector product on digits, MNIST ([0, 1] and standardised)
-#: and 3072-d Gaussian inputs, untrained to confident MLPs: mean |cos| >=
-#: 0.996 and 5th percentile >= 0.978 in every setting, where the paper's
-#: xi = 1e-6 gives 0.32-0.85 (5th percentiles 0.03-0.20: rounding noise).
+#: RMS row norm (measured: :ref:`vat_xi`).
 XI_SCALE = 3e-3
 
 
@@ -34,20 +30,10 @@ def _autocast_enabled(device_type):
 
 
 def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
-    """Adversarial direction of radius ``eps`` found by power iteration.
+    """Adversarial direction of L2 radius ``eps`` found by power iteration.
 
-    Approximates ``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per instance
-    (Miyato et al. 2018): start from a random unit direction ``d``, replace it
-    by the normalised gradient of ``KL(f(x) || f(x + xi d))`` with respect to
-    ``d`` ``n_power`` times, and scale to ``eps``. The gradient is ``xi`` times
-    the Hessian-vector product ``H d`` up to ``O(xi^2)``; two measures keep
-    it above float32 rounding:
-
-    - the KL of the power iteration is computed from the logits cast to
-      float64 (an ``n x k`` cast): in float32, the probability of a confident
-      prediction moves by less than its rounding error;
-    - under ``torch.autocast`` the power iteration runs in float32 (a finite
-      difference of bfloat16 logits is noise), against float32 clean logits.
+    Approximates ``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row
+    (Miyato et al. 2018), its finite difference above float32 rounding.
 
     Parameters
     ----------
@@ -56,20 +42,26 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
     target_logits : Tensor of shape (n, k)
         Logits of the clean input, without gradient.
     eps : float
-        L2 radius of the perturbation of every instance.
     xi : float or "auto", default="auto"
-        Finite-difference step of the power iteration. ``"auto"`` is
-        :data:`XI_SCALE` (3e-3) times the RMS L2 norm of the batch's rows, so
-        the step follows the input scale (standardised features, [0, 1] or
-        raw 0-255 pixels alike). The paper's ``1e-6`` is below float32
-        resolution: its direction is close to random.
+        Finite-difference step; ``"auto"`` is 3e-3 times the batch's RMS row
+        norm (the paper's 1e-6 is below float32 resolution).
     n_power : int, default=1
         Power iterations.
 
     Returns
     -------
     r_adv : Tensor of the shape of ``X``, without gradient
-        Every instance's perturbation has L2 norm ``eps``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import vat_perturbation
+    >>> net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(),
+    ...                           torch.nn.Linear(8, 2))
+    >>> X = torch.randn(5, 3)
+    >>> r = vat_perturbation(net, X, net(X).detach(), eps=2.0)
+    >>> torch.allclose(r.norm(dim=1), torch.full((5,), 2.0))
+    True
     """
     step = _finite_difference_step(X, xi)
     d = l2_normalize(torch.randn_like(X))
@@ -94,8 +86,16 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
 def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mean"):
     """``KL(f(x) || f(x + r_adv))`` with the clean prediction held fixed.
 
-    ``reduction="mean"`` averages over instances, ``"none"`` returns one
-    value per instance.
+    Averaged over rows (``reduction="mean"``) or one value per row (``"none"``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import vat_loss
+    >>> net = torch.nn.Linear(3, 2)
+    >>> X = torch.randn(5, 3)
+    >>> vat_loss(net, X, net(X).detach(), eps=1.0).item() >= 0
+    True
     """
     with perturbation_mode(module):
         r_adv = vat_perturbation(module, X, target_logits, eps, xi, n_power)
@@ -107,29 +107,18 @@ def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mea
 class VAT(ConsistencyMethod):
     """LLP-VAT (Tsai & Lin 2020): DLLP plus virtual adversarial training.
 
-    The loss of a batch is ``L_prop + w(t) * L_vat`` where ``L_prop`` is the
-    proportion loss of :class:`DLLP`, ``L_vat`` the mean over instances of
-    ``KL(f(x) || f(x + r_adv))`` with ``f(x)`` held fixed and ``r_adv`` the
-    adversarial perturbation of L2 norm ``eps`` found by ``n_power`` power
-    iterations with step ``xi``, and ``w(t) = alpha * exp(-5 (1 - t/T)^2)``
-    ramps up over the first ``T = rampup * total_steps`` optimizer steps.
-
-    The perturbed passes run without dropout and without updating BatchNorm
-    running statistics (see :func:`perturbation_mode`): dropout noise would
-    otherwise count as inconsistency, and the loss of a smooth model would not
-    vanish as ``eps`` goes to 0.
+    ``L_prop + w(t) * L_vat``, ``L_vat`` the mean of ``KL(f(x) || f(x +
+    r_adv))`` with ``r_adv`` adversarial of norm ``eps``, ``w(t)`` ramped
+    up as in :class:`ConsistencyMethod`. See :ref:`llp_vat`.
 
     Parameters
     ----------
     alpha : float, default=0.05
-        Maximum weight of the consistency loss (the paper tries 0.01-0.5).
+        Maximum weight of the consistency loss.
     eps : float, default=1.0
-        L2 radius of the adversarial perturbation, in input units (the paper
-        uses 1 for SVHN and 6 for CIFAR images).
+        L2 radius of the perturbation, in input units.
     xi : float or "auto", default="auto"
-        Finite-difference step of the power iteration; ``"auto"`` is 3e-3
-        times the RMS row norm of the batch (see :func:`vat_perturbation`:
-        the paper's 1e-6 is below float32 resolution).
+        Finite-difference step of the power iteration.
     n_power : int, default=1
         Power iterations.
     rampup : float, default=0.4

@@ -1,8 +1,8 @@
 """The tensor operations the LLP methods are built from.
 
-Bag means are segment reductions over (bag, row) pairs
-(:func:`segment_sum`, :func:`gather_rows`), deterministic on every device;
-each method's loss is a function of logits and a batch's bag structure.
+Bag means are deterministic segment reductions (:func:`segment_sum`,
+:func:`gather_rows`); each method's loss is a function of logits and a
+batch's bag structure.
 """
 
 from ._base import clean_logits, perturbation_mode
