@@ -84,7 +84,9 @@ def _net(cls, method):
 
 
 #: name -> (task, factory(**params)). One line per estimator.
-ESTIMATORS = {f"LLPClassifier-{m}": (C, _net(LLPClassifier, m)) for m in available_methods()}
+ESTIMATORS = {
+    f"LLPClassifier-{m}": (C, _net(LLPClassifier, m)) for m in available_methods()
+}
 ESTIMATORS["MeanMapClassifier"] = (C, MeanMapClassifier)
 ESTIMATORS |= {
     f"LLPRegressor-{m}": (R, _net(LLPRegressor, m)) for m in available_methods(R)
@@ -166,7 +168,13 @@ def problem(kind, variant):
     for array in (X, y, codes, per_bag, aligned):
         array.flags.writeable = False
     return SimpleNamespace(
-        X=X, y=y, codes=codes, per_bag=per_bag, aligned=aligned, n_bags=n_bags, n=n,
+        X=X,
+        y=y,
+        codes=codes,
+        per_bag=per_bag,
+        aligned=aligned,
+        n_bags=n_bags,
+        n=n,
         sizes=np.asarray(sizes),
     )
 
@@ -187,7 +195,8 @@ def reference(name, variant):
 
 def membership(codes, n_bags):
     return sp.csc_matrix(
-        (np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), n_bags)
+        (np.ones(len(codes)), (np.arange(len(codes)), codes)),
+        shape=(len(codes), n_bags),
     )
 
 
@@ -230,7 +239,11 @@ BAG_FORMS = {
         dict(enumerate(p.per_bag)),
         {},
     ),
-    "tuple_keys": lambda p: ([(int(c) // 3, f"k{c}") for c in p.codes], p.aligned, {}),
+    "tuple_keys": lambda p: (
+        [(int(c) // 3, f"k{c:02d}") for c in p.codes],
+        p.aligned,
+        {},
+    ),
     "uint64_hash_array": lambda p: (
         np.array((HASHES * 7)[: p.n_bags], dtype=object)[p.codes].astype(np.uint64)
         if p.n_bags <= len(HASHES)
@@ -338,10 +351,15 @@ def test_the_same_bags_in_any_form_give_the_identical_model(name, variant, form)
     np.testing.assert_array_equal(output(est, p.X), reference(name, variant))
 
 
-@pytest.mark.parametrize(("name", "variant", "form"), FORM_CASES)
+@pytest.mark.parametrize(
+    ("name", "variant", "form"),
+    [
+        case
+        for case in FORM_CASES
+        if case[0] in ("MeanMapClassifier", "LLPRegressor-bag")
+    ],
+)
 def test_every_form_reads_to_the_same_bags_and_metrics(name, variant, form):
-    if name not in ("MeanMapClassifier", "LLPRegressor-bag"):
-        pytest.skip("a property of the reader and metrics: one estimator a task")
     p = data(name, variant)
     bags, values, params = form_of(name, variant, form)
     key = _key(p)
@@ -381,10 +399,14 @@ def test_constant_weights_are_no_weights(name, through, weight):
     if through == "bags_object":
         bags, values = check_bags(p.codes, **{_key(p): p.aligned}), None
     est = make(name).fit(p.X, bags, values, sample_weight=w)
-    np.testing.assert_array_equal(output(est, p.X), reference(name, VARIANTS[task(name)][0]))
+    np.testing.assert_array_equal(
+        output(est, p.X), reference(name, VARIANTS[task(name)][0])
+    )
 
 
-@pytest.mark.parametrize("given", ["sample_weight_with_bags", "bags_built_with_weights"])
+@pytest.mark.parametrize(
+    "given", ["sample_weight_with_bags", "bags_built_with_weights"]
+)
 @pytest.mark.parametrize("name", ALL)
 def test_a_bags_object_with_weights_fits_like_ids_with_the_same_weights(name, given):
     p = data(name)
@@ -396,7 +418,9 @@ def test_a_bags_object_with_weights_fits_like_ids_with_the_same_weights(name, gi
             p.X, check_bags(p.codes, **{_key(p): p.aligned}), sample_weight=w
         )
     else:
-        est = make(name).fit(p.X, check_bags(p.codes, **{_key(p): p.aligned}, sample_weight=w))
+        est = make(name).fit(
+            p.X, check_bags(p.codes, **{_key(p): p.aligned}, sample_weight=w)
+        )
     np.testing.assert_array_equal(output(est, p.X), expected)
 
 
@@ -431,7 +455,11 @@ def one_step(name, **params):
 
 
 #: One estimator of each loss family whose weights are row copies.
-WEIGHTED = ["LLPClassifier-dllp", "MeanMapClassifier", *[n for n in NETS if task(n) == R]]
+WEIGHTED = [
+    "LLPClassifier-dllp",
+    "MeanMapClassifier",
+    *[n for n in NETS if task(n) == R],
+]
 
 
 @pytest.mark.parametrize("name", WEIGHTED)
@@ -586,10 +614,12 @@ def _invalid(name, case):
     p = data(name)
     values = p.aligned.copy()
     if case == "values_that_are_not_valid":
-        values = values * 0.9 if task(name) == C else np.where(p.codes == 3, np.nan, values)
+        values = (
+            values * 0.9 if task(name) == C else np.where(p.codes == 3, np.nan, values)
+        )
         return p.X, p.codes, values, {}, ValueError, "props|targets"
     if case == "values_differing_within_a_bag":
-        values[np.flatnonzero(p.codes == 1)[0]] += 0.5
+        values[np.flatnonzero(p.codes == 1)[0]] = p.per_bag[0]
         return p.X, p.codes, values, {}, ValueError, "same bag"
     if case == "a_bag_missing_from_a_table":
         table = dict(enumerate(p.per_bag[:-1]))
@@ -734,7 +764,10 @@ def _metric(kind, est, bags, values, X, sample_weight=None):
         return bag_r2_score(bags, values, est.predict(X), sample_weight=sample_weight)
     pred = np.searchsorted(est.classes_, est.predict(X))
     error = bag_errors(
-        bags, values, np.eye(len(est.classes_))[pred], metrics=["hard_l1"],
+        bags,
+        values,
+        np.eye(len(est.classes_))[pred],
+        metrics=["hard_l1"],
         sample_weight=sample_weight,
     )["hard_l1"]
     return 1 - error / 2
@@ -747,7 +780,12 @@ def test_score_is_the_bag_metric_of_predict_in_every_form(name):
     w = integer_weights(p.n)
     expected = _metric(task(name), est, p.codes, p.aligned, p.X)
     expected_w = _metric(task(name), est, p.codes, p.aligned, p.X, w)
-    for form in ("str_ids", "bags_object", "row_index_lists", "str_ids_with_str_keyed_table"):
+    for form in (
+        "str_ids",
+        "bags_object",
+        "row_index_lists",
+        "str_ids_with_str_keyed_table",
+    ):
         bags, values, _ = BAG_FORMS[form](p)
         assert est.score(p.X, bags, values) == pytest.approx(expected, abs=1e-12), form
         if form != "bags_object":
@@ -783,13 +821,17 @@ def test_cross_validation_scores_agree_with_routing_on_and_off(name):
     est, metric, key = make(name), SCORE_METRIC[task(name)], _key(p)
     cv = list(BagKFold(2).split(p.X, p.codes))
     scorer = make_bag_scorer(metric, bags=p.codes, **{key: p.aligned})
-    off = cross_validate(est, p.X, p.codes, cv=cv, scoring=scorer, params={key: p.aligned})
+    off = cross_validate(
+        est, p.X, p.codes, cv=cv, scoring=scorer, params={key: p.aligned}
+    )
     with sklearn.config_context(enable_metadata_routing=True):
         on = cross_validate(
             est, p.X, p.codes, cv=cv, scoring=BagScorer(metric), params={key: p.aligned}
         )
     by_hand = [
-        scorer(clone(est).fit(p.X[tr], p.codes[tr], p.aligned[tr]), p.X[te], p.codes[te])
+        scorer(
+            clone(est).fit(p.X[tr], p.codes[tr], p.aligned[tr]), p.X[te], p.codes[te]
+        )
         for tr, te in cv
     ]
     np.testing.assert_array_equal(off["test_score"], by_hand)
@@ -812,7 +854,9 @@ def test_affine_targets_give_affine_predictions(name, variant, a, b):
     est = make(name).fit(p.X, p.codes, a * p.aligned + b)
     spread = a * np.ptp(p.per_bag)
     base = reference(name, variant)
-    np.testing.assert_allclose(est.predict(p.X), a * base + b, rtol=1e-5, atol=1e-5 * spread)
+    np.testing.assert_allclose(
+        est.predict(p.X), a * base + b, rtol=1e-5, atol=1e-5 * spread
+    )
 
 
 # ----------------------------------------------------------------------
@@ -821,7 +865,9 @@ def test_affine_targets_give_affine_predictions(name, variant, a, b):
 def _continued(name, how):
     p = data(name, "many" if task(name) == R else 2)
     stop = dict(early_stopping=True, n_iter_no_change=2, max_epochs=6)
-    first = make(name, warm_start=how == "warm_start", **stop).fit(p.X, p.codes, p.aligned)
+    first = make(name, warm_start=how == "warm_start", **stop).fit(
+        p.X, p.codes, p.aligned
+    )
     n_first = len(first.history)
     if how == "partial_fit":
         first.partial_fit(p.X, p.codes, p.aligned)
@@ -844,10 +890,15 @@ def test_a_continued_fit_stops_on_its_own_best_epoch(name, how):
     p = data(name, "many" if task(name) == R else 2)
     held = ~np.isin(p.codes, est.train_bag_ids_)
     metrics = {
-        "valid_mse": lambda: bag_mean_squared_error(p.codes[held], p.aligned[held], est.predict(p.X[held])),
+        "valid_mse": lambda: bag_mean_squared_error(
+            p.codes[held], p.aligned[held], est.predict(p.X[held])
+        ),
         "valid_hard_l1": lambda: bag_errors(
-            p.codes[held], p.aligned[held], est.predict_proba(p.X[held]),
-            metrics=["hard_l1"], decision="prior",
+            p.codes[held],
+            p.aligned[held],
+            est.predict_proba(p.X[held]),
+            metrics=["hard_l1"],
+            decision="prior",
         )["hard_l1"],
     }
     assert metrics[metric]() == pytest.approx(best[metric], abs=1e-9)
@@ -861,17 +912,25 @@ def test_row_splitting_cross_validation_warns_for_both_tasks(name):
     scorer = make_bag_scorer(metric, bags=p.codes, **{key: p.aligned})
     with pytest.warns(BagLeakageWarning, match="BagKFold"):
         cross_validate(
-            make(name), p.X, p.codes, cv=KFold(2, shuffle=True, random_state=0),
-            scoring=scorer, params={key: p.aligned},
+            make(name),
+            p.X,
+            p.codes,
+            cv=KFold(2, shuffle=True, random_state=0),
+            scoring=scorer,
+            params={key: p.aligned},
         )
 
 
-@pytest.mark.parametrize("name", ["LLPClassifier-dllp", "MeanMapClassifier", "LLPRegressor-bag"])
+@pytest.mark.parametrize(
+    "name", ["LLPClassifier-dllp", "MeanMapClassifier", "LLPRegressor-bag"]
+)
 def test_bags_of_the_other_task_get_a_clear_error(name):
     """Case 5: a Bags of means given to a classifier (or of proportions to a
     regressor) names what it carries and what to do, before any work."""
     p = data(name)
-    other = problem(R if task(name) == C else C, VARIANTS[R if task(name) == C else C][0])
+    other = problem(
+        R if task(name) == C else C, VARIANTS[R if task(name) == C else C][0]
+    )
     bags = check_bags(other.codes, **{_key(other): other.aligned})
     with pytest.raises(ValueError, match="carries .* needed here"):
         make(name).fit(other.X, bags)
@@ -887,17 +946,26 @@ def test_held_out_errors_are_the_metrics_on_overlapping_bags():
     rng = np.random.RandomState(0)
     X = rng.normal(size=(640, 5)).astype(np.float32)
     y = (X[:, 0] + 0.5 * rng.normal(size=640) > 0.3).astype(int)
-    lists = [32 * b + rng.choice(32, 12, replace=False) for b in range(20) for _ in "ab"]
+    lists = [
+        32 * b + rng.choice(32, 12, replace=False) for b in range(20) for _ in "ab"
+    ]
     props = np.array([np.bincount(y[r], minlength=2) / 12 for r in lists])
     for seed in range(3):
         clf = LLPClassifier(
-            method="dllp", max_epochs=3, verbose=0, random_state=seed,
-            validation_fraction=0.3, n_threads=1,
+            method="dllp",
+            max_epochs=3,
+            verbose=0,
+            random_state=seed,
+            validation_fraction=0.3,
+            n_threads=1,
         ).fit(X, lists, props)
         held = [j for j in range(len(lists)) if j not in set(clf.train_bag_ids_)]
         errors = bag_errors(
-            [lists[j] for j in held], props[held], clf.predict_proba(X),
-            metrics=["hard_l1"], decision="prior",
+            [lists[j] for j in held],
+            props[held],
+            clf.predict_proba(X),
+            metrics=["hard_l1"],
+            decision="prior",
         )
         assert errors["hard_l1"] == clf.history[-1, "valid_hard_l1"]
 
@@ -928,4 +996,8 @@ def test_warnings_of_a_fit_point_at_the_callers_line(name):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         make(name).fit(p.X, p.codes, p.aligned)  # the caller's line
-    assert all(w.filename == __file__ for w in caught if issubclass(w.category, IdentifiabilityWarning))
+    assert all(
+        w.filename == __file__
+        for w in caught
+        if issubclass(w.category, IdentifiabilityWarning)
+    )

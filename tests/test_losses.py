@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from sklearn_llp import LLPRegressor
-from sklearn_llp.core import check_bag_targets
+from sklearn_llp.core import check_bags
 from sklearn_llp.methods import (
     DLLP,
     VAT,
@@ -221,7 +221,7 @@ def test_a_subsampled_bag_weighs_its_full_size(method, expected):
     # bag b: mean prediction 4, W 2: bag term 2 * 1, instance term 2 * 1.
     # Divided by the batch's 3 pairs (a training pair weighs 1 on average).
     # Weighting by the rows drawn (W 2 and 1) would give 1/3, 3/3 and 2/3.
-    bags = check_bag_targets(["a", "a", "a", "a", "b", "b"], {"a": 2.0, "b": 5.0})
+    bags = check_bags(["a", "a", "a", "a", "b", "b"], targets={"a": 2.0, "b": 5.0})
     method = method.prepare(bags, None)
     batch = BagBatch(
         segments=torch.tensor([1, 1, 0]),

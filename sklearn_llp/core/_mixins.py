@@ -109,8 +109,9 @@ class _LLPScoreMixin:
         if task == REGRESSION:
             y_pred = check_predictions(self.predict(X), bags.n_samples)
             return bag_errors_of(bags, y_pred, ("r2",))["r2"]
-        proba = check_proba(self.predict_proba(X), bags.n_samples, bags.n_classes)
-        error = bag_errors_of(bags, proba, ("hard_l1",), pred=self._decide(proba))
+        raw = self.predict_proba(X)  # decided in its own dtype, as predict does
+        proba = check_proba(raw, bags.n_samples, bags.n_classes)
+        error = bag_errors_of(bags, proba, ("hard_l1",), pred=self._decide(raw))
         return 1.0 - error["hard_l1"] / 2.0
 
 
