@@ -30,16 +30,18 @@ What is invariant, and why:
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
+from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import BAG_METRICS, KL_EPS, bag_errors, hard_l1_error
 from sklearn_llp.model_selection import (
     BagKFold,
@@ -187,35 +189,6 @@ def test_order_preserving_relabelling_and_props_form_give_the_same_fit(layout, m
     ]:
         proba = _tiny(method=method).fit(X, bags, props).predict_proba(X)
         assert np.array_equal(proba, reference)
-
-
-@settings(max_examples=12, **SETTINGS)
-@given(
-    st.integers(4, 30),
-    st.integers(2, 5),
-    st.booleans(),
-    st.sampled_from(["dllp", "vat", "pi", "rot"]),
-    st.sampled_from([None, 0.25]),
-    st.integers(0, 2**32 - 1),
-)
-def test_singleton_bags_reproduce_supervised_learning_bit_for_bit(
-    n, n_classes, strings, method, validation_fraction, seed
-):
-    rng = np.random.default_rng(seed)
-    y = np.concatenate([np.arange(n_classes), rng.integers(0, n_classes, n)])
-    rng.shuffle(y)
-    X = rng.normal(size=(len(y), 3)) + np.eye(n_classes, 3)[y]
-    classes = np.arange(n_classes)
-    if strings:
-        classes = np.array([f"class {k}" for k in range(n_classes)])
-    labels = classes[y]
-    onehot = pd.DataFrame(np.eye(n_classes)[y], columns=classes)
-    params = dict(method=method, validation_fraction=validation_fraction)
-    supervised = _tiny(**params).fit(X, labels)
-    singletons = _tiny(**params).fit(X, np.arange(len(y)), onehot)
-    assert supervised.classes_.tolist() == singletons.classes_.tolist()
-    assert np.array_equal(supervised.predict_proba(X), singletons.predict_proba(X))
-    assert supervised.history[:, "train_loss"] == singletons.history[:, "train_loss"]
 
 
 @st.composite
@@ -366,65 +339,8 @@ def test_overlapping_cross_validation_loop():
 
 
 # ==========================================================================
-# Accepted forms of props on one small example.
+# One small example each.
 # ==========================================================================
-@pytest.fixture
-def data():
-    X = np.random.RandomState(0).normal(size=(8, 3))
-    bags = np.array([0, 0, 1, 1, 2, 2, 3, 3])
-    props = np.array(
-        [[0.5, 0.5], [0.5, 0.5], [1, 0], [1, 0], [0, 1], [0, 1], [0.5, 0.5], [0.5, 0.5]]
-    )
-    return X, bags, props
-
-
-def test_rounded_rows_are_accepted_and_renormalised(data):
-    X, bags, props = data
-    bag_props = check_bags(bags, props * 1.005, n_samples=len(X)).props
-    np.testing.assert_allclose(bag_props.sum(1), 1.0)
-
-
-def test_props_forms_agree(data):
-    X, bags, props = data
-    reference = check_bags(bags, props, n_samples=8).props
-    table = pd.DataFrame(props[[0, 2, 4, 6]], index=[0, 1, 2, 3])
-    as_dict = {b: props[2 * b] for b in range(4)}
-    fraction = props[:, 1]
-    series = pd.Series(props[[0, 2, 4, 6], 1], index=[0, 1, 2, 3])
-    for form in (
-        table,
-        as_dict,
-        fraction,
-        series,
-        {b: props[2 * b, 1] for b in range(4)},
-    ):
-        np.testing.assert_allclose(check_bags(bags, form, n_samples=8).props, reference)
-
-
-def test_classes_come_from_table_columns_not_bag_ids(data):
-    X, bags, props = data
-    str_bags = np.array([f"bag{b}" for b in bags])
-    table = pd.DataFrame(
-        props[[0, 2, 4, 6]],
-        index=["bag0", "bag1", "bag2", "bag3"],
-        columns=["no", "yes"],
-    )
-    clf = LLPClassifier(max_epochs=2, verbose=0).fit(X, str_bags, table)
-    assert clf.classes_.tolist() == ["no", "yes"]
-    assert set(clf.predict(X)) <= {"no", "yes"}
-
-
-def test_classes_parameter_reorders_table_columns(data):
-    X, bags, props = data
-    table = pd.DataFrame(
-        props[[0, 2, 4, 6]], columns=["no", "yes"], index=pd.Index(range(4), name="bag")
-    )
-    checked = check_bags(bags, table, n_samples=8, classes=["yes", "no"])
-    bag_props, classes = checked.props, checked.classes
-    assert classes.tolist() == ["yes", "no"]
-    np.testing.assert_allclose(bag_props, props[[0, 2, 4, 6]][:, ::-1])
-
-
 def test_sample_aligned_dataframe_is_not_mistaken_for_a_table():
     # Its RangeIndex holds every bag id, yet it has one row per sample.
     props = pd.DataFrame([[0.5, 0.5], [0.5, 0.5], [1, 0], [1, 0]])
@@ -432,13 +348,14 @@ def test_sample_aligned_dataframe_is_not_mistaken_for_a_table():
     np.testing.assert_allclose(bag_props, [[0.5, 0.5], [1, 0]])
 
 
-def test_dict_of_dicts_names_the_classes(data):
-    X, bags, props = data
-    table = pd.DataFrame(props[[0, 2, 4, 6]], columns=["no", "yes"])
+def test_dict_of_dicts_names_the_classes():
+    bags = [0, 0, 1, 1, 2, 2, 3, 3]
+    props = np.array([[0.5, 0.5], [1, 0], [0, 1], [0.5, 0.5]])
+    table = pd.DataFrame(props, columns=["no", "yes"])
     checked = check_bags(bags, table.to_dict("index"), n_samples=8)
     bag_props, classes = checked.props, checked.classes
     assert classes.tolist() == ["no", "yes"]
-    np.testing.assert_allclose(bag_props, props[[0, 2, 4, 6]])
+    np.testing.assert_allclose(bag_props, props)
 
 
 def test_cv_int_is_bag_k_fold():
@@ -457,3 +374,369 @@ def test_cv_int_is_bag_k_fold():
         clf, X, bags, props, cv=BagKFold(3), method="predict_proba"
     )
     np.testing.assert_array_equal(by_int, by_splitter)
+
+
+# ==========================================================================
+# Forms, class orders and ties over random bags (classification).
+# ==========================================================================
+
+
+def per_bag_index(ids):
+    """A named index of bag ids (a named index is never row numbers)."""
+    return pd.Index(list(ids), name="bag", tupleize_cols=False)
+
+
+def membership_csc(codes, n_bags):
+    return sp.csc_matrix(
+        (np.ones(len(codes)), (np.arange(len(codes)), codes)),
+        shape=(len(codes), n_bags),
+    )
+
+
+def row_lists(codes, n_bags):
+    return [np.flatnonzero(codes == j) for j in range(n_bags)]
+
+
+def documented_prediction(est, proba):
+    """``predict`` as documented (see ``tests/test_conformance.py``)."""
+    if len(est.classes_) == 2:
+        return est.classes_[(proba[:, 1] >= est.threshold_).astype(int)]
+    with np.errstate(divide="ignore"):
+        scores = np.log(proba.astype(np.float64)) + est.decision_offsets_
+    return est.classes_[np.argmax(scores, axis=1)]
+
+
+TIGHT = dict(tol=1e-10, max_iter=10_000)
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        [2**63 + 5, 2**63 + 6],
+        [5, 2**63 + 5, 2**63 + 6],
+        [2**64 - 2, 2**64 - 1, 3],
+        ["a", "a\x00"],
+        [("x", 2**63 + 5), ("x", 2**63 + 6)],
+    ],
+    ids=[
+        "uint64_neighbours",
+        "list_spanning_2**63",
+        "near_2**64",
+        "trailing_nul",
+        "tuple_keys",
+    ],
+)
+def test_distinct_ids_stay_distinct_bags(ids):
+    bags = [i for i in ids for _ in range(2)]
+    props = {i: [1.0, 0.0] for i in ids}  # identical props: a merge raises nothing
+    validated = check_bags(bags, props)
+    assert validated.n_bags == len(ids)
+    assert sorted(validated.ids.tolist()) == sorted(ids)
+    assert validated.sizes.tolist() == [2] * len(ids)
+
+
+HYPOTHESIS = settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    # shrink failures to a minimal example, but skip the costly "explain"
+    phases=[Phase.explicit, Phase.generate, Phase.shrink],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+#: For the model fits (L-BFGS takes ~20-30 ms even on a handful of rows):
+#: fewer examples, no shrinking (the validation-level tests above shrink the
+#: same inputs to minimal examples).
+HYPOTHESIS_FITS = settings(
+    HYPOTHESIS, max_examples=12, phases=[Phase.explicit, Phase.generate]
+)
+
+# id kinds: a strategy of distinct values (sorted afterwards)
+ID_VALUES = {
+    "int": st.integers(0, 2**62),
+    "uint64": st.integers(2**63, 2**64 - 1),
+    "near_2**63": st.integers(2**63 - 4, 2**63 + 4),
+    "any_uint": st.integers(0, 2**64 - 1),
+    "str": st.text(
+        st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=4
+    ),
+    "tuple": st.tuples(st.integers(0, 3), st.text("xyz", max_size=2)),
+}
+
+
+def _array_of(ids):
+    """``ids`` as the numpy array a user would build."""
+    if isinstance(ids[0], tuple):
+        out = np.empty(len(ids), dtype=object)
+        out[:] = ids
+        return out
+    if isinstance(ids[0], str):
+        return np.array(ids)
+    return np.array(ids, dtype=np.uint64 if max(ids) >= 2**63 else np.int64)
+
+
+ID_FORMS = ["list", "array", "series", "one_column_list", "key_frame", "bags_object"]
+MEMBERSHIP_FORMS = ["csc_membership", "row_index_lists"]
+BAG_FORM_NAMES = [*ID_FORMS, *MEMBERSHIP_FORMS]
+PROPS_KINDS = ["aligned", "aligned_frame", "dict", "frame"]
+
+
+@st.composite
+def bag_problems(draw, max_classes=3, permute_columns=True):
+    """Rows in 2-5 bags of 1-4 rows (interleaved), labels, distinct ids of
+    one kind, class labels and ``classes=`` in a random order, and the
+    order of the table's class columns (that of ``classes`` unless
+    ``permute_columns``)."""
+    n_bags = draw(st.integers(2, 5))
+    sizes = draw(st.lists(st.integers(1, 4), min_size=n_bags, max_size=n_bags))
+    # more rows than bags: a per-bag table with one row per sample is
+    # ambiguous and documented as an error
+    sizes[0] = max(sizes[0], 2)
+    n = sum(sizes)
+    n_classes = draw(st.integers(2, max_classes))
+    order = np.array(draw(st.permutations(range(n))))
+    codes = np.repeat(np.arange(n_bags), sizes)[order]
+    y = np.array(draw(st.lists(st.integers(0, n_classes - 1), min_size=n, max_size=n)))
+    kind = draw(st.sampled_from(sorted(ID_VALUES)))
+    ids = sorted(
+        draw(st.lists(ID_VALUES[kind], min_size=n_bags, max_size=n_bags, unique=True))
+    )
+    names = draw(st.sampled_from(["int", "str"]))
+    labels = (
+        list(range(n_classes)) if names == "int" else ["no", "maybe", "yes"][:n_classes]
+    )
+    classes = list(draw(st.permutations(labels)))
+    columns = list(draw(st.permutations(labels))) if permute_columns else classes
+    counts = np.zeros((n_bags, n_classes))
+    np.add.at(counts, (codes, y), 1.0)
+    return SimpleNamespace(
+        n=n,
+        codes=codes,
+        y=y,
+        ids=ids,
+        row_ids=[ids[c] for c in codes],
+        labels=labels,
+        classes=classes,
+        columns=columns,
+        bag_props=counts / counts.sum(axis=1, keepdims=True),  # columns: labels
+        sizes=np.asarray(sizes),
+    )
+
+
+def _bags_form(b, form, kind="aligned"):
+    """(bags, props) of ``b`` in one form of the bags and one kind of props."""
+    if form == "bags_object":
+        ids = _array_of(b.row_ids)
+        return check_bags(ids, _props_form(b, False, kind), classes=b.classes), None
+    membership = form in MEMBERSHIP_FORMS
+    props = _props_form(b, membership, kind)
+    if form == "list":
+        return b.row_ids, props
+    if form == "array":
+        return _array_of(b.row_ids), props
+    if form == "series":
+        return pd.Series(_array_of(b.row_ids)), props
+    if form == "one_column_list":
+        return [[i] for i in b.row_ids], props
+    if form == "key_frame":  # composite keys as key columns, else one column
+        if isinstance(b.row_ids[0], tuple):
+            return pd.DataFrame(b.row_ids, columns=["k0", "k1"]), props
+        return pd.DataFrame({"bag": _array_of(b.row_ids)}), props
+    if form == "csc_membership":
+        return membership_csc(b.codes, len(b.ids)), props
+    if form == "row_index_lists":
+        return row_lists(b.codes, len(b.ids)), props
+    raise AssertionError(form)
+
+
+def _props_form(b, membership, kind):
+    """The proportions: unnamed columns in the order of ``b.classes``, named
+    columns in the order of ``b.columns``; one row per bag for membership
+    forms (keys 0..n_bags-1), else per row or keyed by bag id."""
+    in_classes_order = b.bag_props[:, [b.labels.index(c) for c in b.classes]]
+    named = pd.DataFrame(b.bag_props, columns=b.labels)[b.columns]
+    keys = list(range(len(b.ids))) if membership else b.ids
+    if kind == "aligned":
+        return in_classes_order if membership else in_classes_order[b.codes]
+    if kind == "aligned_frame":  # default index: rows by position, named columns
+        return named if membership else named.iloc[b.codes].reset_index(drop=True)
+    if kind == "dict":
+        return dict(zip(keys, in_classes_order, strict=True))
+    if kind == "frame":
+        return named.set_axis(per_bag_index(keys), axis=0)
+    raise AssertionError(kind)
+
+
+def _expected_props(b):
+    """Bag proportions in sorted-id order, columns in the order of classes."""
+    return b.bag_props[:, [b.labels.index(c) for c in b.classes]]
+
+
+def _truth(b):
+    """The one-hot true labels as "probabilities", columns as classes."""
+    return np.eye(len(b.classes))[[b.classes.index(b.labels[k]) for k in b.y]]
+
+
+def _assert_validated(b, validated, case):
+    assert validated.classes.tolist() == b.classes, case
+    assert validated.sizes.tolist() == b.sizes.tolist(), case
+    np.testing.assert_array_equal(validated.codes, b.codes, err_msg=str(case))
+    np.testing.assert_array_equal(
+        validated.props, _expected_props(b), err_msg=str(case)
+    )
+
+
+@pytest.mark.parametrize("form", BAG_FORM_NAMES)
+@HYPOTHESIS
+@given(b=bag_problems(permute_columns=False))
+def test_every_form_of_the_same_bags_validates_to_the_same_bags(form, b):
+    for kind in PROPS_KINDS:
+        bags, props = _bags_form(b, form, kind)
+        validated = check_bags(bags, props, n_samples=b.n, classes=b.classes)
+        _assert_validated(b, validated, (form, kind))
+        if form not in MEMBERSHIP_FORMS:  # the user's ids, as given
+            assert validated.ids.tolist() == b.ids, (form, kind)
+
+
+@pytest.mark.parametrize("form", BAG_FORM_NAMES)
+@HYPOTHESIS
+@given(b=bag_problems(permute_columns=False))
+def test_true_labels_have_zero_hard_l1_error_in_every_form(form, b):
+    for kind in PROPS_KINDS:
+        bags, props = _bags_form(b, form, kind)
+        error = hard_l1_error(bags, props, _truth(b), classes=b.classes)
+        assert error == pytest.approx(0.0, abs=1e-12), (form, kind)
+
+
+@HYPOTHESIS
+@given(b=bag_problems(permute_columns=True))
+def test_class_columns_are_matched_to_classes_by_name_in_any_order(b):
+    for kind in ("aligned_frame", "frame"):  # the named-column forms
+        bags, props = _bags_form(b, "array", kind)
+        validated = check_bags(bags, props, n_samples=b.n, classes=b.classes)
+        _assert_validated(b, validated, kind)
+        error = hard_l1_error(bags, props, _truth(b), classes=b.classes)
+        assert error == pytest.approx(0.0, abs=1e-12), kind
+
+
+def _mean_map_problem(seed, n_classes, discrete=False):
+    rng = np.random.RandomState(seed)
+    n_bags = 6
+    codes = rng.permutation(np.repeat(np.arange(n_bags), 8))
+    mixes = rng.dirichlet(np.full(n_classes, 0.6), size=n_bags)
+    y = np.array([rng.choice(n_classes, p=mixes[c]) for c in codes])
+    y[:n_classes] = np.arange(n_classes)
+    if discrete:  # 8 distinct rows: tied probabilities
+        X = rng.randint(0, 2, size=(len(codes), 3)).astype(float)
+    else:
+        X = rng.normal(size=(len(codes), 3)) + np.eye(n_classes, 3)[y]
+    counts = np.zeros((n_bags, n_classes))
+    np.add.at(counts, (codes, y), 1.0)
+    return X, codes, y, counts / counts.sum(axis=1, keepdims=True)
+
+
+@HYPOTHESIS_FITS
+@given(
+    seed=st.integers(0, 2**16),
+    n_classes=st.integers(2, 3),
+    names=st.sampled_from(["int", "str"]),
+    class_order=st.permutations(range(3)),
+    column_order=st.permutations(range(3)),
+)
+# the default int columns 0..K-1 with classes= in another order
+@example(
+    seed=0, n_classes=2, names="int", class_order=[1, 0, 2], column_order=[0, 1, 2]
+)
+@example(
+    seed=1, n_classes=3, names="int", class_order=[2, 0, 1], column_order=[0, 1, 2]
+)
+def test_permuting_classes_and_columns_permutes_predict_proba(
+    seed, n_classes, names, class_order, column_order
+):
+    X, codes, _, bag_props = _mean_map_problem(seed, n_classes)
+    labels = list(range(n_classes)) if names == "int" else ["u", "v", "w"][:n_classes]
+    classes = [labels[i] for i in class_order if i < n_classes]
+    columns = [labels[i] for i in column_order if i < n_classes]
+    table = pd.DataFrame(bag_props, index=per_bag_index(range(6)), columns=labels)
+    # mean_alpha=0: the ridge alone makes a binary fit depend on which class
+    # is first (see test_mean_map_binary_model_does_not_depend_on_the_class_order)
+    params = dict(mean_alpha=0.0, **TIGHT)
+    reference = MeanMapClassifier(classes=labels, **params).fit(X, codes, table)
+    permuted = MeanMapClassifier(classes=classes, **params).fit(
+        X, codes, table[columns]
+    )
+    assert permuted.classes_.tolist() == list(classes)
+    position = [labels.index(c) for c in classes]
+    np.testing.assert_allclose(
+        permuted.predict_proba(X),
+        reference.predict_proba(X)[:, position],
+        rtol=1e-6,
+        atol=1e-9,
+    )
+
+
+def test_mean_map_binary_model_does_not_depend_on_the_class_order():
+    """Swapping the two classes (names, columns and ``classes=`` together)
+    must swap the columns of ``predict_proba``, with the default ridge too:
+    the class order is a naming convention, not data. (A visible ridge and
+    a weak penalty make any dependence visible: with the defaults it is
+    about 1e-6.)"""
+    X, codes, _, bag_props = _mean_map_problem(0, 2)
+    table = pd.DataFrame(bag_props, index=per_bag_index(range(6)), columns=["a", "b"])
+    params = dict(mean_alpha=0.1, C=1.0, **TIGHT)
+    first = MeanMapClassifier(classes=["a", "b"], **params).fit(X, codes, table)
+    swapped = MeanMapClassifier(classes=["b", "a"], **params).fit(
+        X, codes, table[["b", "a"]]
+    )
+    np.testing.assert_allclose(
+        swapped.predict_proba(X),
+        first.predict_proba(X)[:, ::-1],
+        rtol=1e-6,
+        atol=1e-9,
+    )
+
+
+@HYPOTHESIS_FITS
+@given(
+    seed=st.integers(0, 2**16),
+    n_classes=st.integers(2, 3),
+    threshold=st.sampled_from(["auto", "prior", "argmax", 0.3, 0.5, 0.7]),
+    fit_intercept=st.booleans(),
+)
+def test_mean_map_predict_follows_the_documented_rule_on_tied_probabilities(
+    seed, n_classes, threshold, fit_intercept
+):
+    if n_classes == 3 and not isinstance(threshold, str):
+        threshold = "prior"
+    X, codes, _, bag_props = _mean_map_problem(seed, n_classes, discrete=True)
+    est = MeanMapClassifier(threshold=threshold, fit_intercept=fit_intercept)
+    est.fit(X, codes, bag_props[codes])
+    X_eval = np.vstack(
+        [X, np.zeros((1, X.shape[1]))]
+    )  # ties, and 0.5 without intercept
+    proba = est.predict_proba(X_eval)
+    np.testing.assert_array_equal(
+        est.predict(X_eval), documented_prediction(est, proba)
+    )
+    if threshold == "prior" or (threshold == "auto" and n_classes == 2):
+        prior = np.bincount(codes) @ bag_props / len(codes)
+        pred = np.searchsorted(est.classes_, est.predict(X))
+        rates = np.bincount(pred, minlength=n_classes) / len(codes)
+        _, ties = np.unique(est.predict_proba(X), axis=0, return_counts=True)
+        assert np.abs(rates - prior).max() <= ties.max() / len(codes) + 1e-12
+
+
+@pytest.mark.parametrize("form", BAG_FORM_NAMES)
+@HYPOTHESIS_FITS
+@given(b=bag_problems(max_classes=2, permute_columns=False))
+def test_mean_map_fits_the_same_model_from_every_form_of_the_bags(form, b):
+    props_by_code = _expected_props(b)
+    if np.count_nonzero(props_by_code.sum(axis=0)) < 2:
+        return  # one class in all the data: nothing to fit
+    X = np.random.RandomState(b.n).normal(size=(b.n, 3)) + b.y[:, None]
+    reference = MeanMapClassifier(classes=b.classes).fit(
+        X, b.codes, props_by_code[b.codes]
+    )
+    bags, props = _bags_form(b, form, "dict")
+    est = MeanMapClassifier(classes=b.classes).fit(X, bags, props)
+    np.testing.assert_array_equal(est.predict_proba(X), reference.predict_proba(X))
