@@ -122,7 +122,9 @@ MORE_PARAMETERS = """
         taking ``n_features``/``n_classes`` is sized from the data. An
         instance is a template: every fit trains a reset copy.
     max_bag_size : int, default=1024
-        Larger bags are subsampled afresh every epoch to this many rows.
+        Larger bags are subsampled afresh every epoch to this many rows; a
+        subsampled bag keeps its full size as its weight in the loss. None
+        never subsamples.
     optimizer : torch optimizer class, default=torch.optim.Adam
     predict_batch_size : int, default=4096
         Rows per forward pass when predicting.
