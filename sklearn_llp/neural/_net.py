@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import torch
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (
     Interval,
@@ -138,6 +139,8 @@ MORE_PARAMETERS = """
     precision : {"float32", "bfloat16", "float16"}, default="float32"
         Precision of the training passes (``torch.autocast``); weights, losses
         and bag means stay float32.
+    compile, use_caching, torch_load_kwargs
+        As in skorch (``compile=True``: ``torch.compile`` the module).
     **kwargs
         ``method__*``, ``module__*``, ``optimizer__*`` and ``callbacks__*``
         parameters, as in skorch.
@@ -273,6 +276,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         warm_start=False,
         n_threads="auto",
         precision="float32",
+        compile=False,
+        use_caching="auto",
+        torch_load_kwargs=None,
         **kwargs,
     ):
         for name in _UNUSED_SKORCH_PARAMS:
@@ -288,6 +294,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             warm_start=warm_start,
             verbose=verbose,
             device=device,
+            compile=compile,
+            use_caching=use_caching,
+            torch_load_kwargs=torch_load_kwargs,
             **kwargs,
         )
         for name in _UNUSED_SKORCH_PARAMS:
@@ -735,8 +744,20 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
     # ------------------------------------------------------------------
     # parameters, persistence, scikit-learn plumbing
     # ------------------------------------------------------------------
+    def __repr__(self):
+        # scikit-learn's: the parameters that differ from the defaults
+        return BaseEstimator.__repr__(self)
+
     def get_params(self, deep=True, **kwargs):
+        """Parameters, with ``method__*`` as the method will be built; the
+        settings of the default callbacks stay settable but are not listed."""
         params = super().get_params(deep=deep, **kwargs)
+        hidden = {f"callbacks__{name}" for name, _ in self._default_callbacks}
+        params = {
+            k: v
+            for k, v in params.items()
+            if "__".join(k.split("__")[:2]) not in hidden
+        }
         if deep:  # the hyperparameters the method will be built with
             try:
                 defaults = method_params(self.method, task=self._task)
