@@ -27,6 +27,7 @@ from ._errors import check_proba as check_proba
 from ._errors import decision_of as decision_of
 from ._mixins import LLPClassifierMixin as LLPClassifierMixin
 from ._mixins import LLPRegressorMixin as LLPRegressorMixin
+from ._mixins import refuse_meaningless_cv as refuse_meaningless_cv
 from ._mixins import (
     refuse_sklearn_cross_val_predict as refuse_sklearn_cross_val_predict,
 )

@@ -37,22 +37,18 @@ _CROSS_VAL_PREDICT = (
 )
 
 
-def _sklearn_cross_val_predict_method(depth=12):
-    """The ``method`` of scikit-learn's ``cross_val_predict`` if it is our
-    caller (a few frames up, through a Pipeline too), else None.
-
-    That function label-encodes ``y`` and, for probabilities, reshapes them
-    to one column per distinct ``y``: per bag id here.
-    """
-    frame = sys._getframe(1)
+def _sklearn_caller(function, depth=12):
+    """The local variables of scikit-learn's cross-validation ``function``
+    (``_fit_and_predict``, ``_fit_and_score``) if it is a few frames up (a
+    Pipeline's fit in between), else None."""
+    frame = sys._getframe(2)
     for _ in range(depth):
         if frame is None:
             return None
-        if (
-            frame.f_code.co_name == "_fit_and_predict"
-            and frame.f_globals.get("__name__") == "sklearn.model_selection._validation"
+        if frame.f_code.co_name == function and (
+            frame.f_globals.get("__name__") == "sklearn.model_selection._validation"
         ):
-            return frame.f_locals.get("method")
+            return frame.f_locals
         frame = frame.f_back
     return None
 
@@ -75,14 +71,36 @@ def restore_on_error(estimator, names):
         raise
 
 
-def refuse_sklearn_cross_val_predict(props):
-    """Raise inside scikit-learn's ``cross_val_predict`` for probabilities of a
-    fit on bags (called first thing in ``fit``)."""
-    if props is None:
+def refuse_meaningless_cv(estimator, values, task=CLASSIFICATION):
+    """Fail fast, first thing in a fit on bags, where scikit-learn's
+    cross-validation would give a meaningless result: ``cross_val_predict``
+    of probabilities (one column per bag id), or the default scoring with
+    metadata routing off (``score(X, bags)`` has no values: every score NaN,
+    the reason buried in a warning)."""
+    if values is None:
         return
-    method = _sklearn_cross_val_predict_method()
+    predict = _sklearn_caller("_fit_and_predict")
+    method = predict and predict.get("method")
     if method in ("predict_proba", "predict_log_proba", "decision_function"):
         raise TypeError(_CROSS_VAL_PREDICT.format(method=method))
+    scoring = _sklearn_caller("_fit_and_score")
+    if scoring is None:
+        return
+    scorer = scoring.get("scorer")
+    scorers = getattr(scorer, "_scorers", {"score": scorer}).values()
+    passthrough = any(type(s).__name__ == "_PassthroughScorer" for s in scorers)
+    key = "props" if task == CLASSIFICATION else "targets"
+    if passthrough and key not in (scoring.get("score_params") or {}):
+        name = type(getattr(estimator, "steps", [[0, estimator]])[-1][1]).__name__
+        raise ValueError(
+            _SCORE_WITHOUT_VALUES.format(name=name, **_SCORE_WORDS[task])
+            + " (Raised in fit, so that the search stops instead of scoring NaN.)"
+        )
+
+
+def refuse_sklearn_cross_val_predict(props):
+    """Transition name of :func:`refuse_meaningless_cv` (classification)."""
+    refuse_meaningless_cv(None, props)
 
 
 class _LLPScoreMixin:

@@ -35,7 +35,7 @@ from skorch.utils import to_tensor
 from ..core import (
     check_fit_inputs,
     num_rows,
-    refuse_sklearn_cross_val_predict,
+    refuse_meaningless_cv,
     restore_on_error,
 )
 from ..exceptions import ModelResetWarning
@@ -357,7 +357,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
     def _fit(self, X, y, values, sample_weight, fit_params, partial, classes=None):
         """Validate everything, then train; a refused fit changes nothing and
         a failure during training leaves the estimator unfitted."""
-        refuse_sklearn_cross_val_predict(values)
+        refuse_meaningless_cv(self, values, self._task)
         self._check_params()
         previous_method = vars(self).get("method_")
         self.initialize_method()  # a bad method__* value fails here
