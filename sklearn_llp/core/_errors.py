@@ -36,7 +36,7 @@ def check_proba(y_proba, n_samples, n_classes):
     """Validated probabilities; a 1-D array is P(second class)."""
     y_proba = as_float_matrix(y_proba, "y_proba")
     if y_proba.ndim == 1:
-        y_proba = binary_from_fraction(y_proba)
+        y_proba = binary_from_fraction(y_proba, "y_proba")
     if y_proba.ndim != 2:
         raise ValueError(
             f"y_proba must have shape (n_samples, n_classes); got {y_proba.shape}."
@@ -200,6 +200,7 @@ def check_bags_and_output(
         classes=classes,
         sample_weight=sample_weight,
         task=task,
+        rows_of=what,
     )
     if task == CLASSIFICATION:
         return bags, check_proba(array, n_samples, bags.n_classes)

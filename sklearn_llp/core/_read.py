@@ -51,8 +51,14 @@ def as_float_matrix(values, name):
         raise TypeError(f"{name} must hold numbers; {exc}") from exc
 
 
-def binary_from_fraction(fraction):
+def binary_from_fraction(fraction, name="props"):
     """A 1-D fraction of the positive class becomes two columns."""
+    outside = (fraction < -PROPS_NEG_TOL) | (fraction > 1 + PROPS_NEG_TOL)
+    if np.any(outside):
+        raise ValueError(
+            f"{name} is 1-D: the fraction of the second class in every bag, which "
+            f"must lie in [0, 1]; got {float(fraction[np.argmax(outside)])!r}."
+        )
     return np.column_stack([1.0 - fraction, fraction])
 
 
@@ -166,7 +172,7 @@ def bags_form(bags, n_samples=None, name="bags"):
         if not all(isinstance(b[0], numbers.Integral) for b in bags):
             raise ValueError(
                 f"{name} is a list of one-element lists, read as a column of bag "
-                f"ids, but has {len(bags)} entries for X of {n_samples} rows; "
+                f"ids, but has {len(bags)} entries for {n_samples} rows; "
                 "give one bag id per row."
             )
     if _is_index_list(bags):
@@ -244,7 +250,7 @@ def _check_ids(ids, name, allow_unbagged):
             )
 
 
-def _encode_ids(ids, n_samples, name, allow_unbagged):
+def _encode_ids(ids, n_samples, name, allow_unbagged, rows="X"):
     """The bag of every row (-1: in no bag) and the sorted distinct ids."""
     if ids.ndim != 1:
         raise ValueError(
@@ -256,7 +262,7 @@ def _encode_ids(ids, n_samples, name, allow_unbagged):
         )
     if ids.shape[0] != n_samples:
         raise ValueError(
-            f"{name} has {ids.shape[0]} entries but X has {n_samples} rows; "
+            f"{name} has {ids.shape[0]} entries but {rows} has {n_samples} rows; "
             "give exactly one bag id per row."
         )
     _check_ids(ids, name, allow_unbagged)
@@ -281,12 +287,12 @@ def _encode_ids(ids, n_samples, name, allow_unbagged):
     return codes, bag_ids
 
 
-def membership_matrix(bags, n_samples, name="bags"):
+def membership_matrix(bags, n_samples, name="bags", rows="X"):
     """Overlapping bags (sparse matrix or row-index lists) as a CSC matrix."""
     if sp.issparse(bags):
         if bags.ndim != 2 or bags.shape[0] != n_samples:
             raise ValueError(
-                f"{name} (a membership matrix) has {bags.shape[0]} rows but X has "
+                f"{name} (a membership matrix) has {bags.shape[0]} rows but {rows} has "
                 f"{n_samples}; it must be (n_samples, n_bags)."
             )
         membership = sp.csc_matrix(sp.csc_matrix(bags) != 0)
@@ -302,7 +308,7 @@ def membership_matrix(bags, n_samples, name="bags"):
         rows = np.concatenate(columns) if columns else np.zeros(0, np.int64)
         if rows.size and (rows.min() < 0 or rows.max() >= n_samples):
             raise ValueError(
-                f"{name} holds row indices outside [0, {n_samples}) for X of "
+                f"{name} holds row indices outside [0, {n_samples}) for {rows} of "
                 f"{n_samples} rows."
             )
         indptr = np.r_[0, np.cumsum([len(c) for c in columns])]
@@ -328,11 +334,11 @@ def membership_matrix(bags, n_samples, name="bags"):
     return membership
 
 
-def _read_bags(form, value, n_samples, name, allow_unbagged):
+def _read_bags(form, value, n_samples, name, allow_unbagged, rows):
     """Bags without values, and the bag of every row for the ids form."""
     if form == "ids":
         n_samples = len(value) if n_samples is None and value.ndim else n_samples
-        codes, bag_ids = _encode_ids(value, n_samples, name, allow_unbagged)
+        codes, bag_ids = _encode_ids(value, n_samples, name, allow_unbagged, rows)
         order = np.argsort(codes, kind="stable")
         members = order[codes[order] >= 0]
         counts = np.bincount(codes[codes >= 0], minlength=len(bag_ids))
@@ -342,7 +348,7 @@ def _read_bags(form, value, n_samples, name, allow_unbagged):
         if form == "index_lists":
             raise TypeError("n_samples is required with bags as row-index lists.")
         n_samples = value.shape[0]
-    membership = membership_matrix(value, n_samples, name)
+    membership = membership_matrix(value, n_samples, name, rows)
     ids = np.arange(membership.shape[1])
     return Bags(membership.indptr, membership.indices, ids, n_samples), None
 
@@ -402,12 +408,12 @@ def _table_rows(index, bag_ids, name):
     return rows
 
 
-def _collapse(matrix, codes, bag_ids, n_samples, task, name):
+def _collapse(matrix, codes, bag_ids, n_samples, task, name, rows):
     """Sample-aligned rows collapsed to one row per bag, which must agree."""
     if matrix.shape[0] != n_samples:
         raise ValueError(
-            f"{name} has {matrix.shape[0]} {task.unit} but X has {n_samples} rows; "
-            f"pass one {task.unit[:-1]} per row of X (sample-aligned) or a per-bag "
+            f"{name} has {matrix.shape[0]} {task.unit} but {rows} has {n_samples} "
+            f"rows; pass one {task.unit[:-1]} per row (sample-aligned) or a per-bag "
             "table indexed by bag id (a pandas object with the default 0..n-1 "
             "index is read by row)."
         )
@@ -431,7 +437,7 @@ def _collapse(matrix, codes, bag_ids, n_samples, task, name):
     return per_bag
 
 
-def _read_values(values, bags, codes, form, task, classes, name):
+def _read_values(values, bags, codes, form, task, classes, name, rows):
     """``bags`` carrying ``values`` read for ``task`` (see :func:`check_bags`)."""
     bag_ids = bags.ids
     if _is_table(
@@ -448,7 +454,7 @@ def _read_values(values, bags, codes, form, task, classes, name):
     else:
         matrix, columns = task.matrix(values, name)
         if form == "ids":
-            matrix = _collapse(matrix, codes, bag_ids, bags.n_samples, task, name)
+            matrix = _collapse(matrix, codes, bag_ids, bags.n_samples, task, name, rows)
         elif matrix.shape[0] != len(bag_ids):
             raise ValueError(
                 f"{name} must be (n_bags, {task.columns}) = ({len(bag_ids)}, "
@@ -481,8 +487,9 @@ def match_classes(columns, n_classes, classes, name="props"):
         classes = _unique_classes(classes)
         if len(classes) != n_classes:
             raise ValueError(
-                f"{name} has {n_classes} classes (columns) but classes has "
-                f"{len(classes)} entries ({classes.tolist()})."
+                f"{name} has {n_classes} classes (columns) but {len(classes)} are "
+                f"expected ({classes.tolist()}: the classes parameter, or a fitted "
+                "model's classes_)."
             )
     if columns is None:
         order = np.arange(n_classes)
@@ -519,7 +526,7 @@ class _Proportions:
         if isinstance(values, pd.Series):
             fraction = as_float_matrix(values.to_numpy(), name)
             return pd.DataFrame(
-                binary_from_fraction(fraction), index=values.index
+                binary_from_fraction(fraction, name), index=values.index
             ), None
         if any(isinstance(v, Mapping) for v in values.values()):
             frame = pd.DataFrame.from_dict(dict(values), orient="index").fillna(0.0)
@@ -536,7 +543,7 @@ class _Proportions:
         index = pd.Index(list(rows), tupleize_cols=False)
         matrix = np.stack(list(rows.values()))
         if matrix.shape[1] == 1:
-            matrix = binary_from_fraction(matrix[:, 0])
+            matrix = binary_from_fraction(matrix[:, 0], name)
         return pd.DataFrame(matrix, index=index), None
 
     def matrix(self, values, name):
@@ -547,7 +554,7 @@ class _Proportions:
             values = values.to_numpy()
         matrix = as_float_matrix(values, name)
         if matrix.ndim == 1:
-            matrix = binary_from_fraction(matrix)
+            matrix = binary_from_fraction(matrix, name)
         if matrix.ndim != 2:
             raise ValueError(
                 f"{name} must be 1-D or 2-D (n_samples, n_classes); got shape "
@@ -691,6 +698,7 @@ def check_bags(
     min_bags=1,
     allow_unbagged=False,
     name="bags",
+    rows_of="X",
 ):
     """Validate bags and their per-bag values into a :class:`Bags`.
 
@@ -727,6 +735,8 @@ def check_bags(
         Accept the id ``-1`` (:data:`UNBAGGED`) as "in no bag".
     name : str, default="bags"
         The argument's name in error messages.
+    rows_of : str, default="X"
+        What ``n_samples`` counts the rows of, in error messages.
 
     Returns
     -------
@@ -761,13 +771,16 @@ def check_bags(
             raise TypeError(_wrong_task(task, value_task, "the values given"))
     form, value = bags_form(bags, n_samples, name)
     if form == "bags":
-        validated = _given_bags(value, values, n_samples, classes, name)
+        validated = _given_bags(value, values, n_samples, classes, name, rows_of)
     else:
-        validated, codes = _read_bags(form, value, n_samples, name, allow_unbagged)
+        rows = rows_of if n_samples is not None else name
+        validated, codes = _read_bags(
+            form, value, n_samples, name, allow_unbagged, rows
+        )
         if values is not None:
             reader = _TASKS[value_task]
             validated = _read_values(
-                values, validated, codes, form, reader, classes, reader.argument
+                values, validated, codes, form, reader, classes, reader.argument, rows
             )
     if task is not None and validated.task != task:
         if validated.task is None:
@@ -794,10 +807,12 @@ def _wrong_task(wanted, got, what):
     )
 
 
-def _given_bags(bags, values, n_samples, classes, name):
+def _given_bags(bags, values, n_samples, classes, name, rows_of):
     """A validated :class:`Bags`, checked against ``X`` and ``classes``."""
     if n_samples is not None and bags.n_samples != n_samples:
-        raise ValueError(f"{name} covers {bags.n_samples} rows but X has {n_samples}.")
+        raise ValueError(
+            f"{name} covers {bags.n_samples} rows but {rows_of} has {n_samples}."
+        )
     if values is not None:
         raise ValueError(
             f"{name} is a validated Bags object, which carries its proportions "
@@ -831,10 +846,8 @@ def _weighted_enough(bags, sample_weight, min_bags, name):
             )
         why = "."
         if min_bags > 1:
-            why = (
-                ": the values of a single bag say nothing about which instance "
-                "is which."
-            )
+            noun = "mean says" if bags.task == REGRESSION else "proportions say"
+            why = f": the {noun} of a single bag nothing about which instance is which."
         raise ValueError(
             f"{name} holds {bags.n_bags} bag(s){dropped}; LLP needs at least "
             f"{min_bags}{why}"
