@@ -8,8 +8,8 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ..core import UNBAGGED
 from ._base import _BaseBagGenerator
-from ._proportions import UNBAGGED
 
 #: Code of a value of ``transform``'s input that was not seen in fit.
 _UNSEEN = -2
@@ -168,68 +168,41 @@ class _ColumnEncoder:
 
 
 class FeatureBagGenerator(_BaseBagGenerator):
-    """Bags of rows sharing the values of one or more columns.
+    """Bags of rows sharing the values of some columns (census-style groups).
 
     Rows are grouped like ``X.groupby(columns, dropna=False)``, numeric
     columns optionally cut into quantile bins first: the way aggregate
-    statistics are published (census tables per region and age band, a
-    hospital's outcome rate per ward and month). Each group is a bag.
-
-    Bag ids are consecutive integers ``0 .. n_bags_ - 1`` in the sorted
-    order of the groups' values (missing values last), and ``bag_labels_``
-    tells which values each id stands for. A missing value (NaN, None)
-    in a grouping column is a value of its own: those rows form their own
-    groups rather than being dropped.
+    statistics are published (rates per region and age band). Bag ids are
+    ``0..n_bags_ - 1`` in the sorted order of the groups, missing values
+    (their own group) last; ``True`` and ``1`` are different values.
 
     Parameters
     ----------
     columns : str, int or list of str and int
-        The grouping columns: names (str) select DataFrame columns by name,
-        integers select by position (of a DataFrame or an array), as in
+        Grouping columns, by name (DataFrame) or position, as in
         :class:`~sklearn.compose.ColumnTransformer`.
     n_bins : int, dict or None, default=None
-        Quantile binning of numeric grouping columns. An int cuts every
-        numeric (non-boolean) grouping column into at most ``n_bins`` bins
-        of about equal counts, other columns being grouped by value; a
-        dict ``{column: n_bins or None}`` bins only the columns it names;
-        None groups every column by value. Bin edges are the distinct
-        quantiles of the fitted column (so a column with few distinct
-        values gets fewer bins); bins are right-closed, the first one also
-        holding its left edge, as :func:`pandas.qcut` with
-        ``duplicates="drop"``.
+        Bin every numeric grouping column into at most ``n_bins`` quantile
+        bins (an int), only the columns a dict ``{column: n_bins}`` names, or
+        none. Edges are the distinct quantiles of the fitted column; bins are
+        right-closed, the first also holding its left edge (as
+        :func:`pandas.qcut` with ``duplicates="drop"``).
 
     Attributes
     ----------
-    labels_ : ndarray of shape (n_samples,), dtype int64
-        Bag id of every row of the fitted ``X``.
-    sample_mask_ : ndarray of shape (n_samples,), dtype bool
-        True for the rows that belong to a bag (all of them).
-    n_bags_ : int
-        Number of groups.
-    bag_ids_ : ndarray of shape (`n_bags_`,)
-        The bag ids, ``0 .. n_bags_ - 1``.
-    bag_sizes_ : ndarray of shape (`n_bags_`,)
-        Number of rows of every bag, in the order of ``bag_ids_``.
+    labels_, sample_mask_, n_bags_, bag_ids_, bag_sizes_, classes_
+        As in :class:`UniformBagGenerator`.
     bag_labels_ : DataFrame of shape (n_bags_, n_columns)
-        Row ``i`` holds the values (or, for binned columns, the
-        :class:`pandas.Interval`) of the grouping columns of bag ``i``;
-        indexed by bag id, one column per grouping column; NaN stands for
-        the missing-value group.
+        The values (or :class:`pandas.Interval` bins) of every bag's
+        grouping columns, indexed by bag id; NaN is the missing-value group.
     bin_edges_ : dict
-        ``{column: ndarray of edges}`` of every binned column.
-    classes_ : ndarray of shape (n_classes,)
-        Sorted distinct labels of ``y``; set by :meth:`make_bags` only.
-    n_features_in_ : int
-        Number of columns of the fitted ``X``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Column names of the fitted ``X`` when it is a DataFrame with string
-        column names.
+        ``{column: edges}`` of every binned column.
+    n_features_in_, feature_names_in_ : int, ndarray
+        As in scikit-learn.
 
     See Also
     --------
-    UniformBagGenerator : Random bags of equal size.
-    KMeansBagGenerator : Bags of similar rows.
-    label_proportions : Per-bag proportion table of labelled data.
+    UniformBagGenerator, KMeansBagGenerator, label_proportions
 
     Examples
     --------
@@ -324,20 +297,18 @@ class FeatureBagGenerator(_BaseBagGenerator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Find the groups of ``X`` (and the bin edges of binned columns).
+        """Find the groups of ``X`` (and the bin edges).
 
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
-            The instances; grouping columns may hold any hashable values,
-            missing values included.
+            Grouping columns may hold any hashable values, missing included.
         y : None
-            Ignored; present for API consistency.
+            Ignored.
 
         Returns
         -------
         self : FeatureBagGenerator
-            The fitted generator; ``labels_`` holds the bag ids.
         """
         frame, is_frame = _as_frame(X)
         self.n_features_in_ = frame.shape[1]
@@ -378,20 +349,18 @@ class FeatureBagGenerator(_BaseBagGenerator):
         return self._set_labels(labels.ravel())
 
     def transform(self, X):
-        """Map rows to the fitted bags by the values of their columns.
+        """The fitted bag of every row of ``X``, by its grouping columns.
 
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
-            New rows, with the grouping columns of the fitted ``X`` (same
-            names, or same positions).
+            With the fitted grouping columns (same names or positions).
 
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
-            Bag id of every row; ``-1`` for a row whose combination of
-            values (or a value itself) was not seen in fit. Binned values
-            outside the fitted range fall in the first or last bin.
+            ``-1`` for values (or a combination) unseen in fit; binned
+            values beyond the fitted range fall in the first or last bin.
         """
         check_is_fitted(self)
         frame, is_frame = _as_frame(X)
