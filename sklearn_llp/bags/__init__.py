@@ -1,10 +1,5 @@
-"""Make bags from instances, label proportions from labelled bags, and check
-whether the bags can identify a classifier.
-
-The generators give one bag id per row (``fit_transform``), or bag ids with
-sample-aligned proportions or means (``make_bags``); the id ``-1`` marks a
-row in no bag.
-"""
+"""Make bags (one id per row, ``-1`` for a row in no bag), per-bag label
+proportions, and check whether the bags can identify a classifier."""
 
 from ._feature import FeatureBagGenerator
 from ._identifiability import IdentifiabilityReport, check_identifiability

@@ -1,5 +1,4 @@
-"""What the bag generators share: ``fit_transform``, ``make_bags``,
-``make_bag_means``."""
+"""What the bag generators share."""
 
 import numpy as np
 import pandas as pd
@@ -22,28 +21,25 @@ class _BaseBagGenerator(BaseEstimator):
         return self
 
     def fit_transform(self, X, y=None):
-        """Fit and return the bag id of every row of ``X``.
+        """Fit and return the bag id of every row of ``X`` (``-1``: no bag).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : None
-            Ignored.
 
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
-            Bag id of every row; ``-1`` for a row in no bag.
         """
         return self.fit(X).labels_.copy()
 
     def make_bags(self, X, y):
-        """Fit and give every row its bag's label proportions (or mean).
+        """Fit, and give every row its bag's label proportions (or mean).
 
         The simulation-study verb: from labelled data, the ``(bags, props)``
-        of a classifier, or for a continuous ``y`` (floats not all integral)
-        the ``(bags, targets)`` of a regressor, as :meth:`make_bag_means`.
-        Sets ``classes_`` for class labels.
+        of a classifier (setting ``classes_``), or for a continuous ``y``
+        (floats not all integral) :meth:`make_bag_means`.
 
         Parameters
         ----------
@@ -57,8 +53,7 @@ class _BaseBagGenerator(BaseEstimator):
             Bag id of every row, ``-1`` for a row in no bag.
         props : ndarray of shape (n_samples, n_classes) or (n_samples,)
             Every row's bag proportions (columns ``classes_``) or bag mean;
-            NaN for rows in no bag, so that they cannot be fitted on by
-            mistake (keep ``bags >= 0``).
+            NaN in no bag, so that those rows cannot be fitted by mistake.
         """
         y = _check_y(X, y)
         if y.dtype.kind == "f":  # floats not all integral: "continuous"
@@ -75,24 +70,22 @@ class _BaseBagGenerator(BaseEstimator):
         return bags, props
 
     def make_bag_means(self, X, y):
-        """Fit and give every row its bag's mean of ``y``.
+        """Fit, and give every row its bag's mean of ``y`` (NaN in no bag).
 
-        :meth:`make_bags` for a target of any values: that reads floats that
-        are all integral (hours, counts) as class labels, this never does.
+        :meth:`make_bags` reads floats that are all integral (hours, counts)
+        as class labels; this never does.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            The target of every row (numbers).
+            Numbers.
 
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
-            Bag id of every row, ``-1`` for a row in no bag.
         targets : ndarray of shape (n_samples,)
-            Every row's bag mean (NaN in no bag): ``targets`` of
-            :class:`~sklearn_llp.LLPRegressor`.
+            The ``targets`` of :class:`~sklearn_llp.LLPRegressor`.
 
         Examples
         --------

@@ -1,9 +1,5 @@
-"""Do the bags identify an instance-level classifier?
-
-Cheap diagnostics of the bag sizes, proportions and ``X``; the theory behind
-them and the measurements that set the thresholds are in the user guide
-(:ref:`identifiability_report`).
-"""
+"""Do the bags identify an instance-level classifier? Theory and the
+measured thresholds: the user guide, :ref:`identifiability_report`."""
 
 import dataclasses
 import math
@@ -14,31 +10,22 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils import assert_all_finite
 
-from ..core import check_bags
+from ..core import check_bags, num_rows
 from ..exceptions import IdentifiabilityWarning
 
 #: Canonical correlations at or below this count as zero (numerical rank).
 RANK_TOL = 1e-6
-
-#: Rows of ``X`` used for its effective dimension (evenly spaced, no RNG).
+#: Rows of ``X`` for its effective dimension (evenly spaced, no RNG) ...
 MAX_ROWS_FOR_DIMENSION = 2000
-
-#: Fewer rows for very wide ``X``: rows^2 x columns stays below this.
+#: ... fewer for very wide ``X``: rows^2 x columns stays below this.
 MAX_GRAM_FLOPS = 2e9
-
-#: Bags are "few" when fewer than this many per effective dimension of
-#: ``X`` carry information (``informative_n_bags``).
+#: "Few" informative bags: fewer than this per effective dimension.
 MIN_INFORMATIVE_BAGS_PER_DIMENSION = 2.0
-
-#: With few informative bags, warn when the bags explain less than this
-#: share of the label variance (``between_bag_share``).
+#: With few informative bags, warn below this ``between_bag_share``.
 MIN_BETWEEN_BAG_SHARE = 0.03
-
-#: Warn when the proportions are worth fewer labelled rows per class
-#: contrast (``effective_labels``) than this many per effective dimension.
+#: Warn below this many ``effective_labels`` per effective dimension.
 MIN_LABELS_PER_DIMENSION = 2.0
-
-#: The effective dimension assumed when no ``X`` is given.
+#: The effective dimension assumed without ``X``.
 DEFAULT_DIMENSION = 10.0
 
 
@@ -90,15 +77,18 @@ def _check_finite_X(X):
     values = X.data if sp.issparse(X) else np.asarray(X)
     if values.dtype.kind in "biu":
         return
-    try:
-        if values.dtype.kind not in "fc":
+    if values.dtype.kind not in "fc":
+        try:
             values = values.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                "X must hold numbers (encode text columns first, or pass a "
+                f"DataFrame whose text columns are categorical): {exc}"
+            ) from None
+    try:
         assert_all_finite(values, input_name="X")
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            "X must hold finite numbers (encode text columns first, or pass a "
-            f"DataFrame whose text columns are categorical): {exc} {fix}"
-        ) from None
+    except ValueError as exc:
+        raise ValueError(f"{exc} {fix}") from None
 
 
 def _effective_dimension(X, n_samples):
@@ -135,42 +125,27 @@ def _participation(values):
 class IdentifiabilityReport:
     """What the bags and their proportions can and cannot pin down.
 
-    Returned by :func:`check_identifiability`; ``ok`` when no problem was
-    found, ``print(report)`` shows every number. Bags are weighed by their
-    size (or total sample weight).
+    Returned by :func:`check_identifiability`: ``ok`` when ``problems`` is
+    empty, ``print(report)`` shows every number. The numbers are defined in
+    :ref:`identifiability_numbers`.
 
     Attributes
     ----------
-    n_samples, n_bags, n_classes : int
-        Distinct bagged rows, bags, classes.
+    n_samples, n_bags, n_classes, rank : int
+        Bagged rows, bags, classes; rank of the proportion matrix.
     classes : tuple
-        Class labels in column order (column numbers for unnamed props;
-        then ``positional_classes`` is True).
-    n_features : int or None
-        Columns of ``X``, a DataFrame's categories as one-hot levels.
-    effective_dimension : float or None
-        Participation ratio of the covariance spectrum of ``X``.
-    prior, proportion_std, relative_spread : tuple of float
-        Overall class proportions, their standard deviation across bags and
-        the ratio of the two (NaN for an absent class).
-    canonical_correlations : tuple of float
-        The ``n_classes - 1`` canonical correlations between bag and class,
-        largest first (correspondence analysis of the bag x class table).
-    rank : int
-        How many exceed :data:`RANK_TOL`.
-    condition_number : float
-        Largest over smallest correlation (inf when rank deficient).
-    effective_n_bags : float
-        ``(sum n_B)^2 / sum n_B^2`` over bag sizes.
-    informative_n_bags : float
-        How many bags carry the weakest class contrast (participation ratio).
-    effective_labels : float
-        Pearson's chi-square per degree of freedom (Kish's effective rows
-        under weights): how many labelled rows the proportions are worth.
+        Class labels in column order (column numbers if
+        ``positional_classes``).
+    n_features, effective_dimension : int or None, float or None
+        Width and effective dimension of ``X`` (None without ``X``).
+    prior, proportion_std, relative_spread, canonical_correlations : tuple
+        Per class (per class contrast for the correlations).
+    condition_number, effective_n_bags, informative_n_bags, effective_labels
+        Floats.
     problems, notes : tuple of str
-        One sentence per problem (these warn) and per observation.
+        One sentence per problem (these warn) or observation.
     positional_classes : bool
-        Whether ``classes`` are only column numbers.
+        Whether the proportions named no classes.
     """
 
     n_samples: int
@@ -194,7 +169,7 @@ class IdentifiabilityReport:
 
     @property
     def ok(self):
-        """True when no identifiability problem was found."""
+        """True when no problem was found."""
         return not self.problems
 
     @property
@@ -215,18 +190,16 @@ class IdentifiabilityReport:
             f"effective_labels={self.effective_labels:.1f})"
         )
 
-    def _class_names(self):
-        names = ", ".join(map(repr, self.classes))
-        if self.positional_classes:
-            return f"(unnamed: columns {names} of props; pass classes= to name them)"
-        return f"[{names}]"
-
     def __str__(self):
         def floats(values, fmt="{:.3g}"):
             return ", ".join(fmt.format(v) for v in values)
 
+        names = ", ".join(map(repr, self.classes))
         prior = floats(self.prior)
-        if not self.positional_classes:
+        if self.positional_classes:
+            names = f"(unnamed: columns {names} of props; pass classes= to name them)"
+        else:
+            names = f"[{names}]"
             prior = ", ".join(f"{c}: {p:.3g}" for c, p in zip(self.classes, self.prior))
         verdict = "no problem found" if self.ok else f"{len(self.problems)} problem(s)"
         lines = [
@@ -234,13 +207,11 @@ class IdentifiabilityReport:
             f"  bags: {self.n_bags} over {self.n_samples} rows; effective number "
             f"{self.effective_n_bags:.1f} (sizes), informative "
             f"{self.informative_n_bags:.1f}",
-            f"  classes: {self.n_classes} {self._class_names()}",
+            f"  classes: {self.n_classes} {names}",
         ]
         if self.n_features is not None:
-            lines.append(
-                f"  features: {self.n_features} (effective dimension "
-                f"{self.effective_dimension:.1f})"
-            )
+            dimension = f"effective dimension {self.effective_dimension:.1f}"
+            lines.append(f"  features: {self.n_features} ({dimension})")
         lines += [
             f"  prior: {prior}",
             f"  std across bags: {floats(self.proportion_std)} (relative "
@@ -324,10 +295,9 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
 
     Parameters
     ----------
-    bags : array-like, DataFrame, sparse matrix, list of arrays or Bags
-        The bags, in any form :func:`~sklearn_llp.core.check_bags` accepts.
-    props : array-like, DataFrame, Series or dict
-        Their label proportions; None with a ``Bags`` carrying them.
+    bags, props : array-like, DataFrame, sparse matrix, list of arrays or Bags
+        The bags and their label proportions, in any form
+        :func:`~sklearn_llp.core.check_bags` accepts.
     X : array-like, DataFrame or sparse matrix, default=None
         The instances (finite), for the effective dimension; default 10.
     sample_weight : array-like of shape (n_samples,), default=None
@@ -341,29 +311,20 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
 
     Examples
     --------
-    Six large groups whose positive rates are 3 to 6 %:
-
     >>> import numpy as np
     >>> from sklearn_llp.bags import check_identifiability
-    >>> bags = np.repeat(np.arange(6), 5000)
+    >>> bags = np.repeat(np.arange(6), 5000)  # 6 groups, rates of 3 to 6 %
     >>> rates = np.array([0.03, 0.035, 0.04, 0.05, 0.055, 0.06])
     >>> X = np.random.RandomState(0).normal(size=(30000, 20))
     >>> report = check_identifiability(bags, rates[bags], X)
     >>> report.ok, round(report.between_bag_share, 4)
     (False, 0.0027)
     """
-    n_samples = None
     if X is not None:
         _check_finite_X(X)
-        n_samples = X.shape[0] if hasattr(X, "shape") else len(X)
-    validated = check_bags(
-        bags,
-        props,
-        n_samples=n_samples,
-        sample_weight=sample_weight,
-        classes=classes,
-        require_props=True,
-    )
+    n_samples = None if X is None else num_rows(X)
+    given = dict(classes=classes, sample_weight=sample_weight, require_props=True)
+    validated = check_bags(bags, props, n_samples=n_samples, **given)
     props = validated.props
     n_bags, n_classes = props.shape
     totals = validated.total_weights()
@@ -386,12 +347,8 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
     condition = float(correlations[0] / correlations[-1]) if full_rank else math.inf
     # every bag's contribution to the weakest class contrast
     weakest = (scaled @ vt[n_contrasts - 1]) ** 2 if full_rank else np.zeros(n_bags)
-    weights = validated.weights
-    n_rows = (
-        len(validated.members)
-        if weights is None
-        else _participation(weights[validated.members])
-    )
+    pairs, weights = validated.members, validated.weights  # Kish's rows:
+    n_rows = _participation(np.ones(len(pairs)) if weights is None else weights[pairs])
     n_features = effective_dimension = None
     if X is not None:
         n_features = _n_columns(X)
@@ -426,9 +383,7 @@ def warn_if_unidentifiable(report, stacklevel=2):
         return False
     remedy = ""
     if report.n_classes == 2 and report.rank == 1:
-        # Measured in benchmarks/accuracy.py (Adult, 10 and 25 random bags):
-        # the proportion-matching networks ranked test rows at chance or
-        # worse, the debiased loss and Mean Map did not.
+        # measured in benchmarks/accuracy.py (Adult, 10 and 25 random bags)
         remedy = (
             " With few large bags of two classes, method='easyllp' and "
             "sklearn_llp.linear.MeanMapClassifier measured far better than "

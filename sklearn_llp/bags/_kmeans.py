@@ -19,9 +19,8 @@ MINIBATCH_THRESHOLD = 10_000
 class KMeansBagGenerator(_BaseBagGenerator):
     """Bags of similar rows: the K-means clusters of ``X`` (optionally after PCA).
 
-    Bags of similar rows vary in size and their proportions stray far from
-    the overall class mix, as in the LLP-VAT paper (Tsai & Lin, 2020, 5.4).
-    Standardise ``X`` first: K-means depends on the scale of the features.
+    Bags of varying size whose proportions stray far from the class mix, as
+    in the LLP-VAT paper (Tsai & Lin, 2020, 5.4). Standardise ``X`` first.
 
     Parameters
     ----------
@@ -40,14 +39,10 @@ class KMeansBagGenerator(_BaseBagGenerator):
     Attributes
     ----------
     labels_, sample_mask_, n_bags_, bag_ids_, bag_sizes_, classes_
-        As in :class:`UniformBagGenerator` (bag ids are cluster labels; an
-        empty cluster is no bag).
-    pca_ : PCA or None
-        The fitted projection.
-    kmeans_ : KMeans or MiniBatchKMeans
-        The fitted clustering.
-    n_features_in_, feature_names_in_ : int, ndarray
-        As in scikit-learn.
+        As in :class:`UniformBagGenerator`; bag ids are cluster labels.
+    pca_, kmeans_ : PCA or None, KMeans or MiniBatchKMeans
+        The fitted projection and clustering.
+    n_features_in_, feature_names_in_
 
     See Also
     --------
@@ -93,9 +88,7 @@ class KMeansBagGenerator(_BaseBagGenerator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Numeric instances, ideally standardised.
         y : None
-            Ignored.
 
         Returns
         -------

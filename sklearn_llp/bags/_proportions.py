@@ -9,12 +9,8 @@ from ..core import attach_table, bags_form, check_bags
 
 
 def id_bags(bags):
-    """Disjoint bags given as one id per row, ``-1`` for a row in no bag.
-
-    :func:`~sklearn_llp.core.check_bags` with ``allow_unbagged=True`` (and no
-    least number of bags); membership forms are refused, since the tables
-    and plots of this package give every row one bag.
-    """
+    """Bags given as one id per row (``-1``: in no bag), read by
+    :func:`~sklearn_llp.core.check_bags`; membership forms are refused."""
     form, _ = bags_form(bags)
     if form != "ids":
         shown = {"bags": "a Bags object", "membership": "a membership matrix"}
@@ -31,20 +27,18 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     Parameters
     ----------
     bags : array-like of shape (n_samples,)
-        Bag id of every row; rows of the integer id ``-1`` are in no bag.
+        Bag id of every row, ``-1`` for a row in no bag.
     y : array-like of shape (n_samples,)
         Class label of every row.
     classes : array-like of shape (n_classes,), default=None
-        The table's columns, in order; default the sorted labels of ``y``.
+        The columns, in order; default the sorted labels of ``y``.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weight of every row: weighted class shares, as a weighted census
-        table publishes them.
+        Weight of every row (a weighted census table's shares).
 
     Returns
     -------
     table : DataFrame of shape (n_bags, n_classes)
-        Indexed by the sorted bag ids (``"bag"``), one column per class
-        (``"class"``): a per-bag ``props`` accepted wherever ``props`` is.
+        Indexed by sorted bag id: a per-bag ``props`` accepted everywhere.
 
     Examples
     --------
@@ -85,12 +79,10 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
         )
     if weighted.n_bags < validated.n_bags:
         raise ValueError("sample_weight gives a bag a total weight of 0.")
-    rows = weighted.members
-    counts = np.zeros((weighted.n_bags, len(classes)))
+    rows, counts = weighted.members, np.zeros((weighted.n_bags, len(classes)))
+    cells = (weighted.pair_bags, class_index.get_indexer(y[rows]))
     row_weights = 1.0 if weighted.weights is None else weighted.weights[rows]
-    np.add.at(
-        counts, (weighted.pair_bags, class_index.get_indexer(y[rows])), row_weights
-    )
+    np.add.at(counts, cells, row_weights)
     return pd.DataFrame(
         counts / counts.sum(axis=1, keepdims=True),
         index=pd.Index(weighted.ids, name="bag", tupleize_cols=False),
@@ -104,16 +96,14 @@ def expand_proportions(table, bags):
     Parameters
     ----------
     table : DataFrame, Series or dict
-        Per-bag proportions indexed by bag id, as from
-        :func:`label_proportions` (a Series: positive-class fractions);
-        validated like ``props``.
+        Per-bag proportions by bag id, as from :func:`label_proportions` (a
+        Series: positive-class fractions).
     bags : array-like of shape (n_samples,)
         Bag id of every row; a row of id ``-1`` gets NaN.
 
     Returns
     -------
     props : ndarray of shape (n_samples, n_classes)
-        The proportions of every row's bag, in the table's column order.
 
     Examples
     --------

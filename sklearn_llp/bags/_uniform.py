@@ -15,9 +15,8 @@ from ._base import _BaseBagGenerator
 class UniformBagGenerator(_BaseBagGenerator):
     """Random partition of the rows into bags of ``bag_size`` rows.
 
-    The rows are shuffled and cut into consecutive bags: the standard LLP
-    benchmark protocol (e.g. the LLP-VAT paper). A partition exists only for
-    the rows it was drawn on, so there is no ``transform``.
+    The standard LLP benchmark protocol (e.g. the LLP-VAT paper). A random
+    partition exists only for the rows it was drawn on: no ``transform``.
 
     Parameters
     ----------
@@ -32,16 +31,13 @@ class UniformBagGenerator(_BaseBagGenerator):
 
     Attributes
     ----------
-    labels_ : ndarray of shape (n_samples,)
-        Bag id of every fitted row, ``-1`` for a dropped one.
-    sample_mask_ : ndarray of shape (n_samples,)
-        ``labels_ >= 0``.
+    labels_, sample_mask_ : ndarray of shape (n_samples,)
+        Bag id of every fitted row (``-1``: dropped), and ``labels_ >= 0``.
     n_bags_, bag_ids_, bag_sizes_ : int, ndarray, ndarray
         Number of bags, their ids ``0..n_bags_ - 1`` and their sizes.
     classes_ : ndarray of shape (n_classes,)
         Sorted labels of ``y``, set by :meth:`make_bags`.
-    n_features_in_, feature_names_in_ : int, ndarray
-        As in scikit-learn.
+    n_features_in_, feature_names_in_
 
     See Also
     --------
@@ -57,8 +53,6 @@ class UniformBagGenerator(_BaseBagGenerator):
     >>> bags, props = gen.make_bags(X, y)
     >>> gen.bag_sizes_.tolist(), int((bags == -1).sum())
     ([4, 4], 2)
-    >>> UniformBagGenerator(4, drop_last=False).fit(X).bag_sizes_.tolist()
-    [4, 4, 2]
     """
 
     _parameter_constraints = {
@@ -74,14 +68,12 @@ class UniformBagGenerator(_BaseBagGenerator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Draw the bags of the rows of ``X``.
+        """Draw the bags of the rows of ``X`` (only their number matters).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, ...)
-            Only the number of rows matters (images and any dtype welcome).
         y : None
-            Ignored.
 
         Returns
         -------
