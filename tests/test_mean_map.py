@@ -411,20 +411,14 @@ def test_bad_parameters_are_refused_in_fit(small_bags, params):
         clf.fit(X, bags, props)
 
 
-def test_pandas_input_and_a_per_bag_table(small_bags):
+def test_feature_names_of_a_dataframe(small_bags):
+    # (every form of the bags and of props: tests/test_conformance.py)
     X, bags, props, _ = small_bags
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-    names = pd.Series(np.array([f"bag{b:02d}" for b in bags]), name="region")
-    table = pd.DataFrame(
-        props[::10], index=names[::10].to_numpy(), columns=["x", "y", "z"]
-    )
-    clf = MeanMapClassifier().fit(frame, names, table)
-    assert clf.classes_.tolist() == ["x", "y", "z"]
+    clf = MeanMapClassifier().fit(frame, bags, props)
     assert clf.feature_names_in_.tolist() == ["a", "b", "c", "d"]
     assert clf.n_features_in_ == 4
-    plain = MeanMapClassifier().fit(X, bags, props)
-    np.testing.assert_allclose(clf.coef_, plain.coef_)
-    assert clf.score(frame, names, table) == pytest.approx(plain.score(X, bags, props))
+    np.testing.assert_allclose(clf.coef_, MeanMapClassifier().fit(X, bags, props).coef_)
     with pytest.warns(UserWarning, match="feature names"):
         clf.predict(X)  # fitted with names, given none
     with pytest.raises(ValueError, match="feature names"):
@@ -441,17 +435,6 @@ def test_sparse_X_gives_the_dense_fit(small_bags):
     np.testing.assert_allclose(
         sparse.predict_proba(sp.csc_matrix(X)), dense.predict_proba(X), atol=1e-10
     )
-
-
-def test_integer_sample_weights_equal_repeated_rows(small_bags):
-    X, bags, props, _ = small_bags
-    weights = np.random.RandomState(0).randint(0, 3, len(X))
-    weights[::10] = 1  # no bag loses all its rows
-    weighted = MeanMapClassifier(tol=1e-10).fit(X, bags, props, sample_weight=weights)
-    rows = np.repeat(np.arange(len(X)), weights)
-    repeated = MeanMapClassifier(tol=1e-10).fit(X[rows], bags[rows], props[rows])
-    np.testing.assert_allclose(weighted.class_means_, repeated.class_means_)
-    np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-6)
 
 
 def test_overlapping_bags_count_every_row_once(small_bags):

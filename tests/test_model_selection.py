@@ -466,17 +466,11 @@ def test_score_is_one_minus_half_the_hard_l1(digits):
     assert 0.3 < expected < 0.999
     assert clf.score(X, bags, props) == pytest.approx(expected, abs=1e-12)
 
+    # bags of one row: the accuracy (without props: tests/test_classifier.py)
     singletons = np.arange(len(X)) + 1000
     accuracy = accuracy_score(y, clf.predict(X))
     assert 0.3 < accuracy < 0.999
     assert clf.score(X, singletons, np.eye(10)[y]) == pytest.approx(accuracy)
-    # y would be read as bag ids: no accuracy against them (silently wrong)
-    with pytest.raises(ValueError, match="fitted on bags"):
-        clf.score(X, bags)
-    supervised = small_llp(max_epochs=2).fit(X, y)  # fitted on labels
-    assert supervised.score(X, y) == pytest.approx(
-        accuracy_score(y, supervised.predict(X))
-    )
 
 
 # --------------------------------------------------------------------------
