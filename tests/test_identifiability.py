@@ -22,22 +22,10 @@ from sklearn_llp.datasets import load_adult
 from sklearn_llp.exceptions import IdentifiabilityWarning
 
 NUMBERS = (
-    "n_samples",
-    "n_bags",
-    "n_classes",
-    "classes",
-    "prior",
-    "proportion_std",
-    "relative_spread",
-    "canonical_correlations",
-    "rank",
-    "condition_number",
-    "effective_n_bags",
-    "informative_n_bags",
-    "effective_labels",
-    "effective_dimension",
-    "n_features",
-)
+    "n_samples n_bags n_classes classes prior proportion_std relative_spread "
+    "canonical_correlations rank condition_number effective_n_bags "
+    "informative_n_bags effective_labels effective_dimension n_features"
+).split()
 
 
 def assert_same_report(a, b, skip=()):

@@ -13,9 +13,7 @@ import sklearn
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import load_digits
-from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import (
     GridSearchCV,
@@ -28,10 +26,9 @@ from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback, Checkpoint, EarlyStopping
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import (
-    UniformBagGenerator,
-)
+from sklearn_llp.bags import UniformBagGenerator
 from sklearn_llp.core import check_bags
+from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import (
     BAG_METRICS,
     bag_errors,
@@ -49,34 +46,6 @@ def _routing_is_left_off():
     assert sklearn.get_config()["enable_metadata_routing"] is False
     yield
     assert sklearn.get_config()["enable_metadata_routing"] is False
-
-
-class BagMajorityLR(ClassifierMixin, BaseEstimator):
-    """Stand-in LLP classifier: logistic regression on bag-majority labels."""
-
-    __metadata_request__fit = {"props": True}
-    __metadata_request__score = {"props": True}
-
-    def __init__(self, C=1.0):
-        self.C = C
-
-    def fit(self, X, y, props=None):
-        checked = check_bags(y, props, n_samples=len(X))
-        codes, bag_props, classes = checked.codes, checked.props, checked.classes
-        self.classes_ = classes
-        self.model_ = LogisticRegression(C=self.C).fit(X, bag_props.argmax(1)[codes])
-        return self
-
-    def predict_proba(self, X):
-        proba = np.zeros((len(X), len(self.classes_)))
-        proba[:, self.model_.classes_] = self.model_.predict_proba(X)
-        return proba
-
-    def predict(self, X):
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
-
-    def score(self, X, y, props=None):
-        return -hard_l1_error(y, props, self.predict_proba(X))
 
 
 def make_bag_data(n_bags=30, bag_size=10, seed=0):
@@ -173,7 +142,7 @@ def test_grid_search_routing_on_with_groups_and_several_metrics():
     X, bags, props = make_bag_data()
     with sklearn.config_context(enable_metadata_routing=True):
         search = GridSearchCV(
-            BagMajorityLR(),
+            MeanMapClassifier(),
             GRID,
             scoring={"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer},
             refit="soft_kl",
@@ -190,7 +159,7 @@ def test_grid_search_routing_on_with_groups_and_several_metrics():
 def test_plain_scorer_with_routing_off_fails_loudly():
     X, bags, props = make_bag_data()
     search = GridSearchCV(
-        BagMajorityLR(),
+        MeanMapClassifier(),
         GRID,
         scoring=hard_l1_scorer,
         cv=BagKFold(3),
@@ -201,20 +170,10 @@ def test_plain_scorer_with_routing_off_fails_loudly():
     # scikit-learn's default error_score=np.nan turns the error into warnings
     # that carry the message; the scorer itself never returns NaN.
     default = GridSearchCV(
-        BagMajorityLR(), GRID, scoring=hard_l1_scorer, cv=BagKFold(3)
+        MeanMapClassifier(), GRID, scoring=hard_l1_scorer, cv=BagKFold(3)
     )
     with pytest.warns(UserWarning, match="received no label proportions"):
         default.fit(X, bags, props=props)
-    with pytest.raises(ValueError, match="make_bag_scorer"):
-        cross_validate(
-            BagMajorityLR(),
-            X,
-            bags,
-            cv=BagKFold(3),
-            scoring=hard_l1_scorer,
-            params={"props": props},
-            error_score="raise",
-        )
 
 
 torch.set_num_threads(1)
@@ -556,33 +515,6 @@ def equal_bags(n_bags=10, size=3):
 
 @pytest.mark.parametrize(
     "test_size, train_size",
-    [(0.3, 0.9), (0.5, 0.6), (0.99, 0.02), (6, 5), (9, 2)],
-)
-def test_sizes_summing_past_everything_are_refused_like_sklearn(test_size, train_size):
-    X, bags = equal_bags()
-    # scikit-learn refuses them (10 groups)
-    with pytest.raises(ValueError, match="sum of"):
-        next(
-            GroupShuffleSplit(
-                1, test_size=test_size, train_size=train_size, random_state=0
-            ).split(X, groups=bags)
-        )
-    with pytest.raises(ValueError, match="sum of .*Reduce test_size and/or train_size"):
-        next(
-            BagShuffleSplit(
-                1, test_size=test_size, train_size=train_size, random_state=0
-            ).split(X, bags)
-        )
-    with pytest.raises(ValueError, match="sum of"):
-        next(
-            BagShuffleSplit(1, test_size=test_size, train_size=train_size).split_bags(
-                check_bags(bags)
-            )
-        )
-
-
-@pytest.mark.parametrize(
-    "test_size, train_size",
     [(None, None), (0.3, None), (None, 0.6), (0.3, 0.7), (0.2, 0.5), (0.1, 0.9)]
     + [(4, 16), (2, 3), (4, None), (None, 3)],
 )
@@ -608,27 +540,27 @@ def test_bag_shuffle_split_holds_out_what_it_is_asked(test_size, train_size):
 
 
 @pytest.mark.parametrize(
-    "test_size, train_size, ok",
-    [
-        (0.5, 5, True),  # 5 of 10 equal bags held out, 5 left
-        (0.5, 6, False),  # 6 bags asked, 5 left
-        (5, 0.5, True),  # half the rows left after 5 bags
-        (5, 0.6, False),  # 0.6 of the rows asked, 0.5 left
-        (1, 0.9, True),
-        (2, 0.9, False),
-    ],
+    "test_size, train_size, error",
+    [(0.3, 0.9, "sum of"), (0.5, 0.6, "sum of"), (0.99, 0.02, "sum of")]
+    + [(6, 5, "sum of"), (9, 2, "sum of")]
+    + [(0.5, 5, None), (0.5, 6, "do not fit")]  # 5 of 10 equal bags left
+    + [(5, 0.5, None), (5, 0.6, "do not fit")]  # half the rows left
+    + [(1, 0.9, None), (2, 0.9, "do not fit")],
 )
-def test_mixed_int_and_float_sizes(test_size, train_size, ok):
+def test_sizes_asking_for_more_than_there_is_are_refused(test_size, train_size, error):
     X, bags = equal_bags()
-    splitter = BagShuffleSplit(
-        3, test_size=test_size, train_size=train_size, random_state=0
-    )
-    if ok:
-        for train, test in splitter.split(X, bags):
+    sizes = dict(test_size=test_size, train_size=train_size, random_state=0)
+    if error is None:
+        for train, test in BagShuffleSplit(3, **sizes).split(X, bags):
             assert len(train) and len(test)
-    else:
-        with pytest.raises(ValueError, match="do not fit together.*Reduce"):
-            next(splitter.split(X, bags))
+        return
+    with pytest.raises(ValueError, match=f"{error}.*Reduce test_size and/or train"):
+        next(BagShuffleSplit(1, **sizes).split(X, bags))
+    with pytest.raises(ValueError, match=error):
+        next(BagShuffleSplit(1, **sizes).split_bags(check_bags(bags)))
+    if error == "sum of":  # as scikit-learn refuses them (10 groups)
+        with pytest.raises(ValueError, match="sum of"):
+            next(GroupShuffleSplit(1, **sizes).split(X, groups=bags))
 
 
 def test_shuffle_split_groups_never_leaves_a_side_empty():
@@ -659,22 +591,13 @@ def test_min_train_bags_refuses_a_single_training_bag():
         next(splitter.split_bags(bags, min_train_bags=2))
     # enough bags: the same splits as without the requirement
     many = check_bags(np.repeat(np.arange(12), 5))
-    plain = list(BagShuffleSplit(3, test_size=0.25, random_state=1).split_bags(many))
-    required = list(
-        BagShuffleSplit(3, test_size=0.25, random_state=1).split_bags(
-            many, min_train_bags=9
-        )
-    )
-    for (a, b), (c, d) in zip(plain, required):
-        np.testing.assert_array_equal(a, c)
-        np.testing.assert_array_equal(b, d)
-        assert c.sum() == 9
+    splitter = BagShuffleSplit(3, test_size=0.25, random_state=1)
+    plain = list(splitter.split_bags(many))
+    required = list(splitter.split_bags(many, min_train_bags=9))
+    np.testing.assert_array_equal(plain, required)
+    assert all(train.sum() == 9 for train, _ in required)
     with pytest.raises(ValueError, match="fewer than the 10 required"):
-        list(
-            BagShuffleSplit(3, test_size=0.25, random_state=1).split_bags(
-                many, min_train_bags=10
-            )
-        )
+        list(splitter.split_bags(many, min_train_bags=10))
 
 
 def test_min_train_bags_counts_bags_of_overlapping_groups():
