@@ -283,37 +283,26 @@ def small_problem(seed=0, n=600):
     return X, y, bags
 
 
-def test_invariant_to_bag_id_relabelling():
-    X, y, bags = small_problem()
-    base = check_identifiability(bags, label_proportions(bags, y), X)
-    relabel = np.random.RandomState(1).permutation(40)
-    names = np.array([f"bag-{k:03d}" for k in relabel])[bags]
-    renamed = check_identifiability(names, label_proportions(names, y), X)
-    assert_same_report(base, renamed)
-    # and to the order of the rows (all rows are used for the dimension)
-    order = np.random.RandomState(2).permutation(len(y))
-    shuffled = check_identifiability(
-        bags[order], label_proportions(bags, y).to_numpy()[bags[order]], X[order]
-    )
-    assert_same_report(base, shuffled)
-
-
-def test_invariant_to_the_form_of_props():
+def test_invariant_to_ids_row_order_props_form_and_equal_weights():
     X, y, bags = small_problem()
     table = label_proportions(bags, y)
+    base = check_identifiability(bags, table, X)
     aligned = table.to_numpy()[np.searchsorted(table.index, bags)]
-    as_dict = {bag: row for bag, row in zip(table.index, table.to_numpy())}
-    reports = [
-        check_identifiability(bags, table, X),
-        check_identifiability(bags, aligned, X),
-        check_identifiability(bags, as_dict, X),
-        check_identifiability(check_bags(bags, table), None, X),
-    ]
-    for other in reports[1:]:
-        assert_same_report(reports[0], other)
+    relabel = np.random.RandomState(1).permutation(40)
+    names = np.array([f"bag-{k:03d}" for k in relabel])[bags]
+    order = np.random.RandomState(2).permutation(len(y))
+    for other_bags, props, other_X, weights in [
+        (bags, aligned, X, None),
+        (bags, dict(zip(table.index, table.to_numpy())), X, None),
+        (check_bags(bags, table), None, X, None),
+        (names, label_proportions(names, y), X, None),
+        (bags[order], aligned[order], X[order], None),  # all rows: the dimension
+        (bags, table, X, np.full(len(y), 3.0)),  # equal weights are no weights
+    ]:
+        other = check_identifiability(other_bags, props, other_X, sample_weight=weights)
+        assert_same_report(base, other)
     # binary: a positive fraction, a per-bag Series and a two-column table
-    yb = (y == 2).astype(int)
-    tb = label_proportions(bags, yb)
+    tb = label_proportions(bags, (y == 2).astype(int))
     first = check_identifiability(bags, tb, X)
     assert_same_report(first, check_identifiability(bags, tb[1], X))
     assert_same_report(first, check_identifiability(bags, tb[1].to_numpy()[bags], X))
@@ -350,17 +339,9 @@ def test_integer_weights_act_as_copies_except_kish():
     rho2 = np.square(weighted.canonical_correlations)
     assert weighted.effective_labels == pytest.approx(kish * rho2.sum() / 2)
     assert copied.effective_labels == pytest.approx(weights.sum() * rho2.sum() / 2)
-
-
-def test_equal_and_zero_weights():
-    X, y, bags = small_problem(n=300)
-    table = label_proportions(bags, y)
-    base = check_identifiability(bags, table, X)
-    equal = check_identifiability(bags, table, X, sample_weight=np.full(len(y), 3.0))
-    assert_same_report(base, equal)
     weights = np.where(bags == bags[0], 0.0, 1.0)  # a bag of weight 0 is dropped
     dropped = check_identifiability(bags, table, X, sample_weight=weights)
-    assert dropped.n_bags == base.n_bags - 1
+    assert dropped.n_bags == weighted.n_bags - 1
 
 
 # ---------------------------------------------------------------------------

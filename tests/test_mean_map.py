@@ -42,41 +42,39 @@ HAND_BAGS = np.array([0, 0, 1, 1, 2, 2, 2, 2])
 HAND_FRACTION = np.array([0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
 
 
+def _ridge_means(alpha):
+    """(Pi' Pi / 3 + alpha I) d = Pi' (m - 3) / 3, d the deviation from 3."""
+    props = np.array([[1, 0], [0.5, 0.5], [0.25, 0.75]])
+    gram = props.T @ props / 3 + alpha * np.eye(2)
+    return 3.0 + np.linalg.solve(gram, props.T @ (np.array([1.0, 3.0, 5.0]) - 3) / 3)
+
+
 @pytest.mark.parametrize(
-    "bag_weights, expected",
+    "bag_weights, alpha, expected",
     [
         # uniform: Pi'Pi = [[21/16, 7/16], [7/16, 13/16]] (det 7/8),
         # Pi'm = [15/4, 21/4]  =>  mu = [6/7, 6]
-        ("uniform", [6 / 7, 6.0]),
+        ("uniform", 0.0, [6 / 7, 6.0]),
         # size (1/4, 1/4, 1/2): Pi'Omega Pi = [[11/32, 5/32], [5/32, 11/32]]
         # (det 3/32), Pi'Omega m = [5/4, 9/4]  =>  mu = [5/6, 37/6]
-        ("size", [5 / 6, 37 / 6]),
+        ("size", 0.0, [5 / 6, 37 / 6]),
+        # the ridge pulls the class means towards the mean of the bags, 3
+        ("uniform", 1.0, _ridge_means(1.0)),
+        ("uniform", 1e9, _ridge_means(1e9)),
     ],
 )
-def test_class_means_are_the_least_squares_solution_by_hand(bag_weights, expected):
-    clf = MeanMapClassifier(mean_alpha=0.0, bag_weights=bag_weights)
+def test_class_means_are_the_least_squares_solution_by_hand(
+    bag_weights, alpha, expected
+):
+    clf = MeanMapClassifier(mean_alpha=alpha, bag_weights=bag_weights)
     clf.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
     np.testing.assert_allclose(clf.class_means_[:, 0], expected, rtol=1e-12)
+    if alpha > 1e6:
+        np.testing.assert_allclose(clf.class_means_[:, 0], [3.0, 3.0])
     # a constant feature: every class mean is that constant (rows sum to 1)
     np.testing.assert_allclose(clf.class_means_[:, 1], [1.0, 1.0], rtol=1e-12)
     # (2 * [1, 0] + 2 * [1/2, 1/2] + 4 * [1/4, 3/4]) / 8
     np.testing.assert_allclose(clf.class_prior_, [0.5, 0.5])
-
-
-def test_ridge_pulls_the_class_means_to_the_mean_of_the_bags():
-    strong = MeanMapClassifier(mean_alpha=1e9, bag_weights="uniform")
-    strong.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
-    np.testing.assert_allclose(strong.class_means_, [[3.0, 1.0], [3.0, 1.0]])
-    # alpha = 1: (Pi'Pi + I) d = Pi'(m - 3) with d the deviation from 3
-    ridge = MeanMapClassifier(mean_alpha=1.0, bag_weights="uniform")
-    ridge.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
-    props = np.array([[1, 0], [0.5, 0.5], [0.25, 0.75]])
-    weights = np.full(3, 1 / 3)  # normalised uniform weights
-    gram = props.T @ (weights[:, None] * props) + np.eye(2)
-    rhs = props.T @ (weights * (np.array([1.0, 3.0, 5.0]) - 3.0))
-    np.testing.assert_allclose(
-        ridge.class_means_[:, 0], 3.0 + np.linalg.solve(gram, rhs), rtol=1e-12
-    )
 
 
 def test_laplacian_class_means_solve_the_smoothed_least_squares_by_hand():
