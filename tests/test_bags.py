@@ -18,8 +18,7 @@ from sklearn_llp.core import check_bags
 
 def same_partition(a, b):
     """Whether two label vectors split the rows into the same groups."""
-    a, b = np.asarray(a), np.asarray(b)
-    pairs = pd.DataFrame({"a": a, "b": b}).drop_duplicates()
+    pairs = pd.DataFrame({"a": np.asarray(a), "b": np.asarray(b)}).drop_duplicates()
     return pairs["a"].is_unique and pairs["b"].is_unique
 
 
@@ -38,44 +37,25 @@ def test_same_partition_helper_can_fail():
 
 
 # ---------------------------------------------------------------- Uniform
-
-
-@pytest.mark.parametrize("bag_size", [1, 10, 25, 103])
-def test_uniform_drop_last_bags_are_full(data, bag_size):
+@pytest.mark.parametrize(
+    "bag_size, drop_last",
+    [(1, True), (10, True), (25, True), (103, True), (10, False), (200, False)],
+)
+def test_uniform_bag_sizes(data, bag_size, drop_last):
     X, _ = data
-    gen = UniformBagGenerator(bag_size, random_state=0)
+    gen = UniformBagGenerator(bag_size, drop_last=drop_last, random_state=0)
     bags = gen.fit_transform(X)
+    left = 103 % bag_size
+    expected = [bag_size] * (103 // bag_size) + [left] * (left > 0 and not drop_last)
     assert bags.shape == (103,) and bags.dtype == np.int64
-    n_full = 103 // bag_size
-    assert gen.n_bags_ == n_full
-    np.testing.assert_array_equal(gen.bag_ids_, np.arange(n_full))
-    np.testing.assert_array_equal(gen.bag_sizes_, np.full(n_full, bag_size))
-    assert (bags == -1).sum() == 103 % bag_size
+    assert gen.bag_sizes_.tolist() == expected and gen.n_bags_ == len(expected)
+    np.testing.assert_array_equal(gen.bag_ids_, np.arange(len(expected)))
+    assert (bags == -1).sum() == (left if drop_last else 0)
     np.testing.assert_array_equal(gen.sample_mask_, bags >= 0)
     np.testing.assert_array_equal(gen.labels_, bags)
 
 
-@pytest.mark.parametrize("bag_size", [10, 25, 200])
-def test_uniform_keep_last_makes_a_smaller_bag(data, bag_size):
-    X, _ = data
-    gen = UniformBagGenerator(bag_size, drop_last=False, random_state=0)
-    bags = gen.fit_transform(X)
-    assert (bags >= 0).all()
-    n_bags = -(-103 // bag_size)
-    assert gen.n_bags_ == n_bags
-    expected = [bag_size] * (103 // bag_size) + [103 % bag_size]
-    assert gen.bag_sizes_.tolist() == expected
-    assert gen.bag_sizes_.sum() == 103
-
-
-def test_uniform_exact_multiple_drops_nothing():
-    X = np.zeros((40, 2))
-    bags = UniformBagGenerator(8, random_state=1).fit_transform(X)
-    assert (bags >= 0).all()
-    assert np.bincount(bags).tolist() == [8] * 5
-
-
-def test_uniform_random_state(data):
+def test_uniform_random_state_images_and_frames(data):
     X, _ = data
     first = UniformBagGenerator(10, random_state=3).fit_transform(X)
     again = UniformBagGenerator(10, random_state=3).fit_transform(X)
@@ -84,59 +64,31 @@ def test_uniform_random_state(data):
     assert not np.array_equal(first, other)
     # shuffled, not consecutive chunks of rows
     assert not np.array_equal(first[:100], np.repeat(np.arange(10), 10))
-
-
-def test_uniform_accepts_images_and_frames():
-    images = np.zeros((12, 3, 4, 4))
-    assert UniformBagGenerator(4).fit(images).n_bags_ == 3
+    assert not hasattr(UniformBagGenerator(4), "transform")
+    assert UniformBagGenerator(4).fit(np.zeros((12, 3, 4, 4))).n_bags_ == 3
     frame = pd.DataFrame({"s": list("abcdefghijkl"), "n": range(12)})
     gen = UniformBagGenerator(5, random_state=0).fit(frame)
-    assert gen.n_bags_ == 2
-    assert gen.feature_names_in_.tolist() == ["s", "n"]
+    assert gen.n_bags_ == 2 and gen.feature_names_in_.tolist() == ["s", "n"]
 
 
-def test_uniform_make_bags_marks_dropped_rows(data):
+def test_make_bags_gives_the_proportions_of_every_bag(data):
     X, y = data
     gen = UniformBagGenerator(10, random_state=0)
     bags, props = gen.make_bags(X, y)
-    assert gen.classes_.tolist() == ["a", "b", "c"]
-    assert props.shape == (103, 3)
+    assert gen.classes_.tolist() == ["a", "b", "c"] and props.shape == (103, 3)
     dropped = bags == -1
-    assert dropped.sum() == 3
-    assert np.isnan(props[dropped]).all()
-    assert not np.isnan(props[~dropped]).any()
-    np.testing.assert_allclose(props[~dropped].sum(axis=1), 1.0)
+    assert dropped.sum() == 3 and np.isnan(props[dropped]).all()
+    for bag in np.unique(bags[~dropped]):
+        rows = bags == bag
+        expected = [np.mean(y[rows] == c) for c in ["a", "b", "c"]]
+        np.testing.assert_allclose(props[rows], np.tile(expected, (rows.sum(), 1)))
     # the kept rows are valid LLP data; the full arrays are rejected loudly
-    checked = check_bags(bags[~dropped], props[~dropped], n_samples=100)
-    assert len(checked.ids) == 10
+    assert check_bags(bags[~dropped], props[~dropped], n_samples=100).n_bags == 10
     with pytest.raises(ValueError, match="bags holds the id -1"):
         check_bags(bags, props, n_samples=103)
 
 
-def test_make_bags_props_match_counts(data):
-    X, y = data
-    bags, props = UniformBagGenerator(7, drop_last=False, random_state=2).make_bags(
-        X, y
-    )
-    for bag in np.unique(bags):
-        rows = bags == bag
-        expected = [np.mean(y[rows] == c) for c in ["a", "b", "c"]]
-        np.testing.assert_allclose(props[rows], np.tile(expected, (rows.sum(), 1)))
-
-
-def test_uniform_bag_size_too_large(data):
-    with pytest.raises(ValueError, match="bag_size=200 exceeds"):
-        UniformBagGenerator(200).fit(data[0])
-    assert UniformBagGenerator(200, drop_last=False).fit(data[0]).n_bags_ == 1
-
-
-def test_uniform_has_no_transform():
-    assert not hasattr(UniformBagGenerator(4), "transform")
-
-
 # ---------------------------------------------------------------- clone & params
-
-
 @pytest.mark.parametrize(
     "gen",
     [
@@ -158,27 +110,21 @@ def test_clone_and_params(data, gen):
 
 
 def test_set_params_changes_result(data):
-    X, _ = data
     gen = UniformBagGenerator(10, random_state=0)
     assert gen.set_params(bag_size=20, drop_last=False) is gen
-    assert gen.get_params()["bag_size"] == 20
-    assert gen.fit(X).n_bags_ == 6
+    assert gen.fit(data[0]).n_bags_ == 6
     with pytest.raises(ValueError, match="Invalid parameter"):
         gen.set_params(n_clusters=3)
 
 
 # ---------------------------------------------------------------- K-means
-
-
 def test_kmeans_bags(data):
     X, y = data
     gen = KMeansBagGenerator(6, random_state=0)
     bags, props = gen.make_bags(X, y)
     assert bags.dtype == np.int64 and bags.min() >= 0 and bags.max() < 6
-    assert gen.n_bags_ <= 6
-    assert gen.n_bags_ == len(np.unique(bags))
-    assert gen.bag_sizes_.sum() == 103
-    assert len(np.unique(gen.bag_sizes_)) > 1  # varying sizes
+    assert gen.n_bags_ == len(np.unique(bags)) <= 6
+    assert gen.bag_sizes_.sum() == 103 and len(np.unique(gen.bag_sizes_)) > 1
     assert gen.pca_ is None and type(gen.kmeans_).__name__ == "KMeans"
     assert props.shape == (103, 3) and not np.isnan(props).any()
     np.testing.assert_array_equal(gen.transform(X), bags)
@@ -191,16 +137,12 @@ def test_kmeans_groups_similar_rows():
         [c + rng.normal(size=(20 * (i + 1), 2)) for i, c in enumerate(centres)]
     )
     bags = KMeansBagGenerator(3, random_state=0).fit_transform(X)
-    truth = np.repeat([0, 1, 2], [20, 40, 60])
-    assert same_partition(bags, truth)
-
-
-def test_kmeans_more_clusters_than_distinct_points():
+    assert same_partition(bags, np.repeat([0, 1, 2], [20, 40, 60]))
+    # more clusters than distinct points: the empty clusters are no bags
     X = np.repeat([[0.0, 0.0], [5.0, 5.0]], 10, axis=0)
     with pytest.warns(Warning):
         gen = KMeansBagGenerator(5, random_state=0).fit(X)
-    assert gen.n_bags_ <= 5
-    assert same_partition(gen.labels_, np.repeat([0, 1], 10))
+    assert gen.n_bags_ <= 5 and same_partition(gen.labels_, np.repeat([0, 1], 10))
 
 
 def test_kmeans_pca_and_random_state(data):
@@ -230,8 +172,6 @@ def test_kmeans_minibatch_choice(data, monkeypatch):
 
 
 # ---------------------------------------------------------------- Feature
-
-
 @pytest.fixture
 def census():
     rng = np.random.RandomState(0)
@@ -247,15 +187,27 @@ def census():
     )
 
 
-@pytest.mark.parametrize("columns", ["region", ["region", "sex"], ["sex", "owner"]])
-def test_feature_matches_groupby(census, columns):
-    gen = FeatureBagGenerator(columns)
+@pytest.mark.parametrize(
+    "columns, n_bins",
+    [("region", None), (["region", "sex"], None), (["sex", "owner"], None)]
+    + [(["region", "age"], n) for n in (2, 4, 7)],
+)
+def test_feature_matches_groupby_and_qcut(census, columns, n_bins):
+    gen = FeatureBagGenerator(columns, n_bins=n_bins)
     bags = gen.fit_transform(census)
-    expected = census.groupby(columns, observed=True).ngroup().to_numpy()
-    np.testing.assert_array_equal(bags, expected)  # same ids: sorted groups
-    sizes = census.groupby(columns, observed=True).size().to_numpy()
-    np.testing.assert_array_equal(gen.bag_sizes_, sizes)
-    assert gen.n_bags_ == len(sizes)
+    keys = census[[columns] if isinstance(columns, str) else columns].copy()
+    if n_bins is not None:
+        keys["age"] = pd.qcut(census["age"], n_bins, duplicates="drop")
+    grouped = keys.groupby(list(keys.columns), observed=True)
+    np.testing.assert_array_equal(bags, grouped.ngroup().to_numpy())  # same ids
+    np.testing.assert_array_equal(gen.bag_sizes_, grouped.size().to_numpy())
+    assert gen.n_bags_ == grouped.ngroups
+    if n_bins is not None:
+        quantiles = np.quantile(census["age"], np.linspace(0, 1, n_bins + 1))
+        np.testing.assert_allclose(gen.bin_edges_["age"], quantiles)
+        intervals = gen.bag_labels_["age"]
+        for bag in range(gen.n_bags_):
+            assert all(age in intervals[bag] for age in census["age"][bags == bag])
 
 
 def test_feature_bag_labels(census):
@@ -273,33 +225,19 @@ def test_feature_bag_labels(census):
 def test_feature_ndarray_input(census):
     array = census[["region", "age", "owner"]].to_numpy()  # object array
     bags = FeatureBagGenerator([0, 2]).fit_transform(array)
-    expected = census.groupby(["region", "owner"]).ngroup()
-    assert same_partition(bags, expected)
+    assert same_partition(bags, census.groupby(["region", "owner"]).ngroup())
     gen = FeatureBagGenerator(1, n_bins=4).fit(array)  # numbers in an object array
-    assert list(gen.bin_edges_) == [1]
-    assert gen.n_bags_ == 4
+    assert list(gen.bin_edges_) == [1] and gen.n_bags_ == 4
     # integer positions on a DataFrame too, as ColumnTransformer does
     np.testing.assert_array_equal(
         FeatureBagGenerator([0, 3]).fit_transform(census), bags
     )
-
-
-@pytest.mark.parametrize("n_bins", [2, 4, 7])
-def test_feature_binning_matches_qcut(census, n_bins):
-    gen = FeatureBagGenerator(["region", "age"], n_bins=n_bins)
-    bags = gen.fit_transform(census)
-    age_band = pd.qcut(census["age"], n_bins, duplicates="drop")
-    expected = census.groupby(["region", age_band], observed=True).ngroup()
-    np.testing.assert_array_equal(bags, expected.to_numpy())
-    edges = gen.bin_edges_["age"]
-    assert len(edges) == n_bins + 1
-    np.testing.assert_allclose(
-        edges, np.quantile(census["age"], np.linspace(0, 1, n_bins + 1))
+    X = np.array([[1.0, 5.0], [2.0, 5.0], [1.0, 6.0]])  # arrays are unchanged
+    gen = FeatureBagGenerator([0, 1]).fit(X)
+    np.testing.assert_array_equal(gen.labels_, [0, 2, 1])
+    np.testing.assert_array_equal(
+        gen.labels_, FeatureBagGenerator([0, 1]).fit(X.tolist()).labels_
     )
-    intervals = gen.bag_labels_["age"]
-    for bag in range(gen.n_bags_):
-        ages = census["age"][bags == bag]
-        assert all(age in intervals[bag] for age in ages)
 
 
 def test_feature_binning_skips_non_numeric_and_dict(census):
@@ -308,13 +246,9 @@ def test_feature_binning_skips_non_numeric_and_dict(census):
     assert gen.n_bags_ == 4 * 2 * 3
     gen = FeatureBagGenerator(["age", "income"], n_bins={"income": 2}).fit(census)
     assert list(gen.bin_edges_) == ["income"]
-    assert (
-        gen.n_bags_
-        == census.groupby(["age", pd.qcut(census["income"], 2)], observed=True).ngroups
-    )
-
-
-def test_feature_duplicate_quantiles_give_fewer_bins():
+    income = pd.qcut(census["income"], 2)
+    assert gen.n_bags_ == census.groupby(["age", income], observed=True).ngroups
+    # duplicate quantiles give fewer bins
     X = pd.DataFrame({"x": [0] * 80 + list(range(1, 21))})
     gen = FeatureBagGenerator("x", n_bins=10).fit(X)
     edges = gen.bin_edges_["x"]
@@ -339,6 +273,11 @@ def test_feature_missing_values_form_their_own_group():
     assert binned.n_bags_ == 3
     assert binned.labels_[2] == 2 and binned.bag_sizes_.tolist() == [3, 2, 1]
     np.testing.assert_array_equal(binned.transform(X), binned.labels_)
+    # and from lists of rows
+    rows = [[1.5, None], [2.5, "x"], [None, "x"]]
+    gen = FeatureBagGenerator([0, 1]).fit(rows)
+    frame = FeatureBagGenerator([0, 1]).fit(pd.DataFrame(rows))
+    np.testing.assert_array_equal(gen.labels_, frame.labels_)
 
 
 def test_feature_transform(census):
@@ -346,13 +285,8 @@ def test_feature_transform(census):
     bags = gen.fit_transform(census)
     np.testing.assert_array_equal(gen.transform(census), bags)
     np.testing.assert_array_equal(gen.transform(census.iloc[::-1]), bags[::-1])
-    new = pd.DataFrame(
-        {
-            "region": ["N", "X", "S", "S"],
-            "sex": ["F", "F", None, "M"],
-            "age": [200, 30, 30, -5],
-        }
-    )
+    new = {"region": ["N", "X", "S", "S"], "sex": ["F", "F", None, "M"]}
+    new = pd.DataFrame({**new, "age": [200, 30, 30, -5]})
     out = gen.transform(new)
     assert out[1] == -1  # unseen region
     assert out[2] == -1  # no missing sex in fit
@@ -360,15 +294,12 @@ def test_feature_transform(census):
     assert (label["region"], label["sex"]) == ("N", "F")
     assert label["age"].right == census["age"].max()  # clipped to the last bin
     assert gen.bag_labels_.loc[out[3], "age"].left == census["age"].min()
-
-
-def test_feature_transform_unseen_combination():
-    X = pd.DataFrame({"a": ["x", "x", "y"], "b": [1, 2, 1]})
-    gen = FeatureBagGenerator(["a", "b"]).fit(X)
-    assert gen.transform(pd.DataFrame({"a": ["y", "y"], "b": [1, 2]})).tolist() == [
-        2,
-        -1,
-    ]
+    # an unseen combination of seen values
+    gen = FeatureBagGenerator(["a", "b"]).fit(
+        pd.DataFrame({"a": ["x", "x", "y"], "b": [1, 2, 1]})
+    )
+    unseen = gen.transform(pd.DataFrame({"a": ["y", "y"], "b": [1, 2]}))
+    assert unseen.tolist() == [2, -1]
 
 
 def test_feature_make_bags(census):
@@ -382,89 +313,10 @@ def test_feature_make_bags(census):
         np.testing.assert_allclose(props[rows, 0], np.mean(y[rows] == "high"))
 
 
-# ---------------------------------------------------------------- proportions
-
-
-def test_label_proportions_table():
-    bags = np.array([3, 3, 3, 3, 1, 1, -1, 7])
-    y = np.array(["b", "a", "b", "b", "a", "a", "c", "c"])
-    table = label_proportions(bags, y)
-    assert table.index.tolist() == [1, 3, 7]
-    assert table.columns.tolist() == ["a", "b", "c"]
-    np.testing.assert_allclose(table.sum(axis=1), 1.0)
-    np.testing.assert_allclose(
-        table.to_numpy(), [[1, 0, 0], [0.25, 0.75, 0], [0, 0, 1]]
-    )
-    ordered = label_proportions(bags, y, classes=["c", "b", "a"])
-    assert ordered.columns.tolist() == ["c", "b", "a"]
-    np.testing.assert_allclose(ordered.to_numpy(), table.to_numpy()[:, ::-1])
-
-
-def test_label_proportions_match_counts(data):
-    X, y = data
-    bags = np.random.RandomState(5).randint(0, 9, size=len(y))
-    table = label_proportions(bags, y)
-    counts = pd.crosstab(bags, y)
-    np.testing.assert_allclose(
-        table.to_numpy(), (counts.T / counts.sum(axis=1)).T.to_numpy()
-    )
-    np.testing.assert_allclose(table.sum(axis=1), 1.0)
-
-
-def test_label_proportions_string_bags():
-    table = label_proportions(["u", "v", "u", "-1"], [0, 1, 1, 1])
-    assert table.index.tolist() == ["-1", "u", "v"]  # only the int -1 is special
-    np.testing.assert_allclose(table.loc["u"].to_numpy(), [0.5, 0.5])
-
-
-def test_expand_round_trip(data):
-    X, y = data
-    bags = np.random.RandomState(1).randint(0, 12, size=len(y))
-    bags[:4] = -1
-    table = label_proportions(bags, y)
-    props = expand_proportions(table, bags)
-    assert props.shape == (len(y), 3)
-    assert np.isnan(props[:4]).all()
-    np.testing.assert_allclose(props[4:].sum(axis=1), 1.0)
-    # round trip: collapsing the expanded rows gives the table back
-    back = pd.DataFrame(props[4:], columns=table.columns).groupby(bags[4:]).first()
-    pd.testing.assert_frame_equal(back, table, check_names=False)
-    # and it equals make_bags' output for the same bags
-    _, generated = UniformBagGenerator(10, random_state=0).make_bags(X, y)
-    gen_bags = UniformBagGenerator(10, random_state=0).fit_transform(X)
-    np.testing.assert_allclose(
-        expand_proportions(label_proportions(gen_bags, y), gen_bags), generated
-    )
-
-
-def test_expand_other_table_forms():
-    bags = ["x", "y", "x"]
-    series = pd.Series({"x": 0.25, "y": 1.0})
-    np.testing.assert_allclose(
-        expand_proportions(series, bags), [[0.75, 0.25], [0, 1], [0.75, 0.25]]
-    )
-    as_dict = {"x": [0.1, 0.9], "y": [0.5, 0.5], "unused": [1, 0]}
-    np.testing.assert_allclose(
-        expand_proportions(as_dict, bags), [[0.1, 0.9], [0.5, 0.5], [0.1, 0.9]]
-    )
-
-
-# ---------------------------------------------------------------------------
-# FeatureBagGenerator: lists of mixed rows
-# ---------------------------------------------------------------------------
-MIXED_ROWS = [
-    [18, "N"],
-    [40, "Y"],
-    [25, "N"],
-    [60, "Y"],
-    [33, "N"],
-    [51, "Y"],
-]
-
-
 def test_a_list_of_mixed_rows_is_read_column_by_column():
-    from_list = FeatureBagGenerator([0, 1], n_bins=2).fit(MIXED_ROWS)
-    from_frame = FeatureBagGenerator([0, 1], n_bins=2).fit(pd.DataFrame(MIXED_ROWS))
+    rows = [[18, "N"], [40, "Y"], [25, "N"], [60, "Y"], [33, "N"], [51, "Y"]]
+    from_list = FeatureBagGenerator([0, 1], n_bins=2).fit(rows)
+    from_frame = FeatureBagGenerator([0, 1], n_bins=2).fit(pd.DataFrame(rows))
     assert from_list.n_bags_ == from_frame.n_bags_ == 2
     np.testing.assert_array_equal(from_list.labels_, from_frame.labels_)
     np.testing.assert_array_equal(from_list.labels_, [0, 1, 0, 1, 0, 1])
@@ -475,31 +327,22 @@ def test_a_list_of_mixed_rows_is_read_column_by_column():
         from_list.transform([[45, "Y"], [20, "N"], [45, "N"]]), [1, 0, -1]
     )
     # tuples of rows too; numbers are sorted as numbers, not as strings
-    rows = [(100, "a"), (9, "a"), (20, "a")]
-    gen = FeatureBagGenerator(0).fit(rows)
+    gen = FeatureBagGenerator(0).fit([(100, "a"), (9, "a"), (20, "a")])
     np.testing.assert_array_equal(gen.labels_, [2, 0, 1])
     assert list(gen.bag_labels_[0]) == [9, 20, 100]
 
 
-def test_lists_keep_missing_values():
-    rows = [[1.5, None], [2.5, "x"], [None, "x"]]
-    gen = FeatureBagGenerator([0, 1]).fit(rows)
-    frame = FeatureBagGenerator([0, 1]).fit(pd.DataFrame(rows))
-    np.testing.assert_array_equal(gen.labels_, frame.labels_)
-
-
-def test_arrays_are_unchanged():
-    X = np.array([[1.0, 5.0], [2.0, 5.0], [1.0, 6.0]])
-    gen = FeatureBagGenerator([0, 1]).fit(X)
-    np.testing.assert_array_equal(gen.labels_, [0, 2, 1])
-    np.testing.assert_array_equal(
-        gen.labels_, FeatureBagGenerator([0, 1]).fit(X.tolist()).labels_
+def test_plain_columns_keep_their_order():
+    # categories keep their order; strings and numbers sort as before
+    edu = pd.Categorical(["hs", "phd", "ba", "hs"], ["hs", "ba", "phd"])
+    gen = FeatureBagGenerator(["edu", "n"]).fit(
+        pd.DataFrame({"edu": edu, "n": [3, 1, 2, 3]})
     )
+    assert list(gen.bag_labels_["edu"]) == ["hs", "ba", "phd"]
+    np.testing.assert_array_equal(gen.labels_, [0, 2, 1, 0])
 
 
-# ---------------------------------------------------------------------------
-# FeatureBagGenerator: True is not 1
-# ---------------------------------------------------------------------------
+# ---------------------------------------------------------------- True is not 1
 def test_booleans_and_numbers_in_one_column_are_distinct_groups():
     column = pd.Series([True, 1, 0, False, 1.0, True, None], dtype=object)
     gen = FeatureBagGenerator("a").fit(pd.DataFrame({"a": column}))
@@ -515,36 +358,80 @@ def test_booleans_and_numbers_in_one_column_are_distinct_groups():
     np.testing.assert_array_equal(FeatureBagGenerator(0).fit(rows).labels_, gen.labels_)
 
 
-def test_a_boolean_column_does_not_match_numbers_and_back():
-    gen = FeatureBagGenerator("a").fit(pd.DataFrame({"a": [True, False, True]}))
-    np.testing.assert_array_equal(gen.labels_, [1, 0, 1])
-    np.testing.assert_array_equal(
-        gen.transform(pd.DataFrame({"a": [1, 0, True, 1.0]})), [-1, -1, 1, -1]
-    )
-    gen = FeatureBagGenerator("a").fit(pd.DataFrame({"a": [1, 0, 1]}))
-    np.testing.assert_array_equal(
-        gen.transform(pd.DataFrame({"a": [True, False, 1, np.int64(0)]})),
-        [-1, -1, 1, 0],
-    )
-    # nullable booleans and categoricals of booleans
-    nullable = pd.DataFrame({"a": pd.array([True, None, False], dtype="boolean")})
-    gen = FeatureBagGenerator("a").fit(nullable)
-    np.testing.assert_array_equal(gen.labels_, [1, 2, 0])
-    np.testing.assert_array_equal(gen.transform(pd.DataFrame({"a": [1, 0]})), [-1, -1])
-    cat = pd.DataFrame({"a": pd.Categorical([True, False, True])})
-    gen = FeatureBagGenerator("a").fit(cat)
-    np.testing.assert_array_equal(gen.labels_, [1, 0, 1])
-    np.testing.assert_array_equal(gen.transform(pd.DataFrame({"a": [1]})), [-1])
+@pytest.mark.parametrize(
+    "fitted, labels, new, expected",
+    [
+        ([True, False, True], [1, 0, 1], [1, 0, True, 1.0], [-1, -1, 1, -1]),
+        ([1, 0, 1], [1, 0, 1], [True, False, 1, np.int64(0)], [-1, -1, 1, 0]),
+        # nullable booleans and categoricals of booleans
+        (pd.array([True, None, False], dtype="boolean"), [1, 2, 0], [1, 0], [-1, -1]),
+        (pd.Categorical([True, False, True]), [1, 0, 1], [1], [-1]),
+    ],
+)
+def test_a_boolean_column_does_not_match_numbers_and_back(
+    fitted, labels, new, expected
+):
+    gen = FeatureBagGenerator("a").fit(pd.DataFrame({"a": fitted}))
+    np.testing.assert_array_equal(gen.labels_, labels)
+    np.testing.assert_array_equal(gen.transform(pd.DataFrame({"a": new})), expected)
 
 
-def test_plain_columns_keep_their_order():
-    # categories keep their order; strings and numbers sort as before
-    X = pd.DataFrame(
-        {
-            "edu": pd.Categorical(["hs", "phd", "ba", "hs"], ["hs", "ba", "phd"]),
-            "n": [3, 1, 2, 3],
-        }
+# ---------------------------------------------------------------- proportions
+def test_label_proportions_table(data):
+    bags = np.array([3, 3, 3, 3, 1, 1, -1, 7])
+    y = np.array(["b", "a", "b", "b", "a", "a", "c", "c"])
+    table = label_proportions(bags, y)
+    assert table.index.tolist() == [1, 3, 7]
+    assert table.columns.tolist() == ["a", "b", "c"]
+    np.testing.assert_allclose(
+        table.to_numpy(), [[1, 0, 0], [0.25, 0.75, 0], [0, 0, 1]]
     )
-    gen = FeatureBagGenerator(["edu", "n"]).fit(X)
-    assert list(gen.bag_labels_["edu"]) == ["hs", "ba", "phd"]
-    np.testing.assert_array_equal(gen.labels_, [0, 2, 1, 0])
+    ordered = label_proportions(bags, y, classes=["c", "b", "a"])
+    assert ordered.columns.tolist() == ["c", "b", "a"]
+    np.testing.assert_allclose(ordered.to_numpy(), table.to_numpy()[:, ::-1])
+    # only the integer -1 is special
+    table = label_proportions(["u", "v", "u", "-1"], [0, 1, 1, 1])
+    assert table.index.tolist() == ["-1", "u", "v"]
+    np.testing.assert_allclose(table.loc["u"].to_numpy(), [0.5, 0.5])
+    # against pandas, and with sample weights as repeated rows
+    _, y = data
+    bags = np.random.RandomState(5).randint(0, 9, size=len(y))
+    counts = pd.crosstab(bags, y)
+    np.testing.assert_allclose(
+        label_proportions(bags, y).to_numpy(),
+        (counts.T / counts.sum(axis=1)).T.to_numpy(),
+    )
+    weights = np.random.RandomState(6).randint(1, 4, len(y))
+    rows = np.repeat(np.arange(len(y)), weights)
+    pd.testing.assert_frame_equal(
+        label_proportions(bags, y, sample_weight=weights),
+        label_proportions(bags[rows], y[rows]),
+    )
+
+
+def test_expand_proportions_round_trip(data):
+    X, y = data
+    bags = np.random.RandomState(1).randint(0, 12, size=len(y))
+    bags[:4] = -1
+    table = label_proportions(bags, y)
+    props = expand_proportions(table, bags)
+    assert props.shape == (len(y), 3) and np.isnan(props[:4]).all()
+    np.testing.assert_allclose(props[4:].sum(axis=1), 1.0)
+    # collapsing the expanded rows gives the table back
+    back = pd.DataFrame(props[4:], columns=table.columns).groupby(bags[4:]).first()
+    pd.testing.assert_frame_equal(back, table, check_names=False)
+    # and it equals make_bags' output for the same bags
+    gen_bags, generated = UniformBagGenerator(10, random_state=0).make_bags(X, y)
+    np.testing.assert_allclose(
+        expand_proportions(label_proportions(gen_bags, y), gen_bags), generated
+    )
+    # other table forms
+    bags = ["x", "y", "x"]
+    series = pd.Series({"x": 0.25, "y": 1.0})
+    np.testing.assert_allclose(
+        expand_proportions(series, bags), [[0.75, 0.25], [0, 1], [0.75, 0.25]]
+    )
+    as_dict = {"x": [0.1, 0.9], "y": [0.5, 0.5], "unused": [1, 0]}
+    np.testing.assert_allclose(
+        expand_proportions(as_dict, bags), [[0.1, 0.9], [0.5, 0.5], [0.1, 0.9]]
+    )

@@ -11,24 +11,10 @@ from sklearn_llp.datasets import load_adult
 from sklearn_llp.datasets._adult import ADULT_N_TRAIN
 from sklearn_llp.datasets._make_adult import ADULT_COLUMNS, build_adult_csv
 
-CATEGORICAL = [
-    "workclass",
-    "education",
-    "marital_status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "native_country",
-]
-NUMERIC = [
-    "age",
-    "fnlwgt",
-    "education_num",
-    "capital_gain",
-    "capital_loss",
-    "hours_per_week",
-]
+CATEGORICAL = (
+    "workclass education marital_status occupation relationship race sex native_country"
+).split()
+NUMERIC = "age fnlwgt education_num capital_gain capital_loss hours_per_week".split()
 
 
 @pytest.fixture(scope="module")
@@ -36,57 +22,42 @@ def adult():
     return load_adult()
 
 
-def test_shape_and_names(adult):
+def test_frame_names_dtypes_and_first_rows(adult):
     assert isinstance(adult, Bunch)
-    assert adult.data.shape == (48842, 14)
-    assert adult.target.shape == (48842,)
+    assert adult.data.shape == (48842, 14) and adult.target.shape == (48842,)
     assert adult.frame.shape == (48842, 15)
     assert adult.feature_names == list(adult.data.columns)
     assert sorted(adult.feature_names) == sorted(CATEGORICAL + NUMERIC)
     assert adult.target.name == "income"
     assert adult.target_names.tolist() == ["<=50K", ">50K"]
     assert "10.24432/C5XW20" in adult.DESCR and "CC BY 4.0" in adult.DESCR
-
-
-def test_dtypes(adult):
     for name in CATEGORICAL:
         assert isinstance(adult.data[name].dtype, pd.CategoricalDtype), name
     for name in NUMERIC:
         assert adult.data[name].dtype == np.int64, name
-    assert isinstance(adult.target.dtype, pd.CategoricalDtype)
     assert adult.target.cat.categories.tolist() == ["<=50K", ">50K"]
     assert set(adult.data["sex"].cat.categories) == {"Female", "Male"}
+    first, first_test = adult.frame.iloc[0], adult.frame.iloc[ADULT_N_TRAIN]
+    assert first["age"] == 39 and first["workclass"] == "State-gov"
+    assert first["income"] == "<=50K"
+    assert first_test["age"] == 25 and first_test["education"] == "11th"
 
 
-def test_class_balance_and_clean_labels(adult):
+def test_clean_labels_and_missing_values(adult):
     assert not adult.target.isna().any()
     assert set(adult.target.astype(str)) == {"<=50K", ">50K"}
-    positive = (adult.target == ">50K").mean()
-    assert 0.23 < positive < 0.25
+    assert 0.23 < (adult.target == ">50K").mean() < 0.25
     # the test file's labels (">50K.") were cleaned too
     test_part = adult.target.iloc[ADULT_N_TRAIN:]
     assert len(test_part) == 16281
     assert 0.22 < (test_part == ">50K").mean() < 0.25
-
-
-def test_missing_values_are_missing(adult):
     for name in CATEGORICAL:
         categories = adult.data[name].cat.categories
         assert "?" not in categories, name
         assert all(c == c.strip() and not c.endswith(".") for c in categories)
     missing = adult.data.isna().sum()
-    assert missing["workclass"] == 2799
-    assert missing["occupation"] == 2809
-    assert missing["native_country"] == 857
-    assert missing[NUMERIC].sum() == 0
-
-
-def test_first_rows(adult):
-    first = adult.frame.iloc[0]
-    assert first["age"] == 39 and first["workclass"] == "State-gov"
-    assert first["income"] == "<=50K"
-    first_test = adult.frame.iloc[ADULT_N_TRAIN]
-    assert first_test["age"] == 25 and first_test["education"] == "11th"
+    assert missing["workclass"] == 2799 and missing["occupation"] == 2809
+    assert missing["native_country"] == 857 and missing[NUMERIC].sum() == 0
 
 
 def test_return_X_y(adult):

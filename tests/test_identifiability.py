@@ -14,33 +14,18 @@ from sklearn_llp.bags import (
     IdentifiabilityReport,
     check_identifiability,
     label_proportions,
-)
-from sklearn_llp.bags._identifiability import (
-    DEFAULT_DIMENSION,
-    _effective_dimension,
     warn_if_unidentifiable,
 )
+from sklearn_llp.bags._identifiability import DEFAULT_DIMENSION, _effective_dimension
 from sklearn_llp.core import check_bags
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.exceptions import IdentifiabilityWarning
 
 NUMBERS = (
-    "n_samples",
-    "n_bags",
-    "n_classes",
-    "classes",
-    "prior",
-    "proportion_std",
-    "relative_spread",
-    "canonical_correlations",
-    "rank",
-    "condition_number",
-    "effective_n_bags",
-    "informative_n_bags",
-    "effective_labels",
-    "effective_dimension",
-    "n_features",
-)
+    "n_samples n_bags n_classes classes prior proportion_std relative_spread "
+    "canonical_correlations rank condition_number effective_n_bags "
+    "informative_n_bags effective_labels effective_dimension n_features"
+).split()
 
 
 def assert_same_report(a, b, skip=()):
@@ -120,13 +105,10 @@ def test_multiclass_chi_square_matches_scipy():
     np.testing.assert_allclose(
         report.proportion_std, np.sqrt(share @ (props - prior) ** 2)
     )
-
-
-def test_pure_bags_are_fully_informative():
+    # pure bags: classes 0 and 2 in one bag each, class 1 in two
     bags = np.repeat(np.arange(4), [3, 5, 2, 6])
-    y = np.array([0, 1, 2, 1])[np.arange(4)].repeat([3, 5, 2, 6])
+    y = np.array([0, 1, 2, 1]).repeat([3, 5, 2, 6])
     report = check_identifiability(bags, label_proportions(bags, y))
-    # classes 0 and 2 in one bag each, class 1 in two: both correlations 1
     np.testing.assert_allclose(report.canonical_correlations, [1.0, 1.0])
     assert report.effective_labels == pytest.approx(16)  # = n_samples
 
@@ -183,20 +165,6 @@ def test_fires_on_six_groups_with_near_equal_rates():
     assert "MeanMapClassifier" in str(record[0].message)
 
 
-def test_no_method_remedy_for_many_classes_or_a_rank_deficit():
-    """The remedy was measured on two classes only; a rank deficit (fewer
-    bags than classes) no method can fix."""
-    rng = np.random.RandomState(0)
-    X = rng.normal(size=(400, 5))
-    bags = np.repeat([0, 1], 200)
-    props = np.tile([[0.3, 0.3, 0.4]], (400, 1))
-    report = check_identifiability(bags, props, X)
-    assert not report.ok
-    with pytest.warns(IdentifiabilityWarning) as record:
-        warn_if_unidentifiable(report)
-    assert "easyllp" not in str(record[0].message)
-
-
 def test_quiet_on_random_bags_of_16_rare_positives():
     rng = np.random.RandomState(1)
     X = rng.normal(size=(30000, 20))
@@ -244,12 +212,38 @@ def test_adult_census_groups_are_quiet_and_random_halves_warn():
     assert not report.ok
 
 
-def test_identical_proportions_warn():
-    bags = np.repeat(np.arange(300), 100)
-    report = check_identifiability(bags, np.full(len(bags), 0.05))
-    assert report.rank == 0 and math.isinf(report.condition_number)
-    assert report.effective_labels == 0 and report.informative_n_bags == 0
-    assert "only 0 of the 1 class contrast" in report.problems[0]
+def _three_bags_of(rows):
+    bags = np.repeat(np.arange(len(rows)), 4)
+    return bags, np.asarray(rows, dtype=float)[bags]
+
+
+@pytest.mark.parametrize(
+    "bags, props, rank, problem",
+    [
+        # identical proportions: no contrast varies
+        (np.repeat(np.arange(300), 100), np.full(30000, 0.05), 0, "only 0 of the 1"),
+        ([0, 0, 1, 1], [[0.2, 0.3, 0.5]] * 2 + [[0.5, 0.5, 0]] * 2, 1, "2 bag(s)"),
+        # classes 1 and 2 always equal: one contrast never varies
+        (*_three_bags_of([[0.2, 0.4, 0.4], [0.5, 0.25, 0.25], [0.8, 0.1, 0.1]]), 1)
+        + ("only 1 of the 2 class contrast",),
+        # an absent class
+        (*_three_bags_of([[0.2, 0.8, 0], [0.4, 0.6, 0], [0.9, 0.1, 0]]), 1)
+        + ("only 1 of the 2 class contrast",),
+    ],
+)
+def test_rank_deficient_proportions_warn(bags, props, rank, problem):
+    report = check_identifiability(bags, props)
+    assert not report.ok and problem in report.problems[0]
+    assert report.rank == rank and math.isinf(report.condition_number)
+    if rank == 0:
+        assert report.effective_labels == 0 and report.informative_n_bags == 0
+    if 0 in report.prior:
+        assert np.isnan(report.relative_spread[report.prior.index(0)])
+    # the remedy was measured on two classes of full rank only: no method
+    # fixes a rank deficit
+    with pytest.warns(IdentifiabilityWarning) as record:
+        warn_if_unidentifiable(report)
+    assert "easyllp" not in str(record[0].message)
 
 
 def test_nearly_identical_proportions_warn_on_information():
@@ -261,28 +255,6 @@ def test_nearly_identical_proportions_warn_on_information():
     assert report.informative_n_bags > report.effective_dimension
     assert not report.ok
     assert "labelled rows per class contrast" in report.problems[-1]
-
-
-def test_fewer_bags_than_classes_and_rank_deficiency():
-    report = check_identifiability(
-        [0, 0, 1, 1], [[0.2, 0.3, 0.5]] * 2 + [[0.5] * 2 + [0]] * 2
-    )
-    assert not report.ok and "2 bag(s) for 3 classes" in report.problems[0]
-    # classes 1 and 2 always equal: one contrast never varies
-    a = np.array([0.2, 0.5, 0.8])
-    table = np.column_stack([a, (1 - a) / 2, (1 - a) / 2])
-    bags = np.repeat(np.arange(3), 4)
-    report = check_identifiability(bags, table[bags])
-    assert report.rank == 1 and math.isinf(report.condition_number)
-    assert "only 1 of the 2 class contrast" in report.problems[0]
-
-
-def test_absent_class_is_rank_deficient():
-    bags = np.repeat(np.arange(4), 5)
-    table = np.array([[0.2, 0.8, 0], [0.4, 0.6, 0], [0.6, 0.4, 0], [0.9, 0.1, 0]])
-    report = check_identifiability(bags, table[bags])
-    assert np.isnan(report.relative_spread[2])
-    assert report.rank == 1 and not report.ok
 
 
 def test_report_is_frozen_and_readable():
@@ -311,37 +283,26 @@ def small_problem(seed=0, n=600):
     return X, y, bags
 
 
-def test_invariant_to_bag_id_relabelling():
-    X, y, bags = small_problem()
-    base = check_identifiability(bags, label_proportions(bags, y), X)
-    relabel = np.random.RandomState(1).permutation(40)
-    names = np.array([f"bag-{k:03d}" for k in relabel])[bags]
-    renamed = check_identifiability(names, label_proportions(names, y), X)
-    assert_same_report(base, renamed)
-    # and to the order of the rows (all rows are used for the dimension)
-    order = np.random.RandomState(2).permutation(len(y))
-    shuffled = check_identifiability(
-        bags[order], label_proportions(bags, y).to_numpy()[bags[order]], X[order]
-    )
-    assert_same_report(base, shuffled)
-
-
-def test_invariant_to_the_form_of_props():
+def test_invariant_to_ids_row_order_props_form_and_equal_weights():
     X, y, bags = small_problem()
     table = label_proportions(bags, y)
+    base = check_identifiability(bags, table, X)
     aligned = table.to_numpy()[np.searchsorted(table.index, bags)]
-    as_dict = {bag: row for bag, row in zip(table.index, table.to_numpy())}
-    reports = [
-        check_identifiability(bags, table, X),
-        check_identifiability(bags, aligned, X),
-        check_identifiability(bags, as_dict, X),
-        check_identifiability(check_bags(bags, table), None, X),
-    ]
-    for other in reports[1:]:
-        assert_same_report(reports[0], other)
+    relabel = np.random.RandomState(1).permutation(40)
+    names = np.array([f"bag-{k:03d}" for k in relabel])[bags]
+    order = np.random.RandomState(2).permutation(len(y))
+    for other_bags, props, other_X, weights in [
+        (bags, aligned, X, None),
+        (bags, dict(zip(table.index, table.to_numpy())), X, None),
+        (check_bags(bags, table), None, X, None),
+        (names, label_proportions(names, y), X, None),
+        (bags[order], aligned[order], X[order], None),  # all rows: the dimension
+        (bags, table, X, np.full(len(y), 3.0)),  # equal weights are no weights
+    ]:
+        other = check_identifiability(other_bags, props, other_X, sample_weight=weights)
+        assert_same_report(base, other)
     # binary: a positive fraction, a per-bag Series and a two-column table
-    yb = (y == 2).astype(int)
-    tb = label_proportions(bags, yb)
+    tb = label_proportions(bags, (y == 2).astype(int))
     first = check_identifiability(bags, tb, X)
     assert_same_report(first, check_identifiability(bags, tb[1], X))
     assert_same_report(first, check_identifiability(bags, tb[1].to_numpy()[bags], X))
@@ -378,17 +339,9 @@ def test_integer_weights_act_as_copies_except_kish():
     rho2 = np.square(weighted.canonical_correlations)
     assert weighted.effective_labels == pytest.approx(kish * rho2.sum() / 2)
     assert copied.effective_labels == pytest.approx(weights.sum() * rho2.sum() / 2)
-
-
-def test_equal_and_zero_weights():
-    X, y, bags = small_problem(n=300)
-    table = label_proportions(bags, y)
-    base = check_identifiability(bags, table, X)
-    equal = check_identifiability(bags, table, X, sample_weight=np.full(len(y), 3.0))
-    assert_same_report(base, equal)
     weights = np.where(bags == bags[0], 0.0, 1.0)  # a bag of weight 0 is dropped
     dropped = check_identifiability(bags, table, X, sample_weight=weights)
-    assert dropped.n_bags == base.n_bags - 1
+    assert dropped.n_bags == weighted.n_bags - 1
 
 
 # ---------------------------------------------------------------------------

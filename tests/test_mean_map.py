@@ -9,7 +9,6 @@ import pytest
 import scipy.sparse as sp
 import sklearn
 from scipy.special import expit
-from sklearn.base import clone
 from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
@@ -43,41 +42,39 @@ HAND_BAGS = np.array([0, 0, 1, 1, 2, 2, 2, 2])
 HAND_FRACTION = np.array([0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
 
 
+def _ridge_means(alpha):
+    """(Pi' Pi / 3 + alpha I) d = Pi' (m - 3) / 3, d the deviation from 3."""
+    props = np.array([[1, 0], [0.5, 0.5], [0.25, 0.75]])
+    gram = props.T @ props / 3 + alpha * np.eye(2)
+    return 3.0 + np.linalg.solve(gram, props.T @ (np.array([1.0, 3.0, 5.0]) - 3) / 3)
+
+
 @pytest.mark.parametrize(
-    "bag_weights, expected",
+    "bag_weights, alpha, expected",
     [
         # uniform: Pi'Pi = [[21/16, 7/16], [7/16, 13/16]] (det 7/8),
         # Pi'm = [15/4, 21/4]  =>  mu = [6/7, 6]
-        ("uniform", [6 / 7, 6.0]),
+        ("uniform", 0.0, [6 / 7, 6.0]),
         # size (1/4, 1/4, 1/2): Pi'Omega Pi = [[11/32, 5/32], [5/32, 11/32]]
         # (det 3/32), Pi'Omega m = [5/4, 9/4]  =>  mu = [5/6, 37/6]
-        ("size", [5 / 6, 37 / 6]),
+        ("size", 0.0, [5 / 6, 37 / 6]),
+        # the ridge pulls the class means towards the mean of the bags, 3
+        ("uniform", 1.0, _ridge_means(1.0)),
+        ("uniform", 1e9, _ridge_means(1e9)),
     ],
 )
-def test_class_means_are_the_least_squares_solution_by_hand(bag_weights, expected):
-    clf = MeanMapClassifier(mean_alpha=0.0, bag_weights=bag_weights)
+def test_class_means_are_the_least_squares_solution_by_hand(
+    bag_weights, alpha, expected
+):
+    clf = MeanMapClassifier(mean_alpha=alpha, bag_weights=bag_weights)
     clf.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
     np.testing.assert_allclose(clf.class_means_[:, 0], expected, rtol=1e-12)
+    if alpha > 1e6:
+        np.testing.assert_allclose(clf.class_means_[:, 0], [3.0, 3.0])
     # a constant feature: every class mean is that constant (rows sum to 1)
     np.testing.assert_allclose(clf.class_means_[:, 1], [1.0, 1.0], rtol=1e-12)
     # (2 * [1, 0] + 2 * [1/2, 1/2] + 4 * [1/4, 3/4]) / 8
     np.testing.assert_allclose(clf.class_prior_, [0.5, 0.5])
-
-
-def test_ridge_pulls_the_class_means_to_the_mean_of_the_bags():
-    strong = MeanMapClassifier(mean_alpha=1e9, bag_weights="uniform")
-    strong.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
-    np.testing.assert_allclose(strong.class_means_, [[3.0, 1.0], [3.0, 1.0]])
-    # alpha = 1: (Pi'Pi + I) d = Pi'(m - 3) with d the deviation from 3
-    ridge = MeanMapClassifier(mean_alpha=1.0, bag_weights="uniform")
-    ridge.fit(HAND_X, HAND_BAGS, HAND_FRACTION)
-    props = np.array([[1, 0], [0.5, 0.5], [0.25, 0.75]])
-    weights = np.full(3, 1 / 3)  # normalised uniform weights
-    gram = props.T @ (weights[:, None] * props) + np.eye(2)
-    rhs = props.T @ (weights * (np.array([1.0, 3.0, 5.0]) - 3.0))
-    np.testing.assert_allclose(
-        ridge.class_means_[:, 0], 3.0 + np.linalg.solve(gram, rhs), rtol=1e-12
-    )
 
 
 def test_laplacian_class_means_solve_the_smoothed_least_squares_by_hand():
@@ -179,18 +176,37 @@ def test_fit_is_the_stationary_point_of_the_plugged_in_objective():
 # ----------------------------------------------------------------------
 # reduction to logistic regression
 # ----------------------------------------------------------------------
+# How close must MeanMapClassifier on labels and LogisticRegression be? Both
+# minimise the same objective in float64 with L-BFGS-B and the same options,
+# and both stop when the objective stops decreasing (ftol = 64 eps; tol=1e-10
+# is never reached), a few 1e-14 above the minimum. Where exactly depends on
+# the rounding of the sums (BLAS, threads, row order), so it differs between
+# machines: issue 32 saw the digits fits 1.23e-6 apart in log-probability
+# against an atol of 1e-6. Measured against a Newton optimum, over 12 row
+# orders x 1 and 2 threads and every fit of this section (breast cancer, C
+# 0.01 to 1, with and without intercept; digits, C=0.05), each fit's
+# coefficients, intercepts and probabilities stayed within 1.6e-6 of it (the
+# digits intercepts), its logits and log-probabilities within 1.1e-5 (binary,
+# C=1, no intercept). Two fits each within d of the optimum are within 2 d.
+ATOL_PARAMS = 2 * 1.6e-6
+ATOL_LOGITS = 2 * 1.1e-5
+
+
 def _breast_cancer():
     X, y = load_breast_cancer(return_X_y=True)
     return StandardScaler().fit_transform(X), y
 
 
-def _assert_same_model(ours, theirs, X, atol):
-    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=atol)
-    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, atol=atol)
-    np.testing.assert_allclose(
-        ours.predict_proba(X), theirs.predict_proba(X), atol=atol
-    )
+def _assert_same_model(ours, theirs, X):
     np.testing.assert_array_equal(ours.classes_, theirs.classes_)
+    for ours_value, theirs_value, atol in [
+        (ours.coef_, theirs.coef_, ATOL_PARAMS),
+        (ours.intercept_, theirs.intercept_, ATOL_PARAMS),
+        (ours.predict_proba(X), theirs.predict_proba(X), ATOL_PARAMS),
+        (ours.predict_log_proba(X), theirs.predict_log_proba(X), ATOL_LOGITS),
+        (ours.decision_function(X), theirs.decision_function(X), ATOL_LOGITS),
+    ]:
+        np.testing.assert_allclose(ours_value, theirs_value, atol=atol)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
@@ -201,10 +217,7 @@ def test_labels_give_logistic_regression_binary(C, fit_intercept):
     common = dict(C=C, fit_intercept=fit_intercept, tol=1e-10, max_iter=10_000)
     ours = MeanMapClassifier(**common).fit(X, y, sample_weight=weights)
     theirs = LogisticRegression(**common).fit(X, y, sample_weight=weights)
-    _assert_same_model(ours, theirs, X, atol=1e-6)
-    np.testing.assert_allclose(
-        ours.decision_function(X), theirs.decision_function(X), atol=1e-6
-    )
+    _assert_same_model(ours, theirs, X)
 
 
 def test_labels_give_logistic_regression_multiclass(digits_bags):
@@ -212,10 +225,7 @@ def test_labels_give_logistic_regression_multiclass(digits_bags):
     common = dict(C=0.05, tol=1e-10, max_iter=10_000)
     ours = MeanMapClassifier(**common).fit(X, y)
     theirs = LogisticRegression(**common).fit(X, y)
-    _assert_same_model(ours, theirs, X_test, atol=1e-6)
-    np.testing.assert_allclose(
-        ours.predict_log_proba(X_test), theirs.predict_log_proba(X_test), atol=1e-6
-    )
+    _assert_same_model(ours, theirs, X_test)
 
 
 def test_bags_of_one_row_give_logistic_regression():
@@ -226,7 +236,7 @@ def test_bags_of_one_row_give_logistic_regression():
         C=0.1, mean_alpha=0.0, tol=1e-10, max_iter=10_000, threshold="argmax"
     )
     exact.fit(X, np.arange(len(y)), onehot)
-    _assert_same_model(exact, theirs, X, atol=1e-6)
+    _assert_same_model(exact, theirs, X)
     # the default ridge moves the class means by a hair
     ridged = MeanMapClassifier(C=0.1, tol=1e-10, max_iter=10_000)
     ridged.fit(X, np.arange(len(y)), onehot)
@@ -244,11 +254,11 @@ def test_string_labels_and_the_classes_parameter():
     ours = MeanMapClassifier(**common).fit(X, labels)
     assert ours.classes_.tolist() == ["benign", "malignant"]
     theirs = LogisticRegression(**common).fit(X, labels)
-    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=1e-6)
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=ATOL_PARAMS)
     flipped = MeanMapClassifier(**common, classes=["malignant", "benign"])
     flipped.fit(X, labels)
     assert flipped.classes_.tolist() == ["malignant", "benign"]
-    np.testing.assert_allclose(flipped.coef_, -ours.coef_, atol=1e-6)
+    np.testing.assert_allclose(flipped.coef_, -ours.coef_, atol=ATOL_PARAMS)
     np.testing.assert_array_equal(flipped.predict(X), ours.predict(X))
 
 
@@ -285,49 +295,41 @@ def _adult_pipeline(**params):
     return make_pipeline(preprocessor, MeanMapClassifier(**params))
 
 
-def _adult_metrics(model, X_test, y_test):
+@pytest.mark.parametrize(
+    "bagging, expected",
+    [
+        # measured 0.834 / 0.568 / 0.889 (533 bags); majority class 0.761 / 0 /
+        # 0.5, logistic regression on the labels 0.855 / 0.666 / 0.909
+        ("uniform", (0.80, 0.45, 0.85)),
+        # measured 0.808 / 0.597 / 0.854 (189 groups)
+        ("census", (0.78, 0.50, 0.83)),
+    ],
+)
+def test_learns_adult_income_from_bags(adult, bagging, expected):
+    X_train, X_test, y_train, y_test = adult
+    if bagging == "uniform":
+        generator = UniformBagGenerator(64, random_state=0)
+    else:
+        generator = FeatureBagGenerator(["age", "sex", "education"], n_bins={"age": 6})
+    bags, props = generator.make_bags(X_train, y_train)
+    keep = bags >= 0  # the last, incomplete random bag is left out
+    model = _adult_pipeline(classes=generator.classes_).fit(
+        X_train[keep], bags[keep], meanmapclassifier__props=props[keep]
+    )
     positive = y_test == ">50K"
     proba = model.predict_proba(X_test)[:, list(model.classes_).index(">50K")]
     pred = model.predict(X_test) == ">50K"
-    return (
+    measured = (
         accuracy_score(positive, pred),
         f1_score(positive, pred),
         roc_auc_score(positive, proba),
     )
-
-
-def test_learns_adult_income_from_random_bags_of_64(adult):
-    X_train, X_test, y_train, y_test = adult
-    generator = UniformBagGenerator(64, random_state=0)
-    bags, props = generator.make_bags(X_train, y_train)
-    keep = bags >= 0  # the last, incomplete bag is left out
-    model = _adult_pipeline(classes=generator.classes_).fit(
-        X_train[keep], bags[keep], meanmapclassifier__props=props[keep]
-    )
-    accuracy, f1, auc = _adult_metrics(model, X_test, y_test)
-    # measured 0.834 / 0.568 / 0.889 (533 bags); majority class 0.761 / 0 /
-    # 0.5, logistic regression on the labels 0.855 / 0.666 / 0.909
-    assert accuracy >= 0.80, accuracy
-    assert f1 >= 0.45, f1
-    assert auc >= 0.85, auc
-
-
-def test_learns_adult_income_from_census_style_groups(adult):
-    X_train, X_test, y_train, y_test = adult
-    groups = FeatureBagGenerator(["age", "sex", "education"], n_bins={"age": 6})
-    bags, props = groups.make_bags(X_train, y_train)
-    model = _adult_pipeline(classes=groups.classes_).fit(
-        X_train, bags, meanmapclassifier__props=props
-    )
-    accuracy, f1, auc = _adult_metrics(model, X_test, y_test)
-    # measured 0.808 / 0.597 / 0.854 (189 groups)
-    assert accuracy >= 0.78, accuracy
-    assert f1 >= 0.50, f1
-    assert auc >= 0.83, auc
-    # 1 - hard L1 / 2 on the training groups: measured 0.871, predicting
-    # "<=50K" for everyone 0.820
-    features = model[:-1].transform(X_train)
-    assert model[-1].score(features, bags, props) >= 0.85
+    assert np.all(np.array(measured) >= expected), measured
+    if bagging == "census":
+        # 1 - hard L1 / 2 on the training groups: measured 0.871, predicting
+        # "<=50K" for everyone 0.820
+        features = model[:-1].transform(X_train)
+        assert model[-1].score(features, bags, props) >= 0.85
 
 
 # ----------------------------------------------------------------------
@@ -341,7 +343,7 @@ def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
 
-def test_clone_and_grid_search_with_a_bag_scorer_and_bag_folds(small_bags):
+def test_grid_search_with_bag_folds_routing_on_and_off(small_bags):
     X, bags, props, _ = small_bags
     grid = {"C": [1e-3, 1e-2, 1.0]}
     scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
@@ -353,42 +355,18 @@ def test_clone_and_grid_search_with_a_bag_scorer_and_bag_folds(small_bags):
     assert search.best_estimator_.classes_.tolist() == [0, 1, 2]
     # each fold's fit equals a fresh fit on the training bags of the fold
     train, test = next(BagKFold(3).split(X, bags))
-    fold = (
-        clone(search.estimator)
-        .set_params(C=1.0)
-        .fit(X[train], bags[train], props[train])
-    )
+    fold = MeanMapClassifier(C=1.0).fit(X[train], bags[train], props[train])
     expected = -hard_l1_error(bags[test], props[test], fold.predict_proba(X[test]))
     np.testing.assert_allclose(search.cv_results_["split0_test_score"][-1], expected)
-    fresh = clone(search.best_estimator_)
-    assert not hasattr(fresh, "coef_")
-    assert fresh.get_params() == search.best_estimator_.get_params()
-
-
-def test_grid_search_with_metadata_routing(small_bags):
-    X, bags, props, _ = small_bags
-    grid = {"C": [1e-3, 1.0]}
     with sklearn.config_context(enable_metadata_routing=True):
         routed = GridSearchCV(
             MeanMapClassifier(), grid, scoring=hard_l1_scorer, cv=BagKFold(3)
         ).fit(X, bags, props=props)
-        # the default scoring is score(X, bags, props), routed too
+        # the default scoring is score(X, bags, props) = 1 - hard_L1 / 2
         default = GridSearchCV(MeanMapClassifier(), grid, cv=BagKFold(3))
         default.fit(X, bags, props=props)
-    unrouted = GridSearchCV(
-        MeanMapClassifier(),
-        grid,
-        scoring=make_bag_scorer("hard_l1", bags=bags, props=props),
-        cv=BagKFold(3),
-    ).fit(X, bags, props=props)
-    np.testing.assert_allclose(
-        routed.cv_results_["mean_test_score"], unrouted.cv_results_["mean_test_score"]
-    )
-    # score = 1 - hard_L1 / 2
-    np.testing.assert_allclose(
-        default.cv_results_["mean_test_score"],
-        1 + unrouted.cv_results_["mean_test_score"] / 2,
-    )
+    np.testing.assert_allclose(routed.cv_results_["mean_test_score"], scores)
+    np.testing.assert_allclose(default.cv_results_["mean_test_score"], 1 + scores / 2)
 
 
 def test_score_needs_props_after_a_fit_on_bags(small_bags):
@@ -431,20 +409,14 @@ def test_bad_parameters_are_refused_in_fit(small_bags, params):
         clf.fit(X, bags, props)
 
 
-def test_pandas_input_and_a_per_bag_table(small_bags):
+def test_feature_names_of_a_dataframe(small_bags):
+    # (every form of the bags and of props: tests/test_conformance.py)
     X, bags, props, _ = small_bags
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-    names = pd.Series(np.array([f"bag{b:02d}" for b in bags]), name="region")
-    table = pd.DataFrame(
-        props[::10], index=names[::10].to_numpy(), columns=["x", "y", "z"]
-    )
-    clf = MeanMapClassifier().fit(frame, names, table)
-    assert clf.classes_.tolist() == ["x", "y", "z"]
+    clf = MeanMapClassifier().fit(frame, bags, props)
     assert clf.feature_names_in_.tolist() == ["a", "b", "c", "d"]
     assert clf.n_features_in_ == 4
-    plain = MeanMapClassifier().fit(X, bags, props)
-    np.testing.assert_allclose(clf.coef_, plain.coef_)
-    assert clf.score(frame, names, table) == pytest.approx(plain.score(X, bags, props))
+    np.testing.assert_allclose(clf.coef_, MeanMapClassifier().fit(X, bags, props).coef_)
     with pytest.warns(UserWarning, match="feature names"):
         clf.predict(X)  # fitted with names, given none
     with pytest.raises(ValueError, match="feature names"):
@@ -461,17 +433,6 @@ def test_sparse_X_gives_the_dense_fit(small_bags):
     np.testing.assert_allclose(
         sparse.predict_proba(sp.csc_matrix(X)), dense.predict_proba(X), atol=1e-10
     )
-
-
-def test_integer_sample_weights_equal_repeated_rows(small_bags):
-    X, bags, props, _ = small_bags
-    weights = np.random.RandomState(0).randint(0, 3, len(X))
-    weights[::10] = 1  # no bag loses all its rows
-    weighted = MeanMapClassifier(tol=1e-10).fit(X, bags, props, sample_weight=weights)
-    rows = np.repeat(np.arange(len(X)), weights)
-    repeated = MeanMapClassifier(tol=1e-10).fit(X[rows], bags[rows], props[rows])
-    np.testing.assert_allclose(weighted.class_means_, repeated.class_means_)
-    np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-6)
 
 
 def test_overlapping_bags_count_every_row_once(small_bags):

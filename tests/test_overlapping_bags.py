@@ -61,16 +61,6 @@ def test_membership_forms_agree():
         )
 
 
-def test_disjoint_bags_give_identical_fits_as_ids_or_as_membership(small_bags):
-    X, bags, props, _ = small_bags
-    membership = sp.csr_matrix((np.ones(len(bags)), (np.arange(len(bags)), bags)))
-    per_bag = props[np.unique(bags, return_index=True)[1]]
-    params = dict(max_epochs=3, verbose=0, random_state=0)
-    by_ids = LLPClassifier(**params).fit(X, bags, props)
-    by_matrix = LLPClassifier(**params).fit(X, membership, per_bag)
-    assert np.array_equal(by_ids.predict_proba(X), by_matrix.predict_proba(X))
-
-
 @pytest.mark.slow
 def test_overlapping_bags_learn_digits(digits_bags):
     X_train, _, _, y_train, X_test, y_test = digits_bags

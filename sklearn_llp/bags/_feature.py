@@ -8,37 +8,27 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ..core import UNBAGGED
 from ._base import _BaseBagGenerator
-from ._proportions import UNBAGGED
+from ._identifiability import _is_number
 
 #: Code of a value of ``transform``'s input that was not seen in fit.
 _UNSEEN = -2
 
 
 def _as_frame(X):
-    """``X`` as a DataFrame and whether it was one.
-
-    A list (or tuple) of rows is read column by column, each column with its
-    own type, as ``pd.DataFrame(X)`` reads it: ``np.asarray`` would turn the
-    numbers of ``[[18, "N"], [40, "Y"]]`` into strings (no binning, and
-    ``"18"`` sorting after ``"100"``). Arrays keep their one dtype (an
-    object array's columns are inferred when selected).
-    """
+    """``X`` as a DataFrame, and whether it was one. A list of rows is read
+    column by column, as ``pd.DataFrame`` does: ``np.asarray`` would turn the
+    numbers of ``[[18, "N"], [40, "Y"]]`` into strings."""
     if isinstance(X, pd.DataFrame):
         return X, True
     rows = isinstance(X, (list, tuple))
-    array = np.asarray(X, dtype=object) if rows else np.asarray(X)
+    array = np.asarray(X, dtype=object if rows else None)
     if array.ndim != 2:
         raise ValueError(
             f"X must be 2-D (n_samples, n_features); got shape {array.shape}."
         )
-    if rows:
-        return pd.DataFrame(list(X)), False
-    return pd.DataFrame(array), False
-
-
-def _is_bool(value):
-    return isinstance(value, (bool, np.bool_))
+    return pd.DataFrame(list(X) if rows else array), False
 
 
 def _booleans(values):
@@ -53,34 +43,24 @@ def _booleans(values):
     if dtype.kind != "O":
         return np.zeros(len(values), dtype=bool)
     objects = values.to_numpy(dtype=object)
-    return np.fromiter(map(_is_bool, objects), dtype=bool, count=len(objects))
+    kinds = (isinstance(value, (bool, np.bool_)) for value in objects)
+    return np.fromiter(kinds, dtype=bool, count=len(objects))
 
 
-def _factorize(values):
+def _uniques(values):
     """Distinct non-missing values, sorted where they can be ordered."""
     try:
-        codes, uniques = pd.factorize(values, sort=True)
+        uniques = pd.factorize(values, sort=True)[1]
     except TypeError:  # values of types that cannot be ordered
-        codes, uniques = pd.factorize(values, sort=False)
-    return codes, np.asarray(uniques, dtype=object)
-
-
-def _is_binnable(values):
-    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(
-        values
-    )
+        uniques = pd.factorize(values, sort=False)[1]
+    return list(np.asarray(uniques, dtype=object))
 
 
 class _ColumnEncoder:
-    """Integer codes of one grouping column: its values or quantile bins.
-
-    Missing values get code ``n_levels`` (so that they sort last); values
-    unseen in fit get ``_UNSEEN``. Booleans are values of their own: ``True``
-    and ``1`` (``False`` and ``0``) are equal and hash alike in Python and
-    pandas, so a column mixing them is split into its booleans and its other
-    values, looked up in two indexes, and a boolean never matches a number
-    (nor a number a boolean) between ``fit`` and ``transform``.
-    """
+    """Integer codes of one grouping column: its values or quantile bins;
+    ``n_levels`` for missing (last), ``_UNSEEN`` for values unseen in fit.
+    ``True == 1`` in Python and pandas, so booleans and other values are
+    looked up in two indexes: a boolean never matches a number."""
 
     def __init__(self, values, n_bins):
         self.edges = None
@@ -102,14 +82,12 @@ class _ColumnEncoder:
             booleans = _booleans(values)
             present = ~pd.isna(values).to_numpy()
             if booleans.any() and not booleans[present].all():
-                # booleans and other values: factorize each kind on its own
-                # (they would merge), then sort them together, False before 0
+                # booleans and other values: each kind on its own (they would
+                # merge), then sorted together, False before 0
                 objects = values.to_numpy(dtype=object)
-                levels, kinds = [], []
-                for kind in (False, True):
-                    _, uniques = _factorize(objects[present & (booleans == kind)])
-                    levels += list(uniques)
-                    kinds += [kind] * len(uniques)
+                parts = [_uniques(objects[present & (booleans == k)]) for k in (0, 1)]
+                levels = parts[0] + parts[1]
+                kinds = [False] * len(parts[0]) + [True] * len(parts[1])
                 try:
                     order = sorted(
                         range(len(levels)), key=lambda i: (levels[i], not kinds[i])
@@ -117,13 +95,11 @@ class _ColumnEncoder:
                 except TypeError:  # values of types that cannot be ordered
                     order = range(len(levels))
                 levels = [levels[i] for i in order]
-                kinds = [kinds[i] for i in order]
+                kinds = np.array([kinds[i] for i in order], dtype=bool)
             else:
-                _, uniques = _factorize(values)
-                levels = list(uniques)
-                kinds = [bool(booleans.any())] * len(levels)
+                levels = _uniques(values)
+                kinds = np.full(len(levels), booleans.any())
             self.levels = levels
-            kinds = np.asarray(kinds, dtype=bool)
             positions = np.arange(len(levels))
             # one index per kind: where a boolean, or another value, is in levels
             self._indexes = {
@@ -168,68 +144,39 @@ class _ColumnEncoder:
 
 
 class FeatureBagGenerator(_BaseBagGenerator):
-    """Bags of rows sharing the values of one or more columns.
+    """Bags of rows sharing the values of some columns (census-style groups).
 
     Rows are grouped like ``X.groupby(columns, dropna=False)``, numeric
     columns optionally cut into quantile bins first: the way aggregate
-    statistics are published (census tables per region and age band, a
-    hospital's outcome rate per ward and month). Each group is a bag.
-
-    Bag ids are consecutive integers ``0 .. n_bags_ - 1`` in the sorted
-    order of the groups' values (missing values last), and ``bag_labels_``
-    tells which values each id stands for. A missing value (NaN, None)
-    in a grouping column is a value of its own: those rows form their own
-    groups rather than being dropped.
+    statistics are published (rates per region and age band). Bag ids are
+    ``0..n_bags_ - 1`` in the sorted order of the groups, missing values
+    (their own group) last; ``True`` and ``1`` are different values.
 
     Parameters
     ----------
     columns : str, int or list of str and int
-        The grouping columns: names (str) select DataFrame columns by name,
-        integers select by position (of a DataFrame or an array), as in
+        Grouping columns, by name (DataFrame) or position, as in
         :class:`~sklearn.compose.ColumnTransformer`.
     n_bins : int, dict or None, default=None
-        Quantile binning of numeric grouping columns. An int cuts every
-        numeric (non-boolean) grouping column into at most ``n_bins`` bins
-        of about equal counts, other columns being grouped by value; a
-        dict ``{column: n_bins or None}`` bins only the columns it names;
-        None groups every column by value. Bin edges are the distinct
-        quantiles of the fitted column (so a column with few distinct
-        values gets fewer bins); bins are right-closed, the first one also
-        holding its left edge, as :func:`pandas.qcut` with
-        ``duplicates="drop"``.
+        Bin every numeric grouping column into at most ``n_bins`` quantile
+        bins (an int), only the columns a dict ``{column: n_bins}`` names, or
+        none. Edges are the distinct quantiles of the fitted column; bins are
+        right-closed, the first also holding its left edge (as
+        :func:`pandas.qcut` with ``duplicates="drop"``).
 
     Attributes
     ----------
-    labels_ : ndarray of shape (n_samples,), dtype int64
-        Bag id of every row of the fitted ``X``.
-    sample_mask_ : ndarray of shape (n_samples,), dtype bool
-        True for the rows that belong to a bag (all of them).
-    n_bags_ : int
-        Number of groups.
-    bag_ids_ : ndarray of shape (`n_bags_`,)
-        The bag ids, ``0 .. n_bags_ - 1``.
-    bag_sizes_ : ndarray of shape (`n_bags_`,)
-        Number of rows of every bag, in the order of ``bag_ids_``.
+    labels_, sample_mask_, n_bags_, bag_ids_, bag_sizes_, classes_
+        As in :class:`UniformBagGenerator`.
     bag_labels_ : DataFrame of shape (n_bags_, n_columns)
-        Row ``i`` holds the values (or, for binned columns, the
-        :class:`pandas.Interval`) of the grouping columns of bag ``i``;
-        indexed by bag id, one column per grouping column; NaN stands for
-        the missing-value group.
+        Every bag's values (or :class:`pandas.Interval` bins), NaN for missing.
     bin_edges_ : dict
-        ``{column: ndarray of edges}`` of every binned column.
-    classes_ : ndarray of shape (n_classes,)
-        Sorted distinct labels of ``y``; set by :meth:`make_bags` only.
-    n_features_in_ : int
-        Number of columns of the fitted ``X``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Column names of the fitted ``X`` when it is a DataFrame with string
-        column names.
+        ``{column: edges}`` of every binned column.
+    n_features_in_, feature_names_in_
 
     See Also
     --------
-    UniformBagGenerator : Random bags of equal size.
-    KMeansBagGenerator : Bags of similar rows.
-    label_proportions : Per-bag proportion table of labelled data.
+    UniformBagGenerator, KMeansBagGenerator, label_proportions
 
     Examples
     --------
@@ -240,14 +187,8 @@ class FeatureBagGenerator(_BaseBagGenerator):
     >>> gen = FeatureBagGenerator(["region", "age"], n_bins=2)
     >>> gen.fit_transform(X)
     array([0, 2, 1, 3, 4, 0])
-    >>> gen.bag_labels_  # doctest: +NORMALIZE_WHITESPACE
-        region             age
-    bag
-    0        N  [23.0, 41.0]
-    1        N  (41.0, 61.0]
-    2        S  [23.0, 41.0]
-    3        S  (41.0, 61.0]
-    4      NaN  (41.0, 61.0]
+    >>> gen.bag_labels_.loc[1].tolist()
+    ['N', Interval(41.0, 61.0, closed='right')]
     >>> gen.transform(pd.DataFrame({"region": ["S", "W"], "age": [99, 30]}))
     array([ 3, -1])
     """
@@ -263,9 +204,7 @@ class FeatureBagGenerator(_BaseBagGenerator):
 
     def _column_list(self):
         columns = self.columns
-        if isinstance(columns, (str, Integral)):
-            columns = [columns]
-        columns = list(columns)
+        columns = [columns] if isinstance(columns, (str, Integral)) else list(columns)
         if not columns:
             raise ValueError("columns is empty: name at least one grouping column.")
         for column in columns:
@@ -324,20 +263,16 @@ class FeatureBagGenerator(_BaseBagGenerator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Find the groups of ``X`` (and the bin edges of binned columns).
+        """Find the groups of ``X`` (any hashable values, missing included).
 
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
-            The instances; grouping columns may hold any hashable values,
-            missing values included.
         y : None
-            Ignored; present for API consistency.
 
         Returns
         -------
         self : FeatureBagGenerator
-            The fitted generator; ``labels_`` holds the bag ids.
         """
         frame, is_frame = _as_frame(X)
         self.n_features_in_ = frame.shape[1]
@@ -347,13 +282,11 @@ class FeatureBagGenerator(_BaseBagGenerator):
             del self.feature_names_in_
         columns = self._column_list()
         bins = self._bins_of(columns)
-        self._encoders = []
-        self.bin_edges_ = {}
-        codes = []
+        self._encoders, self.bin_edges_, codes = [], {}, []
         for column in columns:
             values = self._select(frame, is_frame, column)
             n_bins = bins[column]
-            if n_bins is not None and not _is_binnable(values):
+            if n_bins is not None and not _is_number(values):
                 if isinstance(self.n_bins, dict):
                     raise ValueError(
                         f"n_bins asks to bin column {column!r}, which is not "
@@ -368,30 +301,24 @@ class FeatureBagGenerator(_BaseBagGenerator):
         groups, labels = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
         self._columns = columns
         self._group_index = pd.MultiIndex.from_arrays(list(groups.T))
-        self.bag_labels_ = pd.DataFrame(
-            {
-                column: encoder.labels(groups[:, j])
-                for j, (column, encoder) in enumerate(zip(columns, self._encoders))
-            },
-            index=pd.RangeIndex(len(groups), name="bag"),
-        ).infer_objects()
+        names = zip(columns, self._encoders)
+        values = {col: enc.labels(groups[:, j]) for j, (col, enc) in enumerate(names)}
+        index = pd.RangeIndex(len(groups), name="bag")
+        self.bag_labels_ = pd.DataFrame(values, index=index).infer_objects()
         return self._set_labels(labels.ravel())
 
     def transform(self, X):
-        """Map rows to the fitted bags by the values of their columns.
+        """The fitted bag of every row of ``X``, by its grouping columns.
 
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
-            New rows, with the grouping columns of the fitted ``X`` (same
-            names, or same positions).
 
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
-            Bag id of every row; ``-1`` for a row whose combination of
-            values (or a value itself) was not seen in fit. Binned values
-            outside the fitted range fall in the first or last bin.
+            ``-1`` for values (or a combination) unseen in fit; binned
+            values beyond the fitted range fall in the first or last bin.
         """
         check_is_fitted(self)
         frame, is_frame = _as_frame(X)

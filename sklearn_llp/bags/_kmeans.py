@@ -12,71 +12,41 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import _BaseBagGenerator
 
-#: With ``minibatch="auto"``, :class:`~sklearn.cluster.MiniBatchKMeans` is
-#: used above this many samples, :class:`~sklearn.cluster.KMeans` otherwise.
+#: ``minibatch="auto"`` uses MiniBatchKMeans above this many rows.
 MINIBATCH_THRESHOLD = 10_000
 
 
 class KMeansBagGenerator(_BaseBagGenerator):
-    """Bags of similar rows: the K-means clusters of ``X``.
+    """Bags of similar rows: the K-means clusters of ``X`` (optionally after PCA).
 
-    ``X`` is optionally projected onto its first ``n_components`` principal
-    components, then clustered with K-means; each cluster is a bag, so bags
-    vary in size and their label proportions are far from the overall
-    class balance, as in the LLP-VAT paper (Tsai & Lin, 2020, section 5.4).
-    K-means is sensitive to the scale of the features: standardise ``X``
-    first (e.g. with :class:`~sklearn.preprocessing.StandardScaler`).
-
-    The paper also subsamples bags larger than 256 rows; this generator
-    does not, as the LLP classifiers of this package subsample large bags
-    themselves (their ``max_bag_size``).
+    Bags of varying size whose proportions stray far from the class mix, as
+    in the LLP-VAT paper (Tsai & Lin, 2020, 5.4). Standardise ``X`` first.
 
     Parameters
     ----------
     n_clusters : int
-        Number of K-means clusters, an upper bound on the number of bags
-        (a cluster left empty is no bag). ``n_samples / n_clusters`` is the
-        mean bag size.
+        Number of clusters, at most as many bags (``n_samples / n_clusters``
+        rows on average).
     n_components : int, float or None, default=None
-        Number of principal components kept before clustering (an int), or
-        the fraction of variance to keep (a float in (0, 1)); None clusters
-        ``X`` itself.
+        Principal components kept before clustering (an int), or the share of
+        variance to keep (a float in (0, 1)); None clusters ``X`` itself.
     minibatch : bool or "auto", default="auto"
-        Use :class:`~sklearn.cluster.MiniBatchKMeans` (faster on large data)
-        instead of :class:`~sklearn.cluster.KMeans`; ``"auto"`` uses it when
-        ``X`` has more than 10,000 rows.
+        Use :class:`~sklearn.cluster.MiniBatchKMeans`; ``"auto"`` above
+        10,000 rows.
     random_state : int, RandomState instance or None, default=None
-        Seed of the PCA solver and of the K-means initialisation.
+        Seed of the PCA solver and the K-means initialisation.
 
     Attributes
     ----------
-    labels_ : ndarray of shape (n_samples,), dtype int64
-        Bag id (cluster label, in ``0 .. n_clusters - 1``) of every row of
-        the fitted ``X``.
-    sample_mask_ : ndarray of shape (n_samples,), dtype bool
-        True for the rows that belong to a bag (all of them).
-    n_bags_ : int
-        Number of non-empty clusters (at most ``n_clusters``).
-    bag_ids_ : ndarray of shape (`n_bags_`,)
-        The cluster labels that occur in ``labels_``.
-    bag_sizes_ : ndarray of shape (`n_bags_`,)
-        Number of rows of every bag, in the order of ``bag_ids_``.
-    pca_ : PCA or None
-        The fitted projection, None when ``n_components`` is None.
-    kmeans_ : KMeans or MiniBatchKMeans
-        The fitted clustering.
-    classes_ : ndarray of shape (n_classes,)
-        Sorted distinct labels of ``y``; set by :meth:`make_bags` only.
-    n_features_in_ : int
-        Number of features of the fitted ``X``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Column names of the fitted ``X`` when it is a DataFrame with string
-        column names.
+    labels_, sample_mask_, n_bags_, bag_ids_, bag_sizes_, classes_
+        As in :class:`UniformBagGenerator`; bag ids are cluster labels.
+    pca_, kmeans_ : PCA or None, KMeans or MiniBatchKMeans
+        The fitted projection and clustering.
+    n_features_in_, feature_names_in_
 
     See Also
     --------
-    UniformBagGenerator : Random bags of equal size.
-    FeatureBagGenerator : Bags of rows sharing column values.
+    UniformBagGenerator, FeatureBagGenerator
 
     Examples
     --------
@@ -84,13 +54,10 @@ class KMeansBagGenerator(_BaseBagGenerator):
     >>> from sklearn_llp.bags import KMeansBagGenerator
     >>> rng = np.random.RandomState(0)
     >>> X = np.vstack([rng.normal(0, 1, (30, 4)), rng.normal(8, 1, (10, 4))])
-    >>> y = np.r_[np.zeros(30), np.ones(10)]
-    >>> gen = KMeansBagGenerator(n_clusters=2, n_components=2, random_state=0)
-    >>> bags, props = gen.make_bags(X, y)
+    >>> gen = KMeansBagGenerator(n_clusters=2, random_state=0)
+    >>> bags = gen.fit_transform(X)
     >>> sorted(gen.bag_sizes_.tolist())
     [10, 30]
-    >>> sorted(np.unique(props[:, 1]).tolist())
-    [0.0, 1.0]
     >>> gen.transform([[8.0, 8.0, 8.0, 8.0]]) == bags[-1]
     array([ True])
     """
@@ -121,45 +88,37 @@ class KMeansBagGenerator(_BaseBagGenerator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Numeric instances, ideally standardised.
         y : None
-            Ignored; present for API consistency.
 
         Returns
         -------
         self : KMeansBagGenerator
-            The fitted generator; ``labels_`` holds the bag ids.
         """
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         rng = check_random_state(self.random_state)
-        if self.n_components is None:
-            self.pca_ = None
-            Z = X
-        else:
+        self.pca_ = None
+        if self.n_components is not None:
             self.pca_ = PCA(n_components=self.n_components, random_state=rng)
-            Z = self.pca_.fit_transform(X)
+        Z = X if self.pca_ is None else self.pca_.fit_transform(X)
         minibatch = self.minibatch
         if minibatch == "auto":
             minibatch = X.shape[0] > MINIBATCH_THRESHOLD
         estimator = MiniBatchKMeans if minibatch else KMeans
-        self.kmeans_ = estimator(
-            n_clusters=self.n_clusters, n_init="auto", random_state=rng
-        ).fit(Z)
+        self.kmeans_ = estimator(self.n_clusters, n_init="auto", random_state=rng)
+        self.kmeans_.fit(Z)
         return self._set_labels(self.kmeans_.labels_)
 
     def transform(self, X):
-        """Assign rows to the bag (cluster) with the nearest centre.
+        """The bag (nearest cluster centre) of every row of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            New instances with the features of the fitted ``X``.
 
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
-            Bag id of every row. A row may land in a cluster that was empty
-            during fit, i.e. in no fitted bag.
+            Possibly a cluster that was empty in fit (no fitted bag).
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)

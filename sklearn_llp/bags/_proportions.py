@@ -5,30 +5,20 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..core import UNBAGGED, attach_table, check_bags
-from ..core import bags_form as _bags_form
-from ..core._bags import _check_weights
+from ..core import attach_table, bags_form, check_bags
 
 
-def _unbagged_mask(bags):
-    """True where a bag id is the reserved integer ``-1``."""
-    if bags.dtype.kind in "iufO":  # objects: Python ints beyond 64 bits
-        return np.asarray(bags == UNBAGGED, dtype=bool)
-    return np.zeros(bags.shape, dtype=bool)
-
-
-def _bag_ids(bags, n_samples=None):
-    """One bag id per row (any form of ids ``check_bags`` reads), 1-D."""
-    form, ids = _bags_form(bags, n_samples)
+def id_bags(bags):
+    """Bags given as one id per row (``-1``: in no bag), read by
+    :func:`~sklearn_llp.core.check_bags`; membership forms are refused."""
+    form, _ = bags_form(bags)
     if form != "ids":
         shown = {"bags": "a Bags object", "membership": "a membership matrix"}
         raise ValueError(
             "bags must be 1-D with one bag id per row (these tables are of "
             f"disjoint bags); got {shown.get(form, 'a list of row-index arrays')}."
         )
-    if ids.ndim != 1:
-        raise ValueError(f"bags must be 1-D with one bag id per row; got {ids.shape}.")
-    return ids
+    return check_bags(bags, min_bags=0, allow_unbagged=True)
 
 
 def label_proportions(bags, y, classes=None, sample_weight=None):
@@ -37,39 +27,18 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     Parameters
     ----------
     bags : array-like of shape (n_samples,)
-        Bag id of every row (integers or strings). Rows with the integer id
-        ``-1`` belong to no bag and are left out of the table.
+        Bag id of every row, ``-1`` for a row in no bag.
     y : array-like of shape (n_samples,)
         Class label of every row.
     classes : array-like of shape (n_classes,), default=None
-        The table's columns, in this order. Defaults to the sorted distinct
-        labels of ``y`` (all rows, including those of bag ``-1``). Every
-        label of a bagged row must be in ``classes``; a class absent from a
-        bag gets proportion 0.
+        The columns, in order; default the sorted labels of ``y``.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weight of every row (e.g. survey weights): the proportions are then
-        the weighted class shares of each bag, as a weighted census table
-        publishes them.
+        Weight of every row (a weighted census table's shares).
 
     Returns
     -------
     table : DataFrame of shape (n_bags, n_classes)
-        Indexed by the sorted distinct bag ids (index name ``"bag"``), one
-        column per class (columns name ``"class"``); every row sums to 1.
-        It is a per-bag ``props`` table accepted wherever ``props`` is, and
-        :func:`expand_proportions` turns it back into one row per sample.
-
-    Raises
-    ------
-    ValueError
-        If ``bags`` and ``y`` differ in length, every row has bag ``-1``,
-        ``y`` has missing labels, or a label is not in ``classes``.
-
-    See Also
-    --------
-    expand_proportions : Sample-aligned proportions from such a table.
-    UniformBagGenerator.make_bags : Bags and sample-aligned proportions in
-        one call.
+        Indexed by sorted bag id: a per-bag ``props`` accepted everywhere.
 
     Examples
     --------
@@ -85,79 +54,56 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one label per row; got {y.shape}.")
-    ids = _bag_ids(bags, len(y))
-    if ids.shape != y.shape:
+    validated = id_bags(bags)
+    if validated.n_samples != len(y):
         raise ValueError(
-            f"bags has {len(ids)} entries but y has {len(y)} labels; give one bag "
-            "id per row."
+            f"bags has {validated.n_samples} entries but y has {len(y)} labels; "
+            "give one bag id per row."
         )
     if pd.isna(y).any():
         raise ValueError("y contains missing labels (None/NaN).")
-    weights = _check_weights(sample_weight, len(y))
-    kept = ~_unbagged_mask(ids)
-    if not kept.any():
+    weighted = validated.with_weights(sample_weight)
+    if validated.n_bags == 0:
         raise ValueError("Every row has bag id -1 (no bag); no proportion to compute.")
-    validated = check_bags(ids[kept])
     classes = np.unique(y) if classes is None else np.asarray(classes)
     if classes.ndim != 1 or len(classes) == 0:
         raise ValueError("classes must be a non-empty 1-D list of labels.")
     class_index = pd.Index(classes)
     if class_index.has_duplicates:
         raise ValueError(f"classes repeats a label: {classes.tolist()}.")
-    class_codes = class_index.get_indexer(y[kept])
-    unknown = class_codes < 0
+    unknown = class_index.get_indexer(y[validated.members]) < 0
     if unknown.any():
-        shown = pd.unique(y[kept][unknown])[:5].tolist()
+        shown = pd.unique(y[validated.members][unknown])[:5].tolist()
         raise ValueError(
             f"y holds labels that are not in classes {classes.tolist()}, e.g. {shown}."
         )
-    counts = np.zeros((validated.n_bags, len(classes)))
-    row_weights = np.ones(kept.sum()) if weights is None else weights[kept]
-    np.add.at(counts, (validated.codes, class_codes), row_weights)
-    if np.any(counts.sum(axis=1) == 0):
+    if weighted.n_bags < validated.n_bags:
         raise ValueError("sample_weight gives a bag a total weight of 0.")
-    index = pd.Index(validated.ids, name="bag", tupleize_cols=False)
+    rows, counts = weighted.members, np.zeros((weighted.n_bags, len(classes)))
+    cells = (weighted.pair_bags, class_index.get_indexer(y[rows]))
+    row_weights = 1.0 if weighted.weights is None else weighted.weights[rows]
+    np.add.at(counts, cells, row_weights)
     return pd.DataFrame(
         counts / counts.sum(axis=1, keepdims=True),
-        index=index,
+        index=pd.Index(weighted.ids, name="bag", tupleize_cols=False),
         columns=pd.Index(classes, name="class"),
     )
 
 
 def expand_proportions(table, bags):
-    """Give every sample the proportions of its bag.
+    """Give every row the proportions of its bag.
 
     Parameters
     ----------
     table : DataFrame, Series or dict
-        Per-bag proportions as returned by :func:`label_proportions`: a
-        DataFrame indexed by bag id with one column per class, a Series of
-        positive-class fractions indexed by bag id (two classes), or a dict
-        ``{bag_id: proportions or fraction}``. Validated like ``props`` of an
-        LLP classifier (non-negative, rows summing to 1).
+        Per-bag proportions by bag id, as from :func:`label_proportions` (a
+        Series: positive-class fractions).
     bags : array-like of shape (n_samples,)
-        Bag id of every sample. Samples with the integer id ``-1`` belong to
-        no bag and get a row of NaN.
+        Bag id of every row; a row of id ``-1`` gets NaN.
 
     Returns
     -------
     props : ndarray of shape (n_samples, n_classes)
-        Row ``i`` holds the proportions of the bag of sample ``i``, columns
-        in the order of the table's columns (``[1 - p, p]`` for a Series or
-        scalar fractions).
-
-    Raises
-    ------
-    ValueError
-        If a bag id of ``bags`` has no row in ``table`` (the message names
-        them), every sample has bag ``-1``, or the proportions are invalid.
-    TypeError
-        If ``table`` is not a DataFrame, Series or dict.
-
-    See Also
-    --------
-    label_proportions : The per-bag table of labelled data.
-    sklearn_llp.core.check_bags : The validation applied to the table.
 
     Examples
     --------
@@ -175,13 +121,11 @@ def expand_proportions(table, bags):
             "table must be a per-bag DataFrame (as returned by label_proportions), "
             f"a Series or a dict; got {type(table).__name__}."
         )
-    ids = _bag_ids(bags)
-    unbagged = _unbagged_mask(ids)
-    if unbagged.all():
+    validated = id_bags(bags)
+    if validated.n_bags == 0:
         raise ValueError("Every entry of bags is -1 (no bag).")
-    validated = attach_table(
-        check_bags(ids[~unbagged]), table, "classification", name="table"
-    )
-    props = np.full((len(ids), validated.n_classes), np.nan)
-    props[~unbagged] = validated.props[validated.codes]
+    validated = attach_table(validated, table, "classification", name="table")
+    props = np.full((validated.n_samples, validated.n_classes), np.nan)
+    bagged = validated.codes >= 0
+    props[bagged] = validated.props[validated.codes[bagged]]
     return props

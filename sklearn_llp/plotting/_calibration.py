@@ -5,10 +5,8 @@ import pandas as pd
 
 from ..core import bag_estimates_of, check_bags_and_proba
 
-#: Marker area (points^2) of the largest bag; the others scale with their size.
-_MAX_MARKER_AREA = 250.0
-#: Smallest marker area, so that bags of one row stay visible.
-_MIN_MARKER_AREA = 12.0
+#: Marker areas (points^2) of the largest bag and, at least, of any bag.
+_MAX_MARKER_AREA, _MIN_MARKER_AREA = 250.0, 12.0
 
 
 def _class_columns(classes, class_index):
@@ -40,85 +38,43 @@ def plot_bag_calibration(
 ):
     """Plot every bag's predicted against its given class proportion.
 
-    The bag-level view of a classifier trained from label proportions: for
-    bags it did not train on, each bag's *predicted* proportion of a class
-    -- the mean predicted probability of the class over the bag's rows --
-    is plotted against the bag's *given* proportion, one point per bag,
-    with the marker area growing with the bag's size. A well-calibrated
-    model puts the points on the diagonal. The title gives the bag-level
-    errors over all classes: the soft L1 error (of the mean probabilities)
-    and the hard L1 error (of the fractions of rows predicted as each class),
+    One point per bag, its area growing with the bag's size: the mean
+    predicted probability of a class over the bag's rows against the bag's
+    given proportion. A calibrated model puts the points on the diagonal; a
+    cloud flatter than it separates the bags too little. Judge a model on
+    bags it did not train on. The title gives the soft and hard L1 errors,
     as :func:`~sklearn_llp.metrics.soft_l1_error` and
-    :func:`~sklearn_llp.metrics.hard_l1_error` compute them.
-
-    Requires matplotlib (``pip install sklearn-llp[plot]``).
+    :func:`~sklearn_llp.metrics.hard_l1_error` compute them. Requires
+    matplotlib.
 
     Parameters
     ----------
-    bags : array-like of shape (n_samples,), sparse matrix or list of arrays
-        Bag id of every row of ``y_proba``, or bags that may overlap (a
-        sparse ``(n_samples, n_bags)`` membership matrix or a list of arrays
-        of row indices), in any form :func:`~sklearn_llp.core.check_bags`
-        accepts. The id ``-1`` (rows in no bag) is refused: drop those rows
-        first.
+    bags : array-like, sparse matrix or list of arrays
+        The bags of the rows of ``y_proba``, in any form
+        :func:`~sklearn_llp.core.check_bags` accepts.
     props : array-like, DataFrame, Series or dict
-        The bags' given label proportions, in any form
-        :func:`~sklearn_llp.core.check_bags` accepts (sample-aligned, a
-        positive-class fraction, a per-bag table).
+        Their given proportions, in any form ``check_bags`` accepts.
     y_proba : array-like of shape (n_samples, n_classes)
-        Predicted class probabilities (``predict_proba``), columns in the
-        order of ``classes``; for two classes a 1-D array is read as the
-        probability of the second class.
+        Predicted probabilities in the order of ``classes`` (1-D: of the
+        second of two classes).
     classes : array-like of shape (n_classes,), default=None
-        Labels of the columns of ``y_proba`` (``estimator.classes_``); a
-        ``props`` DataFrame is reordered to them by column label.
+        Labels of the columns of ``y_proba`` (``estimator.classes_``).
     class_index : class label, default=None
-        The class whose proportions are plotted, given as its label (with
-        ``classes=None`` and unnamed ``props`` columns the labels are the
-        column indices ``0..n_classes-1``). None plots the second class of
-        a binary problem (the positive class) and every class of a
-        multi-class one, one colour per class.
+        The class to plot, by label; None plots the second of two classes,
+        or every class of more, one colour each.
     ax : matplotlib Axes, default=None
-        Axes to draw on; a new figure is made when None.
+        Axes to draw on; a new figure when None.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weight of every row within its bag: the predicted proportions (and
-        the errors in the title) are weighted means.
+        Weight of every row within its bag.
     show_hard : bool, default=False
-        Also plot every bag's hard estimate, the fraction of its rows
-        predicted as the plotted class, as hollow markers.
+        Also plot every bag's fraction of rows predicted as the class, hollow.
     y_pred : array-like of shape (n_samples,), default=None
-        Predicted labels (e.g. ``model.predict(X)``, which applies the
-        model's decision threshold) for the hard estimates and the hard L1
-        error; None uses the most probable class of ``y_proba``.
+        Predicted labels (``model.predict(X)``, the model's decision rule)
+        for the hard estimates; None takes the most probable class.
 
     Returns
     -------
     ax : matplotlib Axes
-        The Axes with the plot: x the given proportion, y the predicted one,
-        both in [0, 1]; the title gives the number of bags and the mean soft
-        and hard L1 errors.
-
-    Raises
-    ------
-    ImportError
-        If matplotlib is not installed.
-    ValueError
-        If the inputs are malformed (the messages name the argument), or
-        ``class_index`` is not a class label.
-
-    See Also
-    --------
-    sklearn_llp.metrics.bag_errors : The four bag errors as numbers.
-    plot_bag_sizes : Histogram of the bag sizes.
-
-    Notes
-    -----
-    Points far from the diagonal are bags whose class mix the model gets
-    wrong; a cloud flatter than the diagonal (predicted proportions pulled
-    towards the overall rate) is a model that does not separate the bags
-    enough. Training bags fit well by construction, so judge a model on
-    held-out bags: new bags of new rows, or the bags of a
-    :class:`~sklearn_llp.model_selection.BagKFold` test fold.
 
     Examples
     --------
@@ -129,8 +85,7 @@ def plot_bag_calibration(
     >>> props = [0.5, 0.5, 0.25, 0.25, 0.25, 0.25]  # positive-class fractions
     >>> y_proba = [0.9, 0.3, 0.2, 0.6, 0.1, 0.1]  # P(positive class)
     >>> ax = plot_bag_calibration(bags, props, y_proba)
-    >>> points = ax.collections[0].get_offsets()  # (given, predicted) per bag
-    >>> points.round(3).tolist()
+    >>> ax.collections[0].get_offsets().round(3).tolist()  # (given, predicted)
     [[0.5, 0.6], [0.25, 0.25]]
     >>> ax.get_title()
     '2 bags: soft L1 0.100, hard L1 0.000'
@@ -170,31 +125,23 @@ def plot_bag_calibration(
     else:
         colours = plt.get_cmap("viridis")(np.linspace(0, 1, len(columns)))
     ax.plot([0, 1], [0, 1], color="0.5", linestyle="--", linewidth=1, zorder=0)
-    for k, column in enumerate(columns):
-        colour = "tab:blue" if one_class else colours[k]
-        label = "mean probability" if one_class else str(bags.classes[column])
-        ax.scatter(
-            bags.props[:, column],
-            soft[:, column],
-            s=area,
-            color=colour,
-            alpha=0.6,
-            edgecolors="white" if one_class else "none",
-            linewidths=0.5,
-            label=label,
-        )
-    if show_hard:
+    for estimate, hollow in [(soft, False)] + [(hard, True)] * show_hard:
         for k, column in enumerate(columns):
-            colour = "tab:orange" if one_class else colours[k]
-            ax.scatter(
-                bags.props[:, column],
-                hard[:, column],
-                s=area,
-                facecolors="none",
-                edgecolors=colour,
-                linewidths=1.0,
-                label="fraction predicted" if one_class else None,
-            )
+            if one_class:
+                colour = "tab:orange" if hollow else "tab:blue"
+                label = "fraction predicted" if hollow else "mean probability"
+            else:
+                colour, label = (
+                    colours[k],
+                    None if hollow else str(bags.classes[column]),
+                )
+            if hollow:
+                style = dict(facecolors="none", edgecolors=colour, linewidths=1.0)
+            else:
+                edges = "white" if one_class else "none"
+                style = dict(color=colour, alpha=0.6, edgecolors=edges, linewidths=0.5)
+            x, y = bags.props[:, column], estimate[:, column]
+            ax.scatter(x, y, s=area, label=label, **style)
     if one_class:
         what = f"class {bags.classes[columns[0]]!s}"
         ax.set_xlabel(f"Given proportion of {what} in the bag")
@@ -207,22 +154,11 @@ def plot_bag_calibration(
     ax.set_aspect("equal")
     ax.grid(alpha=0.3)
     if show_hard or not one_class:
-        ax.legend(
-            title=None if one_class else "class",
-            fontsize="small",
-            loc="upper left",
-            markerscale=0.5,
-        )
-    ax.text(
-        0.98,
-        0.02,
-        f"marker area ~ bag size ({sizes.min()} to {sizes.max()} rows)",
-        transform=ax.transAxes,
-        ha="right",
-        va="bottom",
-        fontsize="small",
-        color="0.3",
-    )
+        title = None if one_class else "class"
+        ax.legend(title=title, fontsize="small", loc="upper left", markerscale=0.5)
+    note = f"marker area ~ bag size ({sizes.min()} to {sizes.max()} rows)"
+    text_style = dict(ha="right", va="bottom", fontsize="small", color="0.3")
+    ax.text(0.98, 0.02, note, transform=ax.transAxes, **text_style)
     n_bags = bags.n_bags
     ax.set_title(
         f"{n_bags} bag{'s' if n_bags != 1 else ''}: soft L1 {soft_l1:.3f}, "
