@@ -28,9 +28,6 @@ from ._errors import decision_of as decision_of
 from ._mixins import LLPClassifierMixin as LLPClassifierMixin
 from ._mixins import LLPRegressorMixin as LLPRegressorMixin
 from ._mixins import refuse_meaningless_cv as refuse_meaningless_cv
-from ._mixins import (
-    refuse_sklearn_cross_val_predict as refuse_sklearn_cross_val_predict,
-)
 from ._mixins import restore_on_error as restore_on_error
 from ._read import (
     PROPS_BAG_TOL,

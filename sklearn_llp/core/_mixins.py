@@ -12,7 +12,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._bags import CLASSIFICATION, REGRESSION, Bags
-from ._decision import decide, fit_decision
+from ._decision import decide
 from ._errors import bag_errors_of, check_predictions, check_proba, decision_of
 from ._read import check_bags, num_rows
 
@@ -96,11 +96,6 @@ def refuse_meaningless_cv(estimator, values, task=CLASSIFICATION):
             _SCORE_WITHOUT_VALUES.format(name=name, **_SCORE_WORDS[task])
             + " (Raised in fit, so that the search stops instead of scoring NaN.)"
         )
-
-
-def refuse_sklearn_cross_val_predict(props):
-    """Transition name of :func:`refuse_meaningless_cv` (classification)."""
-    refuse_meaningless_cv(None, props)
 
 
 class _LLPScoreMixin:
@@ -196,16 +191,6 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
         sub, _ = bags.restrict(rows)
         proba = proba_of_rows(rows)
         self.decision_offsets_, self.threshold_ = decision_of(sub, proba, rule)
-
-    def _fit_decision_rule(self, training_proba, prior, weights=None):
-        """Transition path of :meth:`_fit_decision` (prior and weights given)."""
-        if self._decision_rule() == "prior":
-            proba = training_proba()
-        else:
-            proba = np.zeros((0, len(self.classes_)))
-        self.decision_offsets_, self.threshold_ = fit_decision(
-            self._decision_rule(), proba, prior, weights
-        )
 
     def _decide(self, proba):
         """Class index of every row by the fitted rule."""

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..core import (
     LLPClassifierMixin,
     check_fit_inputs,
-    refuse_sklearn_cross_val_predict,
+    refuse_meaningless_cv,
     restore_on_error,
 )
 
@@ -433,7 +433,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         -------
         self : MeanMapClassifier
         """
-        refuse_sklearn_cross_val_predict(props)
+        refuse_meaningless_cv(self, props)
         validate_parameter_constraints(
             self._parameter_constraints,
             self.get_params(deep=False),
@@ -469,9 +469,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         self.class_prior_ = totals / totals.sum()
         self.n_iter_ = np.array([n_iter])
         self._fit_on_labels_ = on_labels
-        self._fit_decision_rule(
-            lambda: self.predict_proba(X_fit), self.class_prior_, weights
-        )
+        self._fit_decision(bags, lambda rows: self.predict_proba(X[rows]))
         return self
 
     def decision_function(self, X):
