@@ -139,8 +139,13 @@ MORE_PARAMETERS = """
     precision : {"float32", "bfloat16", "float16"}, default="float32"
         Precision of the training passes (``torch.autocast``); weights, losses
         and bag means stay float32.
-    compile, use_caching, torch_load_kwargs
-        As in skorch (``compile=True``: ``torch.compile`` the module).
+    compile : bool, default=False
+        ``torch.compile`` the module (skorch's parameter).
+    use_caching : "auto" or bool, default="auto"
+        skorch's parameter (caching for its scoring callbacks).
+    torch_load_kwargs : dict, default=None
+        skorch's parameter: keyword arguments of ``torch.load`` in
+        ``load_params``.
     **kwargs
         ``method__*``, ``module__*``, ``optimizer__*`` and ``callbacks__*``
         parameters, as in skorch.
