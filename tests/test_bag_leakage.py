@@ -41,54 +41,33 @@ def quiet():
         yield
 
 
-def test_cv5_on_bag_ids_warns_and_names_bagkfold(problem):
+@pytest.mark.parametrize("routing", [False, True])
+def test_cv5_on_bag_ids_warns_naming_bagkfold_and_bagkfold_is_quiet(problem, routing):
+    # (KFold, for both tasks: tests/test_conformance.py)
     X, bags, props, _ = problem
-    scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
-    with pytest.warns(BagLeakageWarning, match=r"cv=BagKFold\(5\)"):
-        cross_val_score(small(), X, bags, cv=5, scoring=scorer, params={"props": props})
-
-
-def test_bagkfold_is_quiet_also_for_training_scores(problem):
-    X, bags, props, _ = problem
-    scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
-    with quiet():
-        results = cross_validate(
-            small(),
-            X,
-            bags,
-            cv=BagKFold(5),
-            scoring=scorer,
-            params={"props": props},
-            return_train_score=True,  # whole training bags: not a leak
-            error_score="raise",
-        )
-    assert np.isfinite(results["test_score"]).all()
-    assert np.isfinite(results["train_score"]).all()
-
-
-def test_routed_scorer_warns_with_cv5_and_not_with_bagkfold(problem):
-    X, bags, props, _ = problem
-    with sklearn.config_context(enable_metadata_routing=True):
-        with pytest.warns(BagLeakageWarning, match="BagKFold"):
-            cross_val_score(
-                small(),
-                X,
-                bags,
-                cv=5,
-                scoring=hard_l1_scorer,
-                params={"props": props},
-            )
+    scorer = (
+        hard_l1_scorer
+        if routing
+        else make_bag_scorer("hard_l1", bags=bags, props=props)
+    )
+    params = dict(scoring=scorer, params={"props": props})
+    with sklearn.config_context(enable_metadata_routing=routing):
+        with pytest.warns(BagLeakageWarning, match=r"cv=BagKFold\(5\)"):
+            cross_val_score(small(), X, bags, cv=5, **params)
         with quiet():
-            scores = cross_val_score(
+            results = cross_validate(
                 small(),
                 X,
                 bags,
                 cv=BagKFold(5),
-                scoring=hard_l1_scorer,
-                params={"props": props},
+                # whole training bags: not a leak, for a scorer that knows
+                # the bags' sizes (a routed one cannot tell, and warns)
+                return_train_score=not routing,
                 error_score="raise",
+                **params,
             )
-    assert np.isfinite(scores).all()
+    assert np.isfinite(results["test_score"]).all()
+    assert routing or np.isfinite(results["train_score"]).all()
 
 
 def test_a_pipeline_is_looked_into(problem):

@@ -33,13 +33,19 @@ def _data():
     return X, y, bags, np.c_[1 - props, props]
 
 
-@pytest.mark.parametrize("method", available_methods())
+ESTIMATORS = [(LLPClassifier, m) for m in available_methods()]
+ESTIMATORS += [(LLPRegressor, m) for m in available_methods("regression")]
+
+
 @pytest.mark.parametrize("device", ["cpu", "auto"])
-def test_a_cpu_fit_creates_no_cuda_context(method, device, cuda_calls):
+@pytest.mark.parametrize(
+    ("cls", "method"), ESTIMATORS, ids=[f"{c.__name__}-{m}" for c, m in ESTIMATORS]
+)
+def test_a_cpu_fit_creates_no_cuda_context(cls, method, device, cuda_calls):
     if device == "auto" and torch.cuda.is_available():
         pytest.skip("'auto' means CUDA here")
     X, y, bags, props = _data()
-    clf = LLPClassifier(
+    est = cls(
         method=method,
         device=device,
         max_epochs=2,
@@ -47,13 +53,9 @@ def test_a_cpu_fit_creates_no_cuda_context(method, device, cuda_calls):
         validation_fraction=0.25,
         verbose=0,
         random_state=0,
-    ).fit(X, bags, props)
-    clf.predict(X)
-    pickle.loads(pickle.dumps(clf)).predict_proba(X)
-    reg = LLPRegressor(
-        device=device, max_epochs=2, module__hidden_sizes=(8,), verbose=0
-    ).fit(X, bags, props[:, 1])
-    reg.predict(X)
+    ).fit(X, bags, props if cls is LLPClassifier else props[:, 1])
+    est.predict(X)
+    pickle.loads(pickle.dumps(est)).predict(X)
     assert cuda_calls == []
 
 

@@ -1,8 +1,11 @@
-"""Early stopping on held-out bags (``early_stopping``, ``n_iter_no_change``).
+"""Early stopping on held-out bags (``early_stopping``, ``n_iter_no_change``),
+for both tasks.
 
 What ``"auto"`` turns on, that the restored model is exactly the model of
 the best epoch, that the fit stops after the patience, and the defaults it
-makes reach: EasyLLP and LLPFC on digits at 60 epochs.
+makes reach: EasyLLP and LLPFC on digits at 60 epochs. A continued fit
+(``partial_fit``, ``warm_start``) stopping on its own best epoch is in
+``tests/test_conformance.py``.
 """
 
 import sys
@@ -11,115 +14,128 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.base import clone
 from skorch.callbacks import EarlyStopping
 
-from sklearn_llp import LLPClassifier
+from sklearn_llp import LLPClassifier, LLPRegressor
 from sklearn_llp.bags import KMeansBagGenerator
 from sklearn_llp.exceptions import NonRandomBagsWarning
 from sklearn_llp.methods import available_methods, make_method
 
+C, R = "classification", "regression"
+#: What each task logs for the held-out bags, and the metric it stops on.
+VALID_KEYS = {
+    C: ["valid_loss", "valid_hard_l1", "valid_soft_l1", "valid_hard_kl"],
+    R: ["valid_loss", "valid_mse", "valid_mae", "valid_r2"],
+}
+STOP_ON = {C: "valid_hard_l1", R: "valid_mse"}
 
-def fit(X, bags, props, **params):
+
+def fit(X, bags, values, task=C, **params):
     params = {"verbose": 0, "random_state": 0, "n_threads": 1, **params}
-    return LLPClassifier(**params).fit(X, bags, props)
+    cls = LLPClassifier if task == C else LLPRegressor
+    return cls(**params).fit(X, bags, values)
 
 
-@pytest.mark.parametrize("method", available_methods())
-def test_auto_is_on_exactly_for_the_methods_that_ask_for_it(digits_bags, method):
-    X, bags, props, *_ = digits_bags
-    clf = fit(X, bags, props, method=method, max_epochs=1)
-    expected = make_method(method).early_stopping_default
-    assert clf.do_early_stopping_ is expected
-    # the held-out bags are recorded only when they are used
-    assert ("valid_hard_l1" in clf.history[-1]) is expected
-    assert method in {"easyllp", "llpfc"} or not expected
-
-
-def test_auto_is_off_with_too_few_bags_to_hold_out_labels_and_singletons(
-    digits_bags,
-):
+def digits_data(digits_bags, task, form):
+    """Digits in bags of 16 (79 bags), as proportions or as means of the
+    digit's value; ``form``: all bags, the first 40, labels or singletons."""
     X, bags, props, y, *_ = digits_bags
-    # 63 bags: 6.3 held out at 0.1 -> on; 40 bags: 4 held out -> off
-    assert fit(X, bags, props, method="easyllp", max_epochs=1).do_early_stopping_
-    few = bags < 40
-    clf = fit(X[few], bags[few], props[few], method="easyllp", max_epochs=1)
-    assert not clf.do_early_stopping_
-    # a larger validation_fraction holds out enough of the 40
-    clf = fit(
-        X[few],
-        bags[few],
-        props[few],
-        method="easyllp",
-        max_epochs=1,
-        validation_fraction=0.2,
+    values = (
+        props if task == C else (np.bincount(bags, weights=y) / np.bincount(bags))[bags]
     )
-    assert clf.do_early_stopping_
-    # labels, and bags of one row (the same data), train on every row
-    assert not fit(X, y, None, method="easyllp", max_epochs=1).do_early_stopping_
-    singles = np.arange(len(X))
-    one_hot = np.eye(10)[y]
-    clf = fit(X, singles, one_hot, method="easyllp", max_epochs=1)
-    assert not clf.do_early_stopping_
+    if form == "40 bags":
+        few = bags < 40
+        return X[few], bags[few], values[few]
+    if form == "labels":
+        return X, (y if task == C else y.astype(float)), None
+    if form == "singletons":
+        return X, np.arange(len(X)), np.eye(10)[y] if task == C else y.astype(float)
+    return X, bags, values
 
 
-def test_true_forces_it_and_false_turns_it_off(digits_bags):
-    X, bags, props, *_ = digits_bags
-    assert fit(X, bags, props, method="dllp", max_epochs=1, early_stopping=True)
-    clf = fit(X, bags, props, method="easyllp", max_epochs=1, early_stopping=False)
-    assert not clf.do_early_stopping_
-    assert "valid_hard_l1" not in clf.history[-1]
+#: (task, method, data, params, do_early_stopping_). "auto" is on for the
+#: methods that ask for it when >= 5 bags are held out (79 bags at 0.1: 7.9;
+#: 40 bags: 4); labels and bags of one row train on every row for a
+#: classifier, while a regressor holds out rows (1,257: 126).
+AUTO = [
+    *[
+        (C, m, "all bags", {}, make_method(m).early_stopping_default)
+        for m in available_methods()
+    ],
+    *[
+        (R, m, "all bags", {}, make_method(m, task=R).early_stopping_default)
+        for m in available_methods(R)
+    ],
+    (C, "easyllp", "40 bags", {}, False),
+    (C, "easyllp", "40 bags", {"validation_fraction": 0.2}, True),
+    (C, "easyllp", "labels", {}, False),
+    (C, "easyllp", "singletons", {}, False),
+    (C, "dllp", "all bags", {"early_stopping": True}, True),
+    (C, "easyllp", "all bags", {"early_stopping": False}, False),
+    (R, "bag", "40 bags", {}, False),
+    (R, "bag", "40 bags", {"validation_fraction": 0.2}, True),
+    (R, "bag", "labels", {}, True),
+    (R, "bag", "all bags", {"early_stopping": False}, False),
+]
 
 
-def test_restores_exactly_the_best_epoch(digits_bags):
+@pytest.mark.parametrize(("task", "method", "form", "params", "expected"), AUTO)
+def test_what_auto_true_and_false_turn_on(
+    digits_bags, task, method, form, params, expected
+):
+    X, bags, values = digits_data(digits_bags, task, form)
+    est = fit(X, bags, values, task, method=method, max_epochs=1, **params)
+    assert est.do_early_stopping_ is expected
+    assert (est.best_epoch_ is not None) is expected
+    # the held-out bags are recorded when they are used or asked for
+    recorded = expected or "validation_fraction" in params
+    for key in VALID_KEYS[task]:
+        assert (key in est.history[-1]) is recorded, key
+    if recorded:
+        assert est.history[0][f"{STOP_ON[task]}_best"]
+
+
+@pytest.mark.parametrize(
+    ("task", "method", "lr"), [(C, "easyllp", 1e-3), (R, "bag", 1e-2)]
+)
+def test_restores_exactly_the_best_epoch(digits_bags, task, method, lr):
     """The stopped model is the model trained for ``best_epoch_`` epochs on
     the same training bags (same split, same seed, same batches)."""
-    X, bags, props, *_ = digits_bags
-    stopped = fit(X, bags, props, method="easyllp", max_epochs=40, n_iter_no_change=3)
+    X, bags, values = digits_data(digits_bags, task, "all bags")
+    params = dict(method=method, lr=lr, early_stopping=True)
+    stopped = fit(X, bags, values, task, max_epochs=40, n_iter_no_change=3, **params)
     best = stopped.best_epoch_
     ran = len(stopped.history)
     assert 1 <= best < ran <= 40
-    # stopped after 3 epochs without a new best
-    assert ran == best + 3
-    flags = stopped.history[:, "valid_hard_l1_best"]
+    assert ran == best + 3  # stopped after 3 epochs without a new best
+    flags = stopped.history[:, f"{STOP_ON[task]}_best"]
     assert flags[best - 1] and not any(flags[best:])
-    plain = fit(
-        X,
-        bags,
-        props,
-        method="easyllp",
-        max_epochs=best,
-        early_stopping=False,
-        validation_fraction=0.1,  # the same held-out bags
-    )
-    np.testing.assert_array_equal(stopped.predict_proba(X), plain.predict_proba(X))
+    params.update(early_stopping=False, validation_fraction=0.1)  # the same bags
+    plain = fit(X, bags, values, task, max_epochs=best, **params)
+    np.testing.assert_array_equal(stopped.predict(X), plain.predict(X))
+    if task == C:
+        np.testing.assert_array_equal(stopped.predict_proba(X), plain.predict_proba(X))
     np.testing.assert_array_equal(stopped.train_bag_ids_, plain.train_bag_ids_)
 
 
-def test_patience_and_max_epochs(digits_bags):
+def test_max_epochs_ends_a_fit_before_the_patience(digits_bags):
     X, bags, props, *_ = digits_bags
     clf = fit(X, bags, props, method="llpfc", max_epochs=3, n_iter_no_change=50)
-    assert len(clf.history) == 3  # max_epochs first
+    assert len(clf.history) == 3
     assert clf.best_epoch_ is not None
 
 
-@pytest.mark.parametrize("value", [0, -1, 1.5])
-def test_bad_patience_names_the_parameter(small_bags, value):
+@pytest.mark.parametrize("task", [C, R])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("n_iter_no_change", 0), ("n_iter_no_change", -1), ("n_iter_no_change", 1.5)]
+    + [("early_stopping", "yes")],
+)
+def test_bad_values_name_the_parameter(small_bags, task, name, value):
     X, bags, props, _ = small_bags
-    with pytest.raises(ValueError, match="n_iter_no_change"):
-        fit(X, bags, props, n_iter_no_change=value)
-
-
-def test_bad_early_stopping_names_the_parameter(small_bags):
-    X, bags, props, _ = small_bags
-    with pytest.raises(ValueError, match="early_stopping"):
-        fit(X, bags, props, early_stopping="yes")
-
-
-def test_clone_keeps_the_parameters():
-    clf = LLPClassifier(early_stopping=False, n_iter_no_change=4)
-    params = clone(clf).get_params()
-    assert params["early_stopping"] is False and params["n_iter_no_change"] == 4
+    values = props if task == C else props[:, 0]  # a mean per bag
+    with pytest.raises(ValueError, match=name):
+        fit(X, bags, values, task, **{name: value})
 
 
 def test_a_user_early_stopping_on_valid_records_works_with_auto(digits_bags):

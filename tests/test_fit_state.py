@@ -1,14 +1,15 @@
 """State before, during and across fits.
 
-A fit either succeeds or leaves the estimator as it was (or unfitted):
-checks that can be made before training are made before training; a failure
-during training (a callback, a checkpoint, a diverged loss) leaves the model
-unfitted, never half-updated; a module instance is a template re-initialised
-on every fit; skorch's getters have no side effects. Across fits: warm
+A failure during training (a diverged loss, an interruption) leaves the model
+unfitted or usable, never half-updated; checkpoints and ``load_params``
+restore a model; skorch's getters have no side effects. Across fits: warm
 starts, ``partial_fit``, the validation split, devices. During a fit: Ctrl-C
-leaves a usable model that training can go on from."""
+leaves a usable model that training can go on from. (A refused or failed
+refit of every estimator, module instances as templates and the global RNG
+are in ``tests/test_conformance.py``.)"""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -48,25 +49,35 @@ def small(**params):
     return LLPClassifier(**{**defaults, **params})
 
 
-class RaiseAtEpochEnd(Callback):
-    def on_epoch_end(self, net, **kwargs):
-        raise RuntimeError("callback failed")
+# ---------------------------------------------------------------------------
+# failures during training
+# ---------------------------------------------------------------------------
+class NaNLoss(DLLP):
+    def get_loss(self, module, X, logits, bags, step, total_steps):
+        return bags.proportion_loss(logits) * float("nan")
 
 
-# ---------------------------------------------------------------------------
-# checked before training, nothing changed
-# ---------------------------------------------------------------------------
-def test_a_float_threshold_with_three_classes_is_refused_before_training():
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"lr": 1e20, "validation_fraction": 0.2}, r"epoch \d+, batch \d+.*lr=1e\+20"),
+        ({"method": NaNLoss()}, "training loss became nan"),
+    ],
+    ids=["huge_lr", "nan_loss"],
+)
+def test_a_diverged_fit_raises_is_unfitted_and_partial_fit_starts_afresh(params, match):
     X, bags, props = make_problem()
-    X3, bags3, props3 = make_problem(n_classes=3)
-    clf = small(threshold=0.3).fit(X, bags, props)
-    before = clf.predict_proba(X)
-    steps = clf.n_train_steps_
-    with pytest.raises(ValueError, match="threshold=0.3.*3"):
-        clf.fit(X3, bags3, props3)
-    assert clf.n_train_steps_ == steps  # no training happened
-    np.testing.assert_array_equal(clf.predict_proba(X), before)
-    assert clf.classes_.tolist() == [0, 1]
+    clf = small(**params)
+    with pytest.raises(FitDivergedError, match=match):
+        clf.fit(X, bags, props)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+    assert not any(np.isfinite(row.get("valid_hard_l1", np.nan)) for row in clf.history)
+    clf.set_params(method="dllp", lr=small().lr, validation_fraction=None)
+    clf.partial_fit(X, bags, props)
+    # the same as a fresh fit of the same seed: the failed weights were dropped
+    fresh = small().fit(X, bags, props)
+    np.testing.assert_array_equal(clf.predict_proba(X), fresh.predict_proba(X))
 
 
 def test_early_stopping_without_held_out_bags_names_validation_fraction():
@@ -79,200 +90,22 @@ def test_early_stopping_without_held_out_bags_names_validation_fraction():
 
 
 # ---------------------------------------------------------------------------
-# failures during training leave the model unfitted
+# warm starts and partial_fit
 # ---------------------------------------------------------------------------
-def test_a_callback_that_raises_leaves_the_model_unfitted():
-    X, bags, props = make_problem()
-    clf = small().fit(X, bags, props)
-    clf.set_params(callbacks=[RaiseAtEpochEnd()])
-    with pytest.raises(RuntimeError, match="callback failed"):
-        clf.fit(X, bags, props)
-    with pytest.raises(NotFittedError):
-        clf.predict(X)
-    clf.set_params(callbacks=None)
-    clf.fit(X, bags, props)  # and it can be fitted again
-    assert clf.predict(X).shape == (len(X),)
-
-
-class NaNLoss(DLLP):
-    def get_loss(self, module, X, logits, bags, step, total_steps):
-        return bags.proportion_loss(logits) * float("nan")
-
-
-def test_partial_fit_after_a_diverged_fit_starts_afresh():
-    X, bags, props = make_problem()
-    clf = small(method=NaNLoss())
-    with pytest.raises(FitDivergedError, match="training loss became nan"):
-        clf.fit(X, bags, props)
-    with pytest.raises(NotFittedError):
-        clf.predict(X)
-    clf.set_params(method="dllp")
-    clf.partial_fit(X, bags, props)
-    # the same as a fresh fit of the same seed: the failed weights were dropped
-    fresh = small().fit(X, bags, props)
-    np.testing.assert_array_equal(clf.predict_proba(X), fresh.predict_proba(X))
-
-
-# ---------------------------------------------------------------------------
-# module instances are templates
-# ---------------------------------------------------------------------------
-def test_a_module_instance_is_reinitialised_on_every_fit():
-    X, bags, props = make_problem()
-    template = MLP(n_features=4, n_classes=2, hidden_sizes=(8,))
+def test_warm_start_continues_from_the_trained_copy_with_the_changed_method(
+    small_bags,
+):
+    X, bags, props, _ = small_bags
+    template = MLP(n_features=4, n_classes=3, hidden_sizes=(8,))
     original = {k: v.clone() for k, v in template.state_dict().items()}
-    clf = small(module=template)
-    first = clf.fit(X, bags, props).predict_proba(X)
-    second = clf.fit(X, bags, props).predict_proba(X)
-    np.testing.assert_array_equal(first, second)
+    clf = small(module=template, warm_start=True).fit(X, bags, props)
+    trained, steps = clf.module_, clf.n_train_steps_
+    clf.set_params(method="vat", method__alpha=0.5).fit(X, bags, props)
+    assert clf.module_ is trained and clf.n_train_steps_ > steps
+    assert type(clf.method_) is VAT and clf.method_.alpha == 0.5
     # the template itself is never trained
     for name, value in template.state_dict().items():
         assert torch.equal(value, original[name])
-
-
-def test_estimators_sharing_a_module_instance_are_independent():
-    X, bags, props = make_problem()
-    template = MLP(n_features=4, n_classes=2, hidden_sizes=(8,))
-    a = small(module=template).fit(X, bags, props)
-    before = a.predict_proba(X)
-    small(module=template, random_state=1, max_epochs=5).fit(X, bags, props)
-    np.testing.assert_array_equal(a.predict_proba(X), before)
-
-
-def test_warm_start_continues_from_the_trained_copy():
-    X, bags, props = make_problem()
-    template = MLP(n_features=4, n_classes=2, hidden_sizes=(8,))
-    clf = small(module=template, warm_start=True).fit(X, bags, props)
-    trained = clf.module_
-    clf.fit(X, bags, props)
-    assert clf.module_ is trained and clf.n_train_steps_ > 2
-
-
-# ---------------------------------------------------------------------------
-# checkpoints
-# ---------------------------------------------------------------------------
-def test_the_readme_checkpoint_recipe_loads_the_best_epoch(tmp_path):
-    X, bags, props = make_problem(n_bags=20)
-    clf = small(
-        max_epochs=6,
-        validation_fraction=0.2,
-        callbacks=[
-            Checkpoint(
-                monitor="valid_hard_l1_best", dirname=str(tmp_path), load_best=True
-            ),
-            EarlyStopping(monitor="valid_hard_l1", patience=3),
-        ],
-    ).fit(X, bags, props)
-    assert clf.threshold_ is not None  # the decision rule of the loaded weights
-    proba = clf.predict_proba(X)
-    np.testing.assert_array_equal(
-        clf.predict(X), clf.classes_[(proba[:, 1] >= clf.threshold_).astype(int)]
-    )
-    # load_params(checkpoint=...) into a model never fitted
-    restored = small(
-        module__n_features=4, classes=[0, 1], threshold="argmax"
-    ).initialize()
-    cp = Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path))
-    restored.load_params(checkpoint=cp)
-    np.testing.assert_array_equal(restored.predict_proba(X), proba)
-
-
-# ---------------------------------------------------------------------------
-# runtime and skorch plumbing
-# ---------------------------------------------------------------------------
-def test_a_torch_device_means_the_same_as_its_string():
-    X, bags, props = make_problem()
-    by_string = small(device="cpu", n_threads=1).fit(X, bags, props)
-    threads = torch.get_num_threads()
-    seen = []
-
-    class Threads(Callback):
-        def on_epoch_begin(self, net, **kwargs):
-            seen.append(torch.get_num_threads())
-
-    by_object = small(
-        device=torch.device("cpu"), n_threads=1, callbacks=[Threads()]
-    ).fit(X, bags, props)
-    assert seen == [1, 1] and torch.get_num_threads() == threads
-    assert by_object.batch_size_ == by_string.batch_size_
-    np.testing.assert_array_equal(
-        by_object.predict_proba(X), by_string.predict_proba(X)
-    )
-
-
-def test_skorch_getters_have_no_side_effects():
-    X, bags, props = make_problem()
-    clf = small(validation_fraction=0.25).fit(X, bags, props)
-    state = {k: v for k, v in vars(clf).items() if k.endswith("_") and np.isscalar(v)}
-    dataset = clf.get_dataset(X)
-    clf.get_split_datasets(dataset)
-    clf.get_iterator(dataset)
-    assert {k: v for k, v in vars(clf).items() if k in state} == state
-
-
-def test_an_initialize_method_override_builds_the_method():
-    class Custom(LLPClassifier):
-        def initialize_method(self):
-            self.method_ = DLLP()
-            return self
-
-    X, bags, props = make_problem()
-    clf = Custom(method="vat", **{"module__hidden_sizes": (8,)}, max_epochs=1)
-    clf.set_params(verbose=0, device="cpu", random_state=0)
-    clf.fit(X, bags, props)
-    assert type(clf.method_) is DLLP
-
-
-def test_methods_see_every_epoch_begin():
-    seen = []
-
-    class Counting(DLLP):
-        def on_epoch_begin(self, epoch):
-            seen.append(epoch)
-
-    X, bags, props = make_problem()
-    clf = small(method=Counting(), max_epochs=3).fit(X, bags, props)
-    clf.partial_fit(X, bags, props)
-    assert seen == [0, 1, 2, 0, 1, 2]
-
-
-def test_a_fitted_model_pickles_with_its_method_state():
-    X, bags, props = make_problem()
-    clf = small(method="easyllp").fit(X, bags, props)
-    again = pickle.loads(pickle.dumps(clf))
-    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
-    np.testing.assert_array_equal(again.method_.class_prior_, clf.method_.class_prior_)
-
-
-def test_zero_weight_rows_never_fill_a_subsampled_bag():
-    # bags of 40 rows cut to 4 a step; 36 rows of every bag weigh 0: a
-    # subsample of only zero weights would be 0/0 (it blamed the lr before)
-    X, bags, props = make_problem(n_bags=6, size=40)
-    weights = np.zeros(len(X))
-    weights[np.arange(len(X)) % 40 < 4] = 1.0
-    clf = small(max_bag_size=4, max_epochs=3).fit(X, bags, props, sample_weight=weights)
-    assert np.isfinite(clf.history[:, "train_loss"]).all()
-    # the same model as the weighted rows alone
-    kept = weights > 0
-    alone = small(max_bag_size=4, max_epochs=3).fit(X[kept], bags[kept], props[kept])
-    np.testing.assert_allclose(
-        clf.predict_proba(X), alone.predict_proba(X), rtol=1e-5, atol=1e-6
-    )
-
-
-@pytest.mark.parametrize("threshold, warns", [("prior", True), (0.3, False)])
-def test_loading_weights_warns_only_of_a_rule_fitted_to_the_old_ones(
-    threshold, warns, tmp_path
-):
-    import warnings
-
-    X, bags, props = make_problem()
-    clf = small(threshold=threshold).fit(X, bags, props)
-    clf.save_params(f_params=tmp_path / "params.pt")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        clf.load_params(f_params=tmp_path / "params.pt")
-    kept = [w for w in caught if "decision_offsets_" in str(w.message)]
-    assert bool(kept) == warns
 
 
 class ValidRows(Callback):
@@ -287,15 +120,6 @@ class ValidRows(Callback):
     def on_batch_end(self, net, batch=None, training=False, **kwargs):
         if not training:
             self.rows |= {tuple(row) for row in batch[0].numpy().tolist()}
-
-
-def test_warm_start_fit_uses_changed_method_parameters(small_bags):
-    X, bags, props, _ = small_bags
-    clf = LLPClassifier(max_epochs=1, verbose=0, warm_start=True).fit(X, bags, props)
-    clf.set_params(method="dllp").fit(X, bags, props)
-    assert type(clf.method_).__name__ == "DLLP"
-    clf.set_params(method="vat", method__alpha=0.5).fit(X, bags, props)
-    assert clf.method_.alpha == 0.5
 
 
 def test_partial_fit_keeps_the_validation_split(small_bags):
@@ -333,18 +157,6 @@ def test_validation_never_shares_instances_with_training_bags(small_bags):
     assert len(valid_rows) == len(valid_members) > 0
 
 
-def test_auto_device_survives_skorch_reinitialisation(small_bags):
-    X, bags, props, _ = small_bags
-    clf = LLPClassifier(max_epochs=1, verbose=0).fit(X, bags, props)
-    clf.set_params(module__hidden_sizes=(8,))  # re-initialises the module
-    assert clf.device == "auto"
-    assert clf.forward(X).shape == (len(X), 3)
-    clf.initialize()
-    assert clf.device == "auto"
-    clf.set_params(device="cpu")
-    assert clf.device == "cpu"
-
-
 def test_partial_fit_takes_classes_on_the_first_call(small_bags):
     X, _, _, y = small_bags
     clf = LLPClassifier(max_epochs=1, verbose=0)
@@ -352,6 +164,19 @@ def test_partial_fit_takes_classes_on_the_first_call(small_bags):
     clf.partial_fit(X[first], y[first], classes=[0, 1, 2])
     assert clf.classes_.tolist() == [0, 1, 2]
     clf.partial_fit(X[~first], y[~first])
+
+
+def test_methods_see_every_epoch_begin():
+    seen = []
+
+    class Counting(DLLP):
+        def on_epoch_begin(self, epoch):
+            seen.append(epoch)
+
+    X, bags, props = make_problem()
+    clf = small(method=Counting(), max_epochs=3).fit(X, bags, props)
+    clf.partial_fit(X, bags, props)
+    assert seen == [0, 1, 2, 0, 1, 2]
 
 
 @pytest.mark.parametrize("bag_size, batch_size", [(20, 16), (200, 128), (100, 128)])
@@ -365,6 +190,121 @@ def test_planned_steps_match_the_steps_taken(bag_size, batch_size):
     assert clf.total_steps_ == clf.n_train_steps_
 
 
+# ---------------------------------------------------------------------------
+# checkpoints, load_params and pickles
+# ---------------------------------------------------------------------------
+def test_the_readme_checkpoint_recipe_loads_the_best_epoch(tmp_path):
+    X, bags, props = make_problem(n_bags=20)
+    clf = small(
+        max_epochs=6,
+        validation_fraction=0.2,
+        callbacks=[
+            Checkpoint(
+                monitor="valid_hard_l1_best", dirname=str(tmp_path), load_best=True
+            ),
+            EarlyStopping(monitor="valid_hard_l1", patience=3),
+        ],
+    ).fit(X, bags, props)
+    assert clf.threshold_ is not None  # the decision rule of the loaded weights
+    proba = clf.predict_proba(X)
+    np.testing.assert_array_equal(
+        clf.predict(X), clf.classes_[(proba[:, 1] >= clf.threshold_).astype(int)]
+    )
+    # load_params(checkpoint=...) into a model never fitted, sized by hand
+    restored = small(
+        module__n_features=4, classes=[0, 1], threshold="argmax"
+    ).initialize()
+    with pytest.raises(NotFittedError):
+        restored.predict(X)
+    cp = Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path))
+    restored.load_params(checkpoint=cp)
+    np.testing.assert_array_equal(restored.predict_proba(X), proba)
+
+
+@pytest.mark.parametrize("threshold, warns", [("prior", True), (0.3, False)])
+def test_loading_weights_warns_only_of_a_rule_fitted_to_the_old_ones(
+    threshold, warns, tmp_path
+):
+    X, bags, props = make_problem()
+    clf = small(threshold=threshold).fit(X, bags, props)
+    clf.save_params(f_params=tmp_path / "params.pt")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.load_params(f_params=tmp_path / "params.pt")
+    kept = [w for w in caught if "decision_offsets_" in str(w.message)]
+    assert bool(kept) == warns
+
+
+def test_a_fitted_model_pickles_with_its_method_state():
+    X, bags, props = make_problem()
+    clf = small(method="easyllp").fit(X, bags, props)
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
+    np.testing.assert_array_equal(again.method_.class_prior_, clf.method_.class_prior_)
+
+
+# ---------------------------------------------------------------------------
+# runtime and skorch plumbing
+# ---------------------------------------------------------------------------
+def test_skorch_getters_have_no_side_effects():
+    X, bags, props = make_problem()
+    clf = small(validation_fraction=0.25).fit(X, bags, props)
+    state = {k: v for k, v in vars(clf).items() if k.endswith("_") and np.isscalar(v)}
+    dataset = clf.get_dataset(X)
+    clf.get_split_datasets(dataset)
+    clf.get_iterator(dataset)
+    assert {k: v for k, v in vars(clf).items() if k in state} == state
+
+
+def test_an_initialize_method_override_builds_the_method():
+    class Custom(LLPClassifier):
+        def initialize_method(self):
+            self.method_ = DLLP()
+            return self
+
+    X, bags, props = make_problem()
+    clf = Custom(method="vat", **{"module__hidden_sizes": (8,)}, max_epochs=1)
+    clf.set_params(verbose=0, device="cpu", random_state=0)
+    clf.fit(X, bags, props)
+    assert type(clf.method_) is DLLP
+
+
+def test_method_parameters_override_a_method_objects_own_on_a_clone(small_bags):
+    X, bags, props, _ = small_bags
+    vat = VAT()
+    clf = LLPClassifier(method=vat, method__alpha=0.5, max_epochs=1, verbose=0)
+    clf.fit(X, bags, props)
+    assert clf.method_.alpha == 0.5 and vat.alpha == VAT().alpha
+
+
+def test_auto_device_survives_skorch_reinitialisation(small_bags):
+    X, bags, props, _ = small_bags
+    clf = LLPClassifier(max_epochs=1, verbose=0).fit(X, bags, props)
+    clf.set_params(module__hidden_sizes=(8,))  # re-initialises the module
+    assert clf.device == "auto"
+    assert clf.forward(X).shape == (len(X), 3)
+    clf.initialize()
+    assert clf.device == "auto"
+    clf.set_params(device="cpu")
+    assert clf.device == "cpu"
+
+
+def test_zero_weight_rows_never_fill_a_subsampled_bag():
+    # bags of 40 rows cut to 4 a step; 36 rows of every bag weigh 0: a
+    # subsample of only zero weights would be 0/0 (it blamed the lr before)
+    X, bags, props = make_problem(n_bags=6, size=40)
+    weights = np.zeros(len(X))
+    weights[np.arange(len(X)) % 40 < 4] = 1.0
+    clf = small(max_bag_size=4, max_epochs=3).fit(X, bags, props, sample_weight=weights)
+    assert np.isfinite(clf.history[:, "train_loss"]).all()
+    # the same model as the weighted rows alone
+    kept = weights > 0
+    alone = small(max_bag_size=4, max_epochs=3).fit(X[kept], bags[kept], props[kept])
+    np.testing.assert_allclose(
+        clf.predict_proba(X), alone.predict_proba(X), rtol=1e-5, atol=1e-6
+    )
+
+
 def test_proportion_loss_keeps_a_gradient_when_saturated():
     logits = torch.tensor([[20.0, 0.0], [20.0, 0.0]], requires_grad=True)
     loss = proportion_loss(logits, torch.tensor([0, 0]), torch.tensor([[0.0, 1.0]]))
@@ -372,19 +312,9 @@ def test_proportion_loss_keeps_a_gradient_when_saturated():
     assert logits.grad.abs().sum() > 0.1
 
 
-def test_hyperparameters_the_method_does_not_take_are_an_error(small_bags):
-    X, bags, props, _ = small_bags
-    with pytest.raises(ValueError, match=r"\['method__eps'\] are not .* of DLLP"):
-        LLPClassifier(method="dllp", method__eps=2.0, max_epochs=1, verbose=0).fit(
-            X, bags, props
-        )
-    # method__* override a method object's own values; the object is cloned
-    vat = VAT()
-    clf = LLPClassifier(method=vat, method__alpha=0.5, max_epochs=1, verbose=0)
-    clf.fit(X, bags, props)
-    assert clf.method_.alpha == 0.5 and vat.alpha == VAT().alpha
-
-
+# ---------------------------------------------------------------------------
+# Ctrl-C
+# ---------------------------------------------------------------------------
 # small_bags: 12 bags of 10, so batch_size=20 packs 6 batches per epoch.
 BATCHES_PER_EPOCH = 6
 
@@ -442,15 +372,8 @@ def test_interrupted_fit_leaves_a_usable_model(small_bags, after):
     proba = clf.predict_proba(X)
     assert proba.shape == (len(X), 3) and np.all(np.isfinite(proba))
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
-    pred = clf.predict(X)
-    assert set(pred) <= {0, 1, 2}
-    # the score is 1 - hard L1 / 2 of the interrupted model's own labels
-    predicted = np.zeros((bags.max() + 1, 3))
-    np.add.at(predicted, (bags, pred), 1.0)
-    predicted /= predicted.sum(1, keepdims=True)
-    first = np.unique(bags, return_index=True)[1]
-    hard_l1 = np.abs(predicted - props[first]).sum(1).mean()
-    assert clf.score(X, bags, props) == pytest.approx(1 - hard_l1 / 2, abs=1e-12)
+    assert set(clf.predict(X)) <= {0, 1, 2}
+    assert 0 <= clf.score(X, bags, props) <= 1
 
     # The steps taken are counted; the completed epochs are in the history,
     # followed by the row of the interrupted epoch (its batches, no loss).
@@ -496,34 +419,31 @@ def test_interruption_during_validation(small_bags):
     assert np.isfinite(clf.history[-1, "valid_hard_l1"])
 
 
-def test_pickle_after_an_interruption(small_bags):
+@pytest.mark.parametrize("how", ["pickle", "save_params"])
+def test_an_interrupted_model_is_restored_and_goes_on_identically(
+    small_bags, tmp_path, how
+):
     X, bags, props, _ = small_bags
     clf = _interrupted(X, bags, props, after=8)
-    restored = pickle.loads(pickle.dumps(clf))
+    if how == "pickle":
+        restored = pickle.loads(pickle.dumps(clf))
+        assert restored.n_train_steps_ == clf.n_train_steps_
+    else:
+        files = {
+            "f_params": tmp_path / "params.pt",
+            "f_optimizer": tmp_path / "optimizer.pt",
+            "f_history": tmp_path / "history.json",
+        }
+        clf.save_params(**files)
+        restored = LLPClassifier(
+            module__hidden_sizes=(16,), max_epochs=0, verbose=0, random_state=1
+        ).fit(X, bags, props)
+        assert not np.array_equal(clf.predict_proba(X), restored.predict_proba(X))
+        restored.load_params(**files)
     assert np.array_equal(clf.predict_proba(X), restored.predict_proba(X))
-    assert restored.device == "auto"
-    assert restored.n_train_steps_ == clf.n_train_steps_
     assert len(restored.history) == len(clf.history)
-    # Both go on identically from the same state.
-    clf.partial_fit(X, bags, props)
-    restored.partial_fit(X, bags, props)
-    assert np.array_equal(clf.predict_proba(X), restored.predict_proba(X))
-
-
-def test_save_and_load_params_after_an_interruption(small_bags, tmp_path):
-    X, bags, props, _ = small_bags
-    clf = _interrupted(X, bags, props, after=8)
-    files = {
-        "f_params": tmp_path / "params.pt",
-        "f_optimizer": tmp_path / "optimizer.pt",
-        "f_history": tmp_path / "history.json",
-    }
-    clf.save_params(**files)
-    fresh = LLPClassifier(
-        module__hidden_sizes=(16,), max_epochs=0, verbose=0, random_state=1
-    ).fit(X, bags, props)
-    assert not np.array_equal(clf.predict_proba(X), fresh.predict_proba(X))
-    fresh.load_params(**files)
-    assert np.array_equal(clf.predict_proba(X), fresh.predict_proba(X))
-    assert len(fresh.history) == len(clf.history)
-    assert fresh.device == "auto"
+    assert restored.device == "auto"
+    if how == "pickle":  # both go on identically from the same state
+        clf.partial_fit(X, bags, props)
+        restored.partial_fit(X, bags, props)
+        assert np.array_equal(clf.predict_proba(X), restored.predict_proba(X))

@@ -15,7 +15,7 @@ from sklearn_llp.bags import label_proportions
 from sklearn_llp.core import Bags, check_bags, check_fit_inputs
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import bag_table, hard_l1_error, soft_l1_error
-from sklearn_llp.model_selection import BagKFold, cross_val_predict
+from sklearn_llp.model_selection import cross_val_predict
 
 FIELDS = [field.name for field in dataclasses.fields(Bags)]
 
@@ -90,16 +90,11 @@ def test_with_props_and_with_weights_return_new_objects(data):
 # ----------------------------------------------------------------------
 # 1. a Bags together with sample_weight or classes
 # ----------------------------------------------------------------------
-def test_weights_given_with_a_bags_object_are_used(data):
-    X, y, bags, props, w = data
+def test_weights_given_with_a_bags_object_are_used_by_the_metrics(data):
+    # (by the estimators: tests/test_conformance.py)
+    _, _, bags, props, w = data
     validated = check_bags(bags, props)
-    by_ids = MeanMapClassifier().fit(X, bags, props, sample_weight=w)
-    by_object = MeanMapClassifier().fit(X, validated, sample_weight=w)
-    unweighted = MeanMapClassifier().fit(X, validated)
-    np.testing.assert_allclose(by_object.coef_, by_ids.coef_, rtol=1e-12)
-    assert not np.allclose(unweighted.coef_, by_ids.coef_)
-
-    proba = by_ids.predict_proba(X)
+    proba = np.random.RandomState(1).dirichlet([1, 1], size=120)
     expected = soft_l1_error(bags, props, proba, sample_weight=w)
     assert soft_l1_error(validated, None, proba, sample_weight=w) == expected
     assert soft_l1_error(validated, None, proba) != expected
@@ -156,26 +151,8 @@ def test_validating_twice_equals_validating_once(data, props_form, classes):
 
 
 # ----------------------------------------------------------------------
-# 2. cross_val_predict with sample weights
+# 2. cross_val_predict with sample weights (used: tests/test_classifier.py)
 # ----------------------------------------------------------------------
-def test_cross_val_predict_uses_the_sample_weights(data):
-    X, _, bags, props, w = data
-    w = w**4  # weights that matter
-    clf = MeanMapClassifier()
-    weighted = cross_val_predict(
-        clf, X, bags, props, method="predict_proba", fit_params={"sample_weight": w}
-    )
-    plain = cross_val_predict(clf, X, bags, props, method="predict_proba")
-    assert not np.allclose(weighted, plain)
-    by_hand = np.empty_like(weighted)
-    for train, test in BagKFold(5).split(X, bags):
-        fold = MeanMapClassifier().fit(
-            X[train], bags[train], props[train], sample_weight=w[train]
-        )
-        by_hand[test] = fold.predict_proba(X[test])
-    np.testing.assert_allclose(weighted, by_hand, rtol=1e-10, atol=1e-12)
-
-
 class _CountingMeanMap(MeanMapClassifier):
     fits = []
 
@@ -201,15 +178,10 @@ def test_cross_val_predict_refuses_wrong_weights_before_fitting(data):
 # ----------------------------------------------------------------------
 # 5. bag ids as one column
 # ----------------------------------------------------------------------
-@pytest.mark.parametrize("form", ["list", "array", "frame"])
-def test_a_column_of_ids_is_read_as_ids(data, form):
+def test_a_column_of_ids_is_read_as_ids(data):
+    # (as a one-column list or frame: tests/test_conformance.py)
     X, y, bags, props, _ = data
-    frame = pd.DataFrame({"bag": bags})
-    column = {
-        "list": frame[["bag"]].values.tolist(),  # [[0], [0], ..., [11]]
-        "array": frame[["bag"]].to_numpy(),  # shape (120, 1)
-        "frame": frame[["bag"]],
-    }[form]
+    column = bags[:, None]  # shape (120, 1)
     truth = np.eye(2)[y]
     assert hard_l1_error(column, props, truth) == 0.0
     validated = check_bags(column, props)
@@ -234,23 +206,9 @@ def test_one_element_lists_that_read_two_ways_are_refused():
 
 
 # ----------------------------------------------------------------------
-# 6. integer class columns are names
+# 6. integer class columns are names (tests/test_equivalent_inputs.py);
+#    a frame's default columns are positions
 # ----------------------------------------------------------------------
-def test_integer_class_columns_are_matched_by_name(data):
-    X, y, bags, _, _ = data
-    table = label_proportions(bags, y)
-    assert not isinstance(table.columns, pd.RangeIndex)
-    validated = check_bags(bags, table, classes=[1, 0])
-    assert validated.classes.tolist() == [1, 0]
-    np.testing.assert_array_equal(validated.props[:, 0], table[1].to_numpy())
-    swapped = MeanMapClassifier(classes=[1, 0]).fit(X, bags, table)
-    plain = MeanMapClassifier().fit(X, bags, table)
-    # the same model up to L-BFGS's stopping point (an inverted one is far off)
-    np.testing.assert_allclose(
-        swapped.predict_proba(X), plain.predict_proba(X)[:, ::-1], atol=1e-4
-    )
-
-
 def test_default_columns_of_a_frame_are_read_in_order(data):
     _, _, bags, props, _ = data
     frame = pd.DataFrame(props)  # RangeIndex columns: numbers, not names
@@ -268,24 +226,20 @@ def test_default_columns_of_a_frame_are_read_in_order(data):
 # ----------------------------------------------------------------------
 # 8. integer ids of any size
 # ----------------------------------------------------------------------
-def test_large_integer_ids_stay_distinct():
-    ids = [2**63 + 5, 2**63 + 6, 5]
-    validated = check_bags(ids)
-    assert validated.n_bags == 3
-    assert sorted(validated.ids.tolist()) == sorted(ids)
+def test_python_integer_ids_beyond_64_bits_stay_distinct():
+    # (ids up to 2**64: tests/test_equivalent_inputs.py)
     huge = [2**70, 2**70 + 1, -(2**70), 2**70]
     assert check_bags(huge).sizes.tolist() == [1, 2, 1]
     with pytest.raises(ValueError, match="holds the id -1"):
         check_bags([2**70, -1])
-    props = [[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]]
-    assert hard_l1_error(ids, props, np.array(props)) < 2.0
 
 
 # ----------------------------------------------------------------------
 # 9 and 13. zero weights
 # ----------------------------------------------------------------------
 def test_rows_of_zero_weight_leave_their_bags(data):
-    X, y, bags, props, w = data
+    # (and the estimators' fits: tests/test_conformance.py)
+    _, _, bags, props, w = data
     w = w.copy()
     w[[0, 1, 2, 15]] = 0.0
     validated = check_bags(bags, props, sample_weight=w)
@@ -297,13 +251,22 @@ def test_rows_of_zero_weight_leave_their_bags(data):
         hard_l1_error(bags, props, proba, sample_weight=w),
         hard_l1_error(bags[kept], props[kept], proba[kept], sample_weight=w[kept]),
     )
-    np.testing.assert_allclose(
-        MeanMapClassifier().fit(X, bags, props, sample_weight=w).coef_,
-        MeanMapClassifier()
-        .fit(X[kept], bags[kept], props[kept], sample_weight=w[kept])
-        .coef_,
-        rtol=1e-6,
-    )
+
+
+def test_bool_ids_with_a_bool_indexed_table_are_looked_up_by_label():
+    bags = np.array([False, False, True, True])
+    table = pd.DataFrame({"no": [0.0, 1.0], "yes": [1.0, 0.0]}, index=[True, False])
+    checked = check_bags(bags, table)
+    assert checked.ids.tolist() == [False, True]
+    np.testing.assert_array_equal(checked.props, [[1.0, 0.0], [0.0, 1.0]])
+
+
+def test_float_rounding_negatives_are_zero_but_real_negatives_fail():
+    tiny = 1 - 0.3 - 0.3 - 0.4  # -5.6e-17
+    checked = check_bags([0, 1], [[0.3, 0.3, 0.4 + tiny], [tiny, 0.5, 0.5 - tiny]])
+    assert (checked.props >= 0).all()
+    with pytest.raises(ValueError, match="negative"):
+        check_bags([0, 1], [[-0.001, 1.001], [0.5, 0.5]])
 
 
 # ----------------------------------------------------------------------

@@ -1,4 +1,9 @@
-"""Bag metrics and scorers of sklearn_llp.metrics."""
+"""Bag metrics and scorers of sklearn_llp.metrics, by hand.
+
+The metrics over random (overlapping) bags against a loop reference, their
+bounds, and their invariance to the form of the bags and props, are in
+``tests/test_equivalent_inputs.py`` and ``tests/test_conformance.py``.
+"""
 
 import math
 
@@ -9,14 +14,21 @@ import sklearn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.metrics import accuracy_score
+from sklearn.metrics import (
+    accuracy_score,
+    mean_absolute_error,
+    mean_squared_error,
+    r2_score,
+)
 from sklearn.utils.metadata_routing import get_routing_for_object
 
 from sklearn_llp.metrics import (
     BAG_METRICS,
-    KL_EPS,
     BagScorer,
     bag_errors,
+    bag_mean_absolute_error,
+    bag_mean_squared_error,
+    bag_r2_score,
     bag_table,
     hard_kl_error,
     hard_kl_scorer,
@@ -81,89 +93,20 @@ HAND_PROPS_FORMS = {
 }
 
 
-@pytest.mark.parametrize("form", HAND_PROPS_FORMS)
 @pytest.mark.parametrize("metric", BAG_METRICS)
-def test_hand_computed_values(metric, form):
-    props = HAND_PROPS_FORMS[form]
-    value = FUNCTIONS[metric](HAND_BAGS, props, HAND_PROBA)
+def test_hand_computed_values(metric):
+    value = FUNCTIONS[metric](HAND_BAGS, HAND_PROPS, HAND_PROBA)
     assert isinstance(value, float)
     assert value == pytest.approx(HAND_EXPECTED[metric], rel=1e-9)
-
-
-def test_bag_errors_returns_all_four_at_once():
-    errors = bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA)
-    assert list(errors) == list(BAG_METRICS)
-    for metric, value in errors.items():
-        assert value == pytest.approx(HAND_EXPECTED[metric], rel=1e-9)
-    subset = bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA, metrics=["soft_kl"])
-    assert list(subset) == ["soft_kl"]
-    with pytest.raises(ValueError, match="metrics must be among"):
-        bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA, metrics=["accuracy"])
-
-
-def test_binary_proba_as_positive_class_column():
-    assert hard_l1_error(HAND_BAGS, HAND_PROPS, HAND_PROBA[:, 1]) == pytest.approx(
-        HAND_EXPECTED["hard_l1"]
-    )
-
-
-def test_classes_reorder_a_labelled_table():
-    table = pd.DataFrame({"neg": [0.5, 1.0], "pos": [0.5, 0.0]}, index=["A", "B"])
-    flipped = table[["pos", "neg"]]
-    expected = soft_kl_error(HAND_BAGS, table, HAND_PROBA, classes=["neg", "pos"])
-    assert expected == pytest.approx(HAND_EXPECTED["soft_kl"])
-    got = soft_kl_error(HAND_BAGS, flipped, HAND_PROBA, classes=["neg", "pos"])
-    assert got == pytest.approx(expected)
-
-
-def test_kl_zero_when_estimates_equal_props_and_positive_otherwise():
-    # Bag 0: p = [1/4, 3/4] and 1 of 4 predictions is class 0.
-    # Bag 1: p = [1/2, 1/2] and 1 of 2 predictions is class 0.
-    bags = np.array([0, 0, 0, 0, 1, 1])
-    props = np.array([[0.25, 0.75]] * 4 + [[0.5, 0.5]] * 2)
-    hard_proba = np.array(
-        [[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.1, 0.9], [0.6, 0.4], [0.3, 0.7]]
-    )
-    assert hard_kl_error(bags, props, hard_proba) == pytest.approx(0.0, abs=1e-12)
-    assert hard_l1_error(bags, props, hard_proba) == pytest.approx(0.0, abs=1e-12)
-    # Every row equal to its bag's proportions: soft estimate == p.
-    assert soft_kl_error(bags, props, props) == pytest.approx(0.0, abs=1e-12)
-    assert soft_l1_error(bags, props, props) == pytest.approx(0.0, abs=1e-12)
-
-    worse = hard_proba.copy()
-    worse[0] = [0.1, 0.9]  # bag 0 now predicts 0 of 4 as class 0
-    assert hard_kl_error(bags, props, worse) > 1e-3
-    assert soft_kl_error(bags, props, worse) > 1e-3
-
-
-def test_soft_kl_is_cross_entropy_minus_entropy():
-    rng = np.random.default_rng(0)
-    bags = rng.integers(0, 6, size=60)
-    bag_props = rng.dirichlet(np.ones(3), size=6)
-    props = bag_props[bags]
-    proba = rng.dirichlet(np.ones(3), size=60)
-    # Bag means by hand, bag by bag.
-    q = np.array([proba[bags == b].mean(axis=0) for b in range(6)])
-    cross_entropy = -(bag_props * np.log(q)).sum(axis=1).mean()
-    entropy = -(bag_props * np.log(bag_props)).sum(axis=1).mean()
-    kl = soft_kl_error(bags, props, proba)
-    assert kl == pytest.approx(cross_entropy - entropy, rel=1e-9)
-    assert kl < cross_entropy - 1e-3  # not the cross-entropy
-
-
-def test_kl_clips_unpredicted_classes_to_eps():
-    # Every prediction class 0, so q_hard = [1, 0] in both bags.
-    # Bag 0, p = [1/2, 1/2]: q is raised to [1, eps] / (1 + eps).
-    # Bag 1, p = [1, 0]: the class with p_k = 0 is left alone, KL = 0 exactly.
-    bags = np.array([0, 0, 1, 1])
-    props = np.array([[0.5, 0.5]] * 2 + [[1.0, 0.0]] * 2)
-    proba = np.array([[0.9, 0.1]] * 4)
-    q = np.array([1.0, KL_EPS]) / (1 + KL_EPS)
-    bag0 = 0.5 * math.log(0.5 / q[0]) + 0.5 * math.log(0.5 / q[1])
-    value = hard_kl_error(bags, props, proba)
-    assert np.isfinite(value)
-    assert value == pytest.approx(bag0 / 2, rel=1e-9)
-    assert hard_kl_error(bags[2:], props[2:], proba[2:]) == 0.0
+    # the positive class's column stands for two columns
+    positive = FUNCTIONS[metric](HAND_BAGS, HAND_PROPS, HAND_PROBA[:, 1])
+    assert positive == pytest.approx(value, abs=1e-12)
+    # bag_errors gives them all at once, or the ones asked for
+    assert bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA)[metric] == value
+    assert bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA, metrics=[metric]) == {
+        metric: value
+    }
+    assert list(bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA)) == list(BAG_METRICS)
 
 
 def test_single_bag_is_accepted():
@@ -171,65 +114,6 @@ def test_single_bag_is_accepted():
     proba = np.array([[0.8, 0.2], [0.4, 0.6]])
     assert hard_l1_error(["x", "x"], props, proba) == pytest.approx(0.0)
     assert soft_l1_error(["x", "x"], {"x": 0.5}, proba) == pytest.approx(0.2)
-
-
-# --------------------------------------------------------------------------
-# Properties over random bag layouts.
-# --------------------------------------------------------------------------
-@st.composite
-def bag_problems(draw):
-    """Random bags, per-bag proportions (some classes absent) and y_proba."""
-    sizes = draw(st.lists(st.integers(1, 6), min_size=1, max_size=8))
-    n_classes = draw(st.integers(2, 4))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    n_bags = len(sizes)
-    codes = rng.permutation(np.repeat(np.arange(n_bags), sizes))
-    bag_props = rng.dirichlet(np.full(n_classes, 0.5), size=n_bags)
-    bag_props[rng.random((n_bags, n_classes)) < 0.3] = 0.0  # some 0 log 0
-    empty = bag_props.sum(axis=1) == 0
-    bag_props[empty, 0] = 1.0
-    bag_props /= bag_props.sum(axis=1, keepdims=True)
-    proba = rng.dirichlet(np.full(n_classes, 0.5), size=len(codes))
-    return codes, bag_props, proba, rng
-
-
-@settings(max_examples=60, deadline=None, database=None)
-@given(bag_problems())
-def test_bounds_and_bag_errors_agree(problem):
-    codes, bag_props, proba, _ = problem
-    props = bag_props[codes]
-    errors = bag_errors(codes, props, proba)
-    for metric, value in errors.items():
-        assert np.isfinite(value)
-        assert value == pytest.approx(FUNCTIONS[metric](codes, props, proba))
-    n_classes = proba.shape[1]
-    kl_max = math.log((1 + n_classes * KL_EPS) / KL_EPS)
-    assert -1e-12 <= errors["hard_l1"] <= 2 + 1e-12
-    assert -1e-12 <= errors["soft_l1"] <= 2 + 1e-12
-    assert 0.0 <= errors["hard_kl"] <= kl_max
-    assert 0.0 <= errors["soft_kl"] <= kl_max
-
-
-@settings(max_examples=40, deadline=None, database=None)
-@given(bag_problems())
-def test_relabelling_bags_and_reordering_samples_changes_nothing(problem):
-    codes, bag_props, proba, rng = problem
-    props = bag_props[codes]
-    expected = bag_errors(codes, props, proba)
-    names = np.array([f"bag-{i}" for i in rng.permutation(len(bag_props)) * 7 + 3])
-    order = rng.permutation(len(codes))
-    relabelled = bag_errors(names[codes][order], props[order], proba[order])
-    for metric in BAG_METRICS:
-        assert relabelled[metric] == pytest.approx(expected[metric], abs=1e-12)
-    tables = [dict(zip(names, bag_props))]
-    if len(bag_props) != len(codes):
-        # with one row per sample a DataFrame reads as sample-aligned
-        tables.append(pd.DataFrame(bag_props, index=names))
-    for table in tables:
-        from_table = bag_errors(names[codes], table, proba)
-        for metric in BAG_METRICS:
-            assert from_table[metric] == pytest.approx(expected[metric], abs=1e-12)
 
 
 @settings(max_examples=40, deadline=None, database=None)
@@ -280,19 +164,6 @@ def test_scorer_is_minus_the_error(metric):
     assert score == pytest.approx(-HAND_EXPECTED[metric])
     table_scorer = make_bag_scorer(metric, bags=HAND_BAGS, props=HAND_PROPS)
     assert table_scorer(estimator, HAND_X, HAND_BAGS) == pytest.approx(score)
-
-
-@pytest.mark.parametrize("metric", BAG_METRICS)
-def test_scorer_greater_is_better(metric):
-    labels = np.array([0, 1, 0, 0, 0])  # matches HAND_PROPS bag by bag
-    good = FixedProba(np.eye(2)[labels] * 0.98 + 0.01).fit(HAND_X)
-    bad = FixedProba(np.eye(2)[1 - labels] * 0.98 + 0.01).fit(HAND_X)
-    scorer = SCORERS[metric]
-    good_score = scorer(good, HAND_X, HAND_BAGS, props=HAND_PROPS)
-    bad_score = scorer(bad, HAND_X, HAND_BAGS, props=HAND_PROPS)
-    assert bad_score < good_score <= 0.0
-    if metric.startswith("hard"):
-        assert good_score == pytest.approx(0.0, abs=1e-12)
 
 
 def test_scorers_request_props_under_routing():
@@ -360,13 +231,7 @@ def test_routed_props_take_precedence_over_the_table():
     assert scorer(estimator, HAND_X, HAND_BAGS) != pytest.approx(routed)
 
 
-def test_scorer_construction_errors_and_repr():
-    with pytest.raises(ValueError, match="metric must be one of"):
-        BagScorer("accuracy")
-    with pytest.raises(TypeError, match="per-bag table"):
-        BagScorer("hard_l1", table=HAND_PROPS)
-    with pytest.raises(ValueError, match="both bags and props"):
-        make_bag_scorer("hard_l1", bags=HAND_BAGS)
+def test_a_table_is_checked_when_the_scorer_is_made_and_the_repr_shows_it():
     with pytest.raises(ValueError, match="sum to 1"):
         BagScorer("hard_l1", table={"A": [0.5, 0.9], "B": [1.0, 0.0]})
     assert repr(hard_l1_scorer) == "BagScorer(metric='hard_l1')"
@@ -379,3 +244,34 @@ def test_bag_table():
     assert table.index.tolist() == ["A", "B"]
     assert table.columns.tolist() == ["neg", "pos"]
     np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5], [1.0, 0.0]])
+    means = bag_table(["a", "a", "b", "b", "c"], targets=[2.0, 2.0, 5.0, 5.0, 0.0])
+    assert means["mean"].to_dict() == {"a": 2.0, "b": 5.0, "c": 0.0}
+
+
+# --------------------------------------------------------------------------
+# Regression.
+# --------------------------------------------------------------------------
+def test_regression_metrics_by_hand_and_on_singletons():
+    bags = ["a", "a", "b", "b", "c"]
+    targets = {"a": 2.0, "b": 5.0, "c": 0.0}
+    y_pred = [1.0, 2.0, 4.0, 4.0, 1.0]  # bag means 1.5, 4, 1
+    assert bag_mean_squared_error(bags, targets, y_pred) == pytest.approx(
+        (0.25 + 1 + 1) / 3
+    )
+    assert bag_mean_absolute_error(bags, targets, y_pred) == pytest.approx(2.5 / 3)
+    centre = 7 / 3
+    total = ((2 - centre) ** 2 + (5 - centre) ** 2 + centre**2) / 3
+    assert bag_r2_score(bags, targets, y_pred) == pytest.approx(1 - 2.25 / 3 / total)
+    weighted = bag_mean_squared_error(
+        bags, targets, y_pred, sample_weight=[3, 1, 1, 1, 1]
+    )
+    assert weighted == pytest.approx(((2 - 1.25) ** 2 + 1 + 1) / 3)
+    # bags of one row: the instance metrics
+    rng = np.random.RandomState(0)
+    y, pred, ids = rng.normal(size=9), rng.normal(size=9), np.arange(9)
+    for bag_metric, metric in [
+        (bag_mean_squared_error, mean_squared_error),
+        (bag_mean_absolute_error, mean_absolute_error),
+        (bag_r2_score, r2_score),
+    ]:
+        assert bag_metric(ids, y, pred) == pytest.approx(metric(y, pred))

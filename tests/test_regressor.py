@@ -1,27 +1,23 @@
 """``LLPRegressor``: learning from bag means.
 
-The losses against hand computations, learning on a nonlinear target in
-bags of 16, the equivalences of the accepted forms of bags and targets,
-scikit-learn's contracts (clone, pickle, Pipeline, GridSearchCV with
-``BagKFold`` and the bag R^2 scorer, metadata routing, common checks),
-bad input, the bag regression metrics and scorers, and the bag generators'
-means for a continuous ``y``.
+The losses against hand computations, learning on a nonlinear and a linear
+target, warm starts, identifiability, bad targets, the bag generators' means
+for a continuous ``y`` and scikit-learn's common checks. The equivalences
+(forms of bags and targets, weights, singletons, seeds, clone/pickle,
+scorers and routing, affine targets) are proved for both tasks in
+``tests/test_conformance.py``; scoring, pipelines and forms of X in
+``tests/test_classifier.py``; early stopping in ``tests/test_early_stopping.py``.
 """
 
-import pickle
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-import sklearn
 import torch
-from sklearn.base import clone
-from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
-from sklearn.model_selection import GridSearchCV, train_test_split
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.metrics import r2_score
+from sklearn.model_selection import train_test_split
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_llp import LLPRegressor
@@ -41,15 +37,6 @@ from sklearn_llp.methods import (
     make_method,
 )
 from sklearn_llp.methods.functional import interpolating_loss, regression_losses
-from sklearn_llp.metrics import (
-    bag_mean_absolute_error,
-    bag_mean_squared_error,
-    bag_r2_score,
-    bag_r2_scorer,
-    bag_table,
-    make_bag_scorer,
-)
-from sklearn_llp.model_selection import BagKFold
 
 
 def _synthetic(n=1536, seed=0):
@@ -115,30 +102,24 @@ def test_losses_match_a_hand_computation():
     within = (1.5**2 + 3 * 0.5**2 + 1.5**2 + 1.5**2) / 6
     assert float(instance) == pytest.approx(float(bag) + within)
     # the interpolation, and its ends
-    rho = 0.25
-    expected = (1 - rho) * 9.5 / 6 + rho * 17 / 6
-    loss = interpolating_loss(PRED, SEGMENTS, MEANS, rho, WEIGHTS)
-    assert float(loss) == pytest.approx(expected)
-    assert float(loss) == pytest.approx(9.5 / 6 + rho * within)
-    assert float(interpolating_loss(PRED, SEGMENTS, MEANS, 0.0, WEIGHTS)) == (
-        pytest.approx(9.5 / 6)
-    )
-    assert float(interpolating_loss(PRED, SEGMENTS, MEANS, 1.0, WEIGHTS)) == (
-        pytest.approx(17 / 6)
-    )
-
-
-def test_method_objects_compute_the_same_losses():
+    for rho in (0.0, 0.25, 1.0):
+        loss = interpolating_loss(PRED, SEGMENTS, MEANS, rho, WEIGHTS)
+        assert float(loss) == pytest.approx((1 - rho) * 9.5 / 6 + rho * 17 / 6)
+        assert float(loss) == pytest.approx(9.5 / 6 + rho * within)
+    # the method objects compute the same
     batch = BagBatch(SEGMENTS, MEANS[:, None], torch.arange(2), weights=WEIGHTS)
-    logits = PRED[:, None]
-    assert float(BagLoss().get_loss(None, None, logits, batch, 0, 1)) == (
-        pytest.approx(9.5 / 6)
-    )
-    assert float(InstanceLoss().get_loss(None, None, logits, batch, 0, 1)) == (
-        pytest.approx(17 / 6)
-    )
-    loss = InterpolatingLoss(rho=0.5).get_loss(None, None, logits, batch, 0, 1)
-    assert float(loss) == pytest.approx((9.5 / 6 + 17 / 6) / 2)
+    for method, expected in [
+        (BagLoss(), 9.5 / 6),
+        (InstanceLoss(), 17 / 6),
+        (InterpolatingLoss(rho=0.5), (9.5 / 6 + 17 / 6) / 2),
+    ]:
+        loss = method.get_loss(None, None, PRED[:, None], batch, 0, 1)
+        assert float(loss) == pytest.approx(expected)
+    # bags of one row: both are the mean squared error
+    rng = np.random.RandomState(0)
+    pred, y = torch.tensor(rng.normal(size=7)), torch.tensor(rng.normal(size=7))
+    for loss in regression_losses(pred, torch.arange(7), y):
+        assert float(loss) == pytest.approx(float(((pred - y) ** 2).mean()))
 
 
 def test_losses_of_overlapping_bags_and_their_gradient():
@@ -155,14 +136,6 @@ def test_losses_of_overlapping_bags_and_their_gradient():
     # d/df_i of sum_a 2 (y_a - mean_a)^2 / 4, through both bags for row 1
     expected = [2 * 2 * (2 - 1) / 2 / 4, (2 * 2 * 1 / 2 + 2 * 2 * 0.5 / 2) / 4, 0.5 / 2]
     np.testing.assert_allclose(pred.grad[:, 0].numpy(), expected, rtol=1e-6)
-
-
-def test_singleton_bags_give_the_mean_squared_error():
-    rng = np.random.RandomState(0)
-    pred, y = torch.tensor(rng.normal(size=7)), torch.tensor(rng.normal(size=7))
-    segments = torch.arange(7)
-    for loss in regression_losses(pred, segments, y):
-        assert float(loss) == pytest.approx(float(((pred - y) ** 2).mean()))
 
 
 def test_regression_methods_have_their_own_registry():
@@ -209,65 +182,6 @@ def test_learns_a_linear_target_in_original_units(linear_bags):
     np.testing.assert_allclose(weights, [1.0, -2.0, 0.5], atol=0.1)
 
 
-def test_supervised_fit_is_an_ordinary_regressor(linear_bags):
-    X, _, _, y = linear_bags
-    reg = _small(module__hidden_sizes=(), batch_size=32, lr=0.03, max_epochs=20)
-    reg.fit(X, y)
-    assert reg.score(X, y) > 0.98
-    assert reg.score(X, y) == pytest.approx(r2_score(y, reg.predict(X)))
-
-
-# ----------------------------------------------------------------------
-# equivalences
-# ----------------------------------------------------------------------
-def test_every_form_of_bags_and_targets_gives_the_same_model(linear_bags):
-    X, bags, means, _ = linear_bags
-    ids = np.array([f"bag{b:02d}" for b in bags])
-    table = pd.Series(means, index=ids).groupby(level=0).first()
-    forms = [
-        (bags, means),
-        (ids, means),
-        (ids, table),
-        (ids, table.to_dict()),
-        (ids, table.to_frame("value")),
-        (pd.Series(ids), pd.Series(means)),
-        (check_bags(ids, targets=table), None),
-    ]
-    predictions = [_small().fit(X, b, t).predict(X) for b, t in forms]
-    for pred in predictions[1:]:
-        np.testing.assert_array_equal(pred, predictions[0])
-
-
-def test_unit_weights_equal_no_weights(linear_bags):
-    X, bags, means, _ = linear_bags
-    plain = _small().fit(X, bags, means).predict(X)
-    weighted = _small().fit(X, bags, means, sample_weight=np.ones(len(X)))
-    np.testing.assert_array_equal(weighted.predict(X), plain)
-
-
-def test_instance_targets_equal_singleton_bags(linear_bags):
-    X, _, _, y = linear_bags
-    on_targets = _small().fit(X, y)
-    on_bags = _small().fit(X, np.arange(len(X)), y)
-    np.testing.assert_array_equal(on_targets.predict(X), on_bags.predict(X))
-    assert on_targets.target_mean_ == on_bags.target_mean_
-    assert on_targets.target_scale_ == on_bags.target_scale_
-
-
-def test_weighted_bags_use_weighted_means():
-    # a weight of 0 removes a row: the same as dropping it
-    rng = np.random.RandomState(1)
-    X = rng.normal(size=(60, 2))
-    bags = np.arange(60) // 6
-    means = rng.normal(size=10)[bags]
-    weight = np.ones(60)
-    weight[::6] = 0.0
-    keep = weight > 0
-    dropped = _small().fit(X[keep], bags[keep], means[keep])
-    zero = _small().fit(X, bags, means, sample_weight=weight)
-    np.testing.assert_allclose(zero.predict(X), dropped.predict(X), rtol=1e-6)
-
-
 def test_overlapping_bags_train(linear_bags):
     X, bags, _, y = linear_bags
     lists = [np.flatnonzero(bags == b) for b in range(40)]
@@ -276,77 +190,6 @@ def test_overlapping_bags_train(linear_bags):
     linear = dict(module__hidden_sizes=(), batch_size=32, lr=0.03, max_epochs=30)
     reg = _small(**linear).fit(X, lists, means)
     assert r2_score(y, reg.predict(X)) > 0.98
-    membership = check_bags(lists, targets=means, n_samples=320).membership()
-    again = _small(**linear).fit(X, sp.csr_matrix(membership), means)
-    np.testing.assert_array_equal(again.predict(X), reg.predict(X))
-
-
-# ----------------------------------------------------------------------
-# scikit-learn's contracts
-# ----------------------------------------------------------------------
-def test_clone_pickle_and_params(linear_bags):
-    X, bags, means, _ = linear_bags
-    reg = _small(method="interpolating", method__rho=0.2)
-    assert reg.get_params()["method__rho"] == 0.2
-    assert clone(reg).get_params()["method__rho"] == 0.2
-    reg.fit(X, bags, means)
-    assert reg.method_.rho == 0.2
-    restored = pickle.loads(pickle.dumps(reg))
-    np.testing.assert_array_equal(restored.predict(X), reg.predict(X))
-    assert not hasattr(reg, "predict_proba")
-    assert reg.__sklearn_tags__().estimator_type == "regressor"
-
-
-def test_pandas_input_pipeline_and_feature_names(linear_bags):
-    X, bags, means, _ = linear_bags
-    frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    pipe = make_pipeline(StandardScaler(), _small()).fit(
-        frame, bags, llpregressor__targets=means
-    )
-    assert pipe.predict(frame).shape == (320,)
-    reg = _small().fit(frame, bags, means)
-    assert reg.feature_names_in_.tolist() == ["a", "b", "c"]
-    with pytest.warns(UserWarning, match="feature names"):
-        reg.predict(X)
-
-
-def test_grid_search_with_bag_kfold_and_the_bag_r2_scorer(linear_bags):
-    X, bags, means, _ = linear_bags
-    grid = {"lr": [1e-5, 3e-2]}
-    base = _small(module__hidden_sizes=(), batch_size=32, max_epochs=10)
-    table_scorer = make_bag_scorer("r2", bags=bags, targets=means)
-    plain = GridSearchCV(
-        base, grid, scoring=table_scorer, cv=BagKFold(3), error_score="raise"
-    ).fit(X, bags, targets=means)
-    assert plain.best_params_ == {"lr": 3e-2}
-    with sklearn.config_context(enable_metadata_routing=True):
-        routed = GridSearchCV(
-            base.set_fit_request(targets=True),
-            grid,
-            scoring=bag_r2_scorer,
-            cv=BagKFold(3),
-            error_score="raise",
-        ).fit(X, bags, targets=means)
-        # the default scoring is score(X, bags, targets): the same bag R^2
-        default = GridSearchCV(base, grid, cv=BagKFold(3), error_score="raise")
-        default.fit(X, bags, targets=means)
-    for key in ["mean_test_score", "split0_test_score"]:
-        np.testing.assert_allclose(routed.cv_results_[key], plain.cv_results_[key])
-        np.testing.assert_allclose(default.cv_results_[key], plain.cv_results_[key])
-    low, high = plain.cv_results_["mean_test_score"]
-    assert high > 0.7 and low < 0.0  # held-out bag R^2: the grid separates
-
-
-def test_scorers_refuse_to_score_without_targets(linear_bags):
-    X, bags, means, _ = linear_bags
-    reg = _small().fit(X, bags, means)
-    with pytest.raises(ValueError, match="received no bag means"):
-        bag_r2_scorer(reg, X, bags)
-    with pytest.raises(ValueError, match="got no targets"):
-        reg.score(X, bags)
-    assert bag_r2_scorer(reg, X, bags, targets=means) == pytest.approx(
-        reg.score(X, bags, means)
-    )
 
 
 def test_warm_start_keeps_the_target_standardisation(linear_bags):
@@ -357,23 +200,6 @@ def test_warm_start_keeps_the_target_standardisation(linear_bags):
     assert reg.target_scale_ == scale
     reg.partial_fit(X, bags, means)
     assert reg.n_train_steps_ > 0
-
-
-def test_validation_errors_and_early_stopping(linear_bags):
-    X, bags, means, _ = linear_bags
-    reg = _small(validation_fraction=0.2, max_epochs=6).fit(X, bags, means)
-    row = reg.history[-1]
-    for key in ["valid_loss", "valid_mse", "valid_mae", "valid_r2", "valid_mse_best"]:
-        assert key in row
-    assert reg.history[0]["valid_mse_best"]
-    stopped = _small(early_stopping=True, n_iter_no_change=2, max_epochs=30)
-    stopped.fit(X, bags, means)
-    assert stopped.do_early_stopping_ and stopped.best_epoch_ is not None
-    # "auto": on for the regression losses when >= 5 bags are held out
-    assert not _small().fit(X, bags, means).do_early_stopping_  # 40 bags: 4
-    assert _small(validation_fraction=0.2).fit(X, bags, means).do_early_stopping_
-    # instance targets: rows held out (320 rows: 32)
-    assert _small().fit(X, means).do_early_stopping_
 
 
 def test_unidentifiable_feature_warns():
@@ -425,11 +251,6 @@ def test_unidentifiable_feature_warns():
         (lambda b, t: (b, np.c_[t, t]), ValueError, "must be 1-D"),
         (lambda b, t: (b, ["a"] * 320), TypeError, "targets must hold numbers"),
         (lambda b, t: (sp.csr_matrix((320, 3)), np.ones(3)), ValueError, "empty bag"),
-        (
-            lambda b, t: (check_bags(b, np.eye(2)[b % 2]), None),
-            ValueError,
-            "label proportions",
-        ),
         (lambda b, t: (None, t), TypeError, "bags is None"),
     ],
 )
@@ -440,38 +261,6 @@ def test_bad_input_is_refused_before_training(linear_bags, change, error, match)
     with pytest.raises(error, match=match):
         reg.fit(X, bags, targets)
     assert not hasattr(reg, "target_mean_")
-
-
-# ----------------------------------------------------------------------
-# metrics
-# ----------------------------------------------------------------------
-def test_bag_metrics_by_hand_and_on_singletons():
-    bags = ["a", "a", "b", "b", "c"]
-    targets = {"a": 2.0, "b": 5.0, "c": 0.0}
-    y_pred = [1.0, 2.0, 4.0, 4.0, 1.0]  # bag means 1.5, 4, 1
-    assert bag_mean_squared_error(bags, targets, y_pred) == pytest.approx(
-        (0.25 + 1 + 1) / 3
-    )
-    assert bag_mean_absolute_error(bags, targets, y_pred) == pytest.approx(2.5 / 3)
-    centre = 7 / 3
-    total = ((2 - centre) ** 2 + (5 - centre) ** 2 + centre**2) / 3
-    assert bag_r2_score(bags, targets, y_pred) == pytest.approx(1 - 2.25 / 3 / total)
-    weighted = bag_mean_squared_error(
-        bags, targets, y_pred, sample_weight=[3, 1, 1, 1, 1]
-    )
-    assert weighted == pytest.approx(((2 - 1.25) ** 2 + 1 + 1) / 3)
-    rng = np.random.RandomState(0)
-    y, pred = rng.normal(size=9), rng.normal(size=9)
-    ids = np.arange(9)
-    assert bag_mean_squared_error(ids, y, pred) == pytest.approx(
-        mean_squared_error(y, pred)
-    )
-    assert bag_mean_absolute_error(ids, y, pred) == pytest.approx(
-        mean_absolute_error(y, pred)
-    )
-    assert bag_r2_score(ids, y, pred) == pytest.approx(r2_score(y, pred))
-    table = bag_table(bags, targets=[2.0, 2.0, 5.0, 5.0, 0.0])
-    assert table["mean"].to_dict() == targets
 
 
 # ----------------------------------------------------------------------
@@ -524,18 +313,15 @@ def test_sklearn_compatible_regressor(estimator, check):
 
 
 def test_per_bag_sums_and_sizes_are_the_means():
-    """A table of bag totals and sizes gives the same bags as their means."""
+    """A table of bag means and sizes gives the bags of those means; the
+    sizes of a table of totals may differ from the rows present (a sample).
+    (A table of totals and sizes in general: tests/test_conformance.py.)"""
     ids = np.array(["a", "a", "b", "b", "b", "c"])
     means = {"a": 2.5, "b": -1.0, "c": 4.0}
-    sizes = {"a": 2, "b": 3, "c": 1}
-    sums = pd.DataFrame(
-        {"sum": [means[k] * sizes[k] for k in "abc"], "size": [2, 3, 1]},
-        index=list("abc"),
+    table = pd.DataFrame({"mean": means.values(), "size": [2, 3, 1]}, index=list("abc"))
+    np.testing.assert_array_equal(
+        check_bags(ids, targets=table).props, check_bags(ids, targets=means).props
     )
-    expected = check_bags(ids, targets=means)
-    for table in (sums, sums.assign(mean=sums["sum"] / sums["size"])[["mean", "size"]]):
-        got = check_bags(ids, targets=table)
-        np.testing.assert_array_equal(got.props, expected.props)
-    # sizes may differ from the rows present (the rows are a sample)
+    sums = pd.DataFrame({"sum": [5.0, -3.0, 4.0], "size": [2, 3, 1]}, index=list("abc"))
     sampled = check_bags(ids, targets=sums.assign(size=[4, 6, 2]))
     np.testing.assert_allclose(sampled.props[:, 0], [1.25, -0.5, 2.0])

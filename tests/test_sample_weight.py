@@ -1,7 +1,10 @@
 """Sample weights (e.g. survey weights): weighted means inside bags.
 
-An integer weight must act as that many copies of the row, equal weights
-as no weights, and a weight of 0 as removing the row.
+An integer weight must act as that many copies of the row: in the
+proportion loss, the bag metrics and scorers, a supervised fit, and a fit
+with ROT's pseudo-labels. That equal weights are no weights, a weight of 0
+removes the row and integer weights duplicate rows in every estimator's fit
+is proved in ``tests/test_conformance.py``.
 """
 
 import numpy as np
@@ -10,7 +13,6 @@ import torch
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import label_proportions
-from sklearn_llp.core import check_bags
 from sklearn_llp.methods.functional import proportion_loss, segment_mean
 from sklearn_llp.metrics import bag_errors, make_bag_scorer
 
@@ -66,55 +68,23 @@ def test_weighted_bag_errors_equal_repeated_rows(weighted):
     np.testing.assert_allclose(props, label_proportions(rep_bags, rep_y))
 
 
-def test_equal_weights_are_no_weights(weighted):
-    X, y, bags, _ = weighted
-    props = label_proportions(bags, y)
-    assert check_bags(bags, props, sample_weight=np.full(90, 2.5)).weights is None
-    fits = [
-        LLPClassifier(max_epochs=3, verbose=0, random_state=0, device="cpu")
-        .fit(X, bags, props, sample_weight=w)
-        .predict_proba(X)
-        for w in (None, np.full(90, 2.5))
-    ]
-    np.testing.assert_array_equal(*fits)
-
-
-@pytest.mark.parametrize("method", ["dllp", "vat", "rot"])
-def test_integer_weights_fit_like_repeated_rows(weighted, method):
+def test_integer_weights_fit_like_repeated_rows_with_rot(weighted):
+    # (DLLP, Mean Map and the regressors: tests/test_conformance.py)
     X, y, bags, w = weighted
     props = label_proportions(bags, y, sample_weight=w)
     params = dict(
-        method=method,
+        method="rot",
         max_epochs=15,
         batch_size=10_000,  # one step per epoch over all bags: same batches
         verbose=0,
         random_state=0,
         device="cpu",
     )
-    if method == "vat":  # random directions depend on the number of rows
-        params.update(method__alpha=0.0)
     weighted_fit = LLPClassifier(**params).fit(X, bags, props, sample_weight=w)
     rep_X, rep_bags = _repeat(w, X, bags)
     repeated_fit = LLPClassifier(**params).fit(rep_X, rep_bags, props)
     np.testing.assert_allclose(
         weighted_fit.predict_proba(X), repeated_fit.predict_proba(X), atol=1e-4
-    )
-
-
-def test_weights_change_the_fit_and_zero_removes_a_row(weighted):
-    X, y, bags, w = weighted
-    props = label_proportions(bags, y, sample_weight=w)
-    params = dict(method="dllp", max_epochs=5, verbose=0, random_state=0)
-    plain = LLPClassifier(**params).fit(X, bags, props).predict_proba(X)
-    fit = LLPClassifier(**params).fit(X, bags, props, sample_weight=w)
-    assert not np.allclose(plain, fit.predict_proba(X))
-    kept = w > 0
-    dropped = LLPClassifier(**params, batch_size=10_000)
-    dropped.fit(X[kept], bags[kept], props, sample_weight=w[kept])
-    zero = LLPClassifier(**params, batch_size=10_000)
-    zero.fit(X, bags, props, sample_weight=w)
-    np.testing.assert_allclose(
-        dropped.predict_proba(X), zero.predict_proba(X), atol=1e-5
     )
 
 
@@ -131,13 +101,12 @@ def test_supervised_weights_weigh_each_rows_cross_entropy(weighted):
     )
 
 
-def test_score_and_scorer_take_sample_weight(weighted):
+def test_the_scorer_takes_sample_weight(weighted):
+    # (score(..., sample_weight=w): tests/test_conformance.py)
     X, y, bags, w = weighted
     props = label_proportions(bags, y, sample_weight=w)
     clf = LLPClassifier(method="dllp", max_epochs=5, verbose=0, random_state=0)
-    clf.fit(X, bags, props, sample_weight=w)
+    clf.fit(X, bags, props)
     errors = bag_errors(bags, props, clf.predict_proba(X), sample_weight=w)
-    score = clf.score(X, bags, props, sample_weight=w)
-    assert score == pytest.approx(1 - errors["hard_l1"] / 2)
     scorer = make_bag_scorer("soft_l1", bags=bags, props=props)
     assert scorer(clf, X, bags, sample_weight=w) == pytest.approx(-errors["soft_l1"])
