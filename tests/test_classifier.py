@@ -85,14 +85,6 @@ def test_default_hyperparameters_learn_digits_from_bags_of_16(digits_bags, metho
     assert seconds < 60, seconds
 
 
-def test_labels_give_plain_supervised_learning(small_bags):
-    X, _, _, y = small_bags
-    labels = np.array(["a", "b", "c"])[y]
-    clf = LLPClassifier(max_epochs=30, verbose=0, random_state=0).fit(X, labels)
-    assert clf.classes_.tolist() == ["a", "b", "c"]
-    assert np.mean(clf.predict(X) == labels) > 0.9
-
-
 def test_learning_improves_the_proportion_loss(small_bags):
     X, bags, props, y = small_bags
     clf = LLPClassifier(max_epochs=40, verbose=0, random_state=0).fit(X, bags, props)
@@ -106,13 +98,22 @@ def test_learning_improves_the_proportion_loss(small_bags):
 
 def test_fitted_attributes_history_and_probabilities(small_bags):
     X, bags, props, _ = small_bags
-    clf = LLPClassifier(max_epochs=4, batch_size=20, verbose=0, predict_batch_size=7)
+    clf = LLPClassifier(
+        max_epochs=4,
+        batch_size=20,
+        validation_fraction=0.25,
+        verbose=0,
+        predict_batch_size=7,
+    )
     proba = clf.fit(X, bags, props).predict_proba(X)
     assert clf.n_features_in_ == 4
     assert len(clf.history) == 4
     assert all(np.isfinite(clf.history[:, "train_loss"]))
-    # 12 bags of 10 packed into batches of 20: 6 steps per epoch
-    assert clf.n_train_steps_ == 24 == clf.total_steps_
+    assert np.isfinite(clf.history[-1, "valid_loss"])
+    # 9 training bags of 10 (3 whole bags held out) in batches of 20: 5
+    # steps per epoch
+    assert sum(clf.history[-1, "batches", :, "train_batch_size"]) == 90
+    assert clf.n_train_steps_ == 20 == clf.total_steps_
     assert isinstance(clf.module_, MLP)
     assert type(clf.method_).__name__ == "VAT"
     assert proba.shape == (len(X), 3)
@@ -294,16 +295,6 @@ def test_max_bag_size_bounds_the_batch(small_bags):
     assert clf.history[-1, "batches", :, "train_batch_size"] == [16, 16]
 
 
-def test_validation_fraction_holds_out_whole_bags(small_bags):
-    X, bags, props, _ = small_bags
-    clf = LLPClassifier(max_epochs=2, validation_fraction=0.25, verbose=0)
-    clf.fit(X, bags, props)
-    assert np.isfinite(clf.history[-1, "valid_loss"])
-    # 9 training bags of 10 in batches of 128: one batch per epoch
-    assert clf.history[-1, "train_batch_count"] == 1
-    assert sum(clf.history[-1, "batches", :, "train_batch_size"]) == 90
-
-
 def _chains():
     """30 bags in chains of 3 sharing a row: 10 connected groups of 7 rows."""
     return [np.arange(s + k, s + k + 3) for s in range(0, 70, 7) for k in (0, 2, 4)]
@@ -432,19 +423,25 @@ def test_without_bag_values_scoring_is_refused_and_on_labels_it_is_plain(
     small_bags, task
 ):
     """Bag ids are no instance labels: a model fitted on bags refuses to
-    score without props/targets; one fitted on labels scores accuracy / R^2."""
+    score without props/targets; one fitted on labels (strings too) learns
+    as a plain supervised model and scores accuracy / R^2."""
     X, bags, values, labels = task_data(small_bags, task)
+    if task == C:
+        labels = np.array(["a", "b", "c"])[labels]
     scorer, scorer_message, score_message = SCORING[task]
     est = small(task).fit(X, bags, values)
     with pytest.raises(ValueError, match=scorer_message):
         scorer(est, X, bags)
     with pytest.raises(ValueError, match=score_message):
         est.score(X, bags)
-    supervised = small(task).fit(X, labels)
+    supervised = ESTIMATOR[task](max_epochs=30, verbose=0, random_state=0)
+    supervised.fit(X, labels)
     plain = accuracy_score if task == C else r2_score
-    assert supervised.score(X, labels) == pytest.approx(
-        plain(labels, supervised.predict(X)), abs=1e-12
-    )
+    score = supervised.score(X, labels)
+    assert score == pytest.approx(plain(labels, supervised.predict(X)), abs=1e-12)
+    assert score > 0.9
+    if task == C:
+        assert supervised.classes_.tolist() == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("task", [C, R])

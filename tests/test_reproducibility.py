@@ -16,7 +16,6 @@ import os
 from unittest import mock
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from sklearn.base import clone
@@ -24,7 +23,6 @@ from skorch.callbacks import Callback
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import (
-    FeatureBagGenerator,
     KMeansBagGenerator,
     UniformBagGenerator,
 )
@@ -154,22 +152,6 @@ def test_random_generators_repeat_under_one_seed_and_differ_across(unstructured,
     assert not np.array_equal(bags, other)
 
 
-def test_feature_generator_is_deterministic(unstructured):
-    X, y = unstructured
-    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(
-        region=np.array(["north", "south", "east"])[y]
-    )
-    make = lambda: FeatureBagGenerator(["region", "a"], n_bins={"a": 4})  # noqa: E731
-    bags, props = make().make_bags(frame, y)
-    again_bags, again_props = make().make_bags(frame, y)
-    np.testing.assert_array_equal(bags, again_bags)
-    np.testing.assert_array_equal(props, again_props)
-    # Shuffling the rows moves every row with its bag: the same groups.
-    order = np.random.RandomState(1).permutation(len(frame))
-    shuffled = make().fit_transform(frame.iloc[order])
-    np.testing.assert_array_equal(shuffled, bags[order])
-
-
 def index_add_sum(values, segments, n):
     """The former segment sum."""
     return values.new_zeros((n, *values.shape[1:])).index_add_(0, segments, values)
@@ -182,17 +164,20 @@ def _segments(rng, n_segments, sizes, shuffle):
     return torch.as_tensor(segments)
 
 
+@pytest.mark.parametrize("trail", [(3,), (), (2, 3)], ids=["rows", "vector", "cube"])
 @pytest.mark.parametrize("equal", [False, True], ids=["sizes-vary", "sizes-equal"])
 @pytest.mark.parametrize("shuffle", [False, True], ids=["sorted", "unsorted"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_segment_sum_equals_index_add_with_gradients(shuffle, dtype, equal, device):
+def test_segment_sum_equals_index_add_with_gradients(
+    shuffle, dtype, equal, trail, device
+):
     rng = np.random.RandomState(0)
     # empty segments included; equal sizes take the reshape-and-sum path
     sizes = 6 if equal else rng.randint(0, 9, size=40)
     segments = _segments(rng, 40, sizes, shuffle).to(device)
-    values = torch.randn(len(segments), 3, dtype=dtype, device=device)
+    values = torch.randn(len(segments), *trail, dtype=dtype, device=device)
     values.requires_grad_()
-    weights = torch.randn(40, 3, dtype=dtype, device=device, requires_grad=True)
+    weights = torch.randn(40, *trail, dtype=dtype, device=device, requires_grad=True)
     tol = dict(rtol=1e-6, atol=1e-6) if dtype == torch.float32 else {}
     result = segment_sum(values, segments, 40)
     expected = index_add_sum(values, segments, 40)
@@ -233,28 +218,12 @@ def test_the_gpu_plan_agrees_with_the_cpu_plan(segments, n_segments, device):
     assert gpu.size == expected_size
 
 
-def test_segment_sum_of_vectors_and_trailing_dimensions():
-    segments = torch.tensor([2, 0, 2, 1, 0])
-    flat = torch.arange(5.0)
-    torch.testing.assert_close(
-        segment_sum(flat, segments, 4), index_add_sum(flat, segments, 4)
-    )
-    cube = torch.randn(5, 2, 3)
-    torch.testing.assert_close(
-        segment_sum(cube, segments, 3), index_add_sum(cube, segments, 3)
-    )
-    assert segment_sum(
-        torch.zeros(0, 2), torch.zeros(0, dtype=torch.long), 3
-    ).shape == (
-        3,
-        2,
-    )
-
-
 @pytest.mark.parametrize("segments", [[0, 3, 1], [0, -1, 1], [0, 1, 3]])
-def test_out_of_range_segments_raise(segments):
+def test_out_of_range_segments_raise_and_no_rows_sum_to_zeros(segments):
     with pytest.raises(IndexError, match="out of range"):
         segment_sum(torch.ones(3, 2), torch.tensor(segments), 3)
+    none = segment_sum(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long), 3)
+    assert torch.equal(none, torch.zeros(3, 2))
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -343,15 +312,7 @@ class GraphNodes(Callback):
 def _fit_every_step(method, small_bags, overlapping, device="cpu"):
     X, bags, props, y = small_bags
     if overlapping:
-        # 5 blocks of 24 rows, 4 overlapping bags inside each: 5 groups, so
-        # validation can hold out whole groups
-        rng = np.random.RandomState(3)
-        bags = [
-            24 * block + rng.choice(24, rng.randint(6, 15), replace=False)
-            for block in range(5)
-            for _ in range(4)
-        ]
-        props = np.stack([np.bincount(y[b], minlength=3) / len(b) for b in bags])
+        bags, props = _overlapping(y)
     nodes = GraphNodes()
     clf = LLPClassifier(
         method=method,
@@ -404,16 +365,13 @@ def clean_state(monkeypatch):
     torch.use_deterministic_algorithms(mode, warn_only=warn_only)
 
 
-def test_deterministic_sets_and_restores(clean_state):
+def test_deterministic_sets_and_restores_also_on_exceptions(clean_state, monkeypatch):
     with deterministic():
         assert torch.are_deterministic_algorithms_enabled()
         assert not torch.is_deterministic_algorithms_warn_only_enabled()
         assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
     assert not torch.are_deterministic_algorithms_enabled()
     assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
-
-
-def test_deterministic_restores_on_exceptions(clean_state, monkeypatch):
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":0:0")  # the user's, kept after
     torch.use_deterministic_algorithms(True, warn_only=True)
     with pytest.raises(KeyError), deterministic():
