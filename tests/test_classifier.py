@@ -453,14 +453,22 @@ def test_without_bag_values_scoring_is_refused_and_on_labels_it_is_plain(
 
 
 @pytest.mark.parametrize("task", [C, R])
-def test_default_scoring_under_routing_is_the_bag_metric(small_bags, task):
+def test_default_scoring_is_the_bag_metric_under_routing_and_refused_without(
+    small_bags, task
+):
     """``score(X, bags, props/targets)`` routed by a search: 1 - hard L1 / 2
-    and the bag R^2, fold by fold."""
+    and the bag R^2, fold by fold. With routing off the search's fit stops
+    naming the scorer to pass (not a NaN score per fold), and that scorer
+    gives the same scores."""
     X, bags, values, _ = task_data(small_bags, task)
     cv, key = list(BagKFold(3).split(X, bags)), KEY[task]
     metric = "hard_l1" if task == C else "r2"
     with sklearn.config_context(enable_metadata_routing=True):
         default = cross_validate(small(task), X, bags, cv=cv, params={key: values})
+    with pytest.raises(ValueError, match=rf"make_bag_scorer\('{metric}'.*in fit"):
+        cross_validate(
+            small(task), X, bags, cv=cv, params={key: values}, error_score="raise"
+        )
     scorer = make_bag_scorer(metric, bags=bags, **{key: values})
     table = cross_validate(
         small(task), X, bags, cv=cv, params={key: values}, scoring=scorer
