@@ -19,7 +19,6 @@ are powers of two, so that every proportion, and ``1 - p``, is exact.
 
 import functools
 import pickle
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -988,16 +987,3 @@ def test_every_estimator_reads_its_bags_through_one_reader():
             call()
         messages.add(str(error.value).split(";")[0])
     assert len(messages) == 1, messages
-
-
-@pytest.mark.parametrize("name", ALL)
-def test_warnings_of_a_fit_point_at_the_callers_line(name):
-    p = data(name)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        make(name).fit(p.X, p.codes, p.aligned)  # the caller's line
-    assert all(
-        w.filename == __file__
-        for w in caught
-        if issubclass(w.category, IdentifiabilityWarning)
-    )
