@@ -106,16 +106,19 @@ html_show_sourcelink = False
 # -- API completeness ----------------------------------------------------------
 PUBLIC_MODULES = [
     "bags",
+    "core",
     "datasets",
     "exceptions",
     "linear",
     "methods",
+    "methods.functional",
     "metrics",
     "model_selection",
     "modules",
+    "neural",
     "parallel",
     "plotting",
-    "utils",
+    "privacy",
 ]
 
 

@@ -5,11 +5,11 @@ components, whole-bag batches, held-out bags, device, threads and seeds);
 :class:`LLPClassifier` and :class:`LLPRegressor` add what is theirs.
 """
 
-from ._classifier import LLPClassifier
+from ._classifier import LLPClassifier as LLPClassifier
 from ._data import BagBatchSampler as BagBatchSampler
 from ._data import BagDataset as BagDataset
 from ._data import ShardedBatchSampler as ShardedBatchSampler
 from ._net import LLPNet
-from ._regressor import LLPRegressor
+from ._regressor import LLPRegressor as LLPRegressor
 
-__all__ = ["LLPClassifier", "LLPNet", "LLPRegressor"]
+__all__ = ["LLPNet"]  # the heads are sklearn_llp.LLPClassifier and LLPRegressor
