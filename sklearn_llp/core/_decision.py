@@ -153,15 +153,16 @@ def prior_offsets(proba, prior, weights=None):
     ``o`` minimises ``g_t(o) = sum_i w_i t logsumexp((log p_i + o) / t) - W
     prior @ o`` at ``t = 1e-8``, the entropy-smoothed dual of the transport
     problem that gives class c the weight ``W prior[c]`` and maximises ``sum_i
-    w_i log p_ic``. Guarantee, for positive probabilities (proof in
-    :ref:`threshold`): the soft shares ``sum_i w_i softmax((log p_i + o) /
-    t)`` are ``W prior`` to 1e-9 W; hence the weights ``decide`` predicts per
-    class miss ``W prior`` in total (L1) by at most twice the weight of the
-    rows whose two best scores ``log p_ic + o_c`` are within 1e-6, plus 1e-9 W;
-    and no set of classes gets more than its share from the rows sure to be
-    in it (the transport optimum, up to ties). A class of prior 0 gets an
-    offset one nat below winning any row; a zero probability never wins. Two
-    classes: ``[0, -logit(t)]`` of :func:`prior_threshold`.
+    w_i log p_ic``. Guarantee for positive probabilities (proof:
+    :ref:`prior_matching`): the soft shares ``sum_i w_i softmax((log p_i +
+    o) / t)`` are ``W prior`` to 1e-9 W, so the weights ``decide`` predicts
+    miss ``W prior`` (L1) by at most twice the weight of the rows whose two
+    best ``log p_ic + o_c`` are within 1e-6, plus 1e-9 W; no set of classes
+    gets more than its share from the rows sure to be in it (the transport
+    optimum up to ties). Tied rows go to their largest soft share. A class
+    of prior 0 gets an offset one nat below winning any row; a zero
+    probability never wins. Two classes: ``[0, -logit(t)]`` of
+    :func:`prior_threshold`.
 
     Parameters
     ----------
