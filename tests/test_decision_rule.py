@@ -193,9 +193,6 @@ def test_binary_rule_by_hand():
         # a distant optimum: all rows near-certain of class 0 (~480 nats)
         (np.array([[1, 1e-200, 1e-250], [1, 1e-250, 1e-200], [1, 1e-225, 1e-225]]),
          [1 / 3, 1 / 3, 1 / 3], None, [1, 2, 0]),
-        # the docstring's example
-        (np.array([[0.6, 0.3, 0.1], [0.5, 0.4, 0.1], [0.4, 0.2, 0.4]]),
-         [1 / 3, 1 / 3, 1 / 3], None, [0, 1, 2]),
         # log(0) loses to any finite score: the row stays in class 0
         (np.array([[1.0, 0.0, 0.0], [0.2, 0.5, 0.3]]), [0.0, 1.0, 0.0], None, [0, 1]),
     ],
@@ -334,8 +331,7 @@ def test_prior_threshold_predicts_the_rare_class(rare, estimator):
     assert clf.predict(X).mean() == pytest.approx(prior, abs=0.005)
     f1, f1_argmax = (f1_score(y_test, e.predict(X_test)) for e in (clf, argmax))
     assert argmax.predict(X_test).sum() < clf.predict(X_test).sum() and f1 > f1_argmax
-    # scikit-learn's FixedThresholdClassifier decides the same; the rule
-    # leaves predict_proba alone
+    # scikit-learn's FixedThresholdClassifier agrees; predict_proba is the same
     fixed = FixedThresholdClassifier(clf, threshold=clf.threshold_)
     np.testing.assert_array_equal(fixed.predict(X_test), clf.predict(X_test))
     proba = clf.predict_proba(X_test)

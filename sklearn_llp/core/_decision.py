@@ -17,8 +17,8 @@ _TOL = 1e-9  # Newton stops at a class-total residual of 1e-9 of the weight
 
 
 def class_prior(bags):
-    """Overall class proportions of the rows of ``bags``: ``sum_B W_B p_B /
-    sum_B W_B``, ``W_B`` the total weight of bag B.
+    """Class proportions of the rows of ``bags``: ``sum_B W_B p_B / sum_B W_B``
+    with ``W_B`` the total weight of bag B.
 
     Examples
     --------
@@ -112,13 +112,10 @@ def _newton(scores, target, weights, offsets, t, tol, max_move):
 
 
 def _match(scores, target, weights):
-    """The minimiser of ``g_t`` at ``t = 1e-8``, by continuation in ``t``.
-
-    Start: the label-shift correction ``log(prior / mean p)`` and a ``t`` at
-    which one step can cross the spread of the scores. At each ``t`` only the
-    rows whose best class leads by less than ``100 t`` are solved; the others
-    count for their best class, exactly to ``e^-50`` while the offsets move
-    apart by less than ``50 t`` (else the band widens)."""
+    """The minimiser of ``g_t`` at ``t = 1e-8``, by continuation from the
+    label-shift correction ``log(prior / mean p)``; at each ``t`` the rows
+    more than ``100 t`` from a tie count for their best class (exact to
+    ``e^-50`` while the offsets move apart by ``50 t`` at most)."""
     total = weights.sum()
     mean = np.einsum("i,ij->j", weights, np.exp(scores)) / total
     offsets = np.log(target / total) - np.log(np.maximum(mean, 1e-300))
@@ -204,13 +201,11 @@ def prior_offsets(proba, prior, weights=None):
 
 
 def fit_decision(rule, proba, prior=None, weights=None):
-    """``(offsets, threshold)`` of a decision rule, for :func:`decide`.
-
-    ``rule`` is ``"argmax"``, ``"prior"`` (match ``prior`` over the rows of
-    ``proba``, weighted by ``weights``) or a float threshold on the probability
-    of the second class. ``offsets`` are log-probability offsets (for two
-    classes ``[0, -logit(threshold)]``, informational); ``threshold`` is the
-    threshold for two classes (0.5 for ``"argmax"``), else None.
+    """``(offsets, threshold)`` of a rule for :func:`decide`: ``"argmax"``,
+    ``"prior"`` (match ``prior`` over the rows of ``proba``, weighted by
+    ``weights``) or a float threshold on the probability of the second class.
+    ``threshold`` is None unless there are two classes (0.5 for ``"argmax"``);
+    ``offsets`` are then ``[0, -logit(threshold)]``, for information.
 
     Examples
     --------
