@@ -35,7 +35,6 @@ __all__ = [
     "PiModel",
     "RegressionMethod",
     "available_methods",
-    "functional",
     "make_method",
     "method_params",
     "register_method",
