@@ -20,8 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import FeatureBagGenerator, UniformBagGenerator
-from sklearn_llp.core import check_bags
-from sklearn_llp.core import class_prior, decide, fit_decision
+from sklearn_llp.core import check_bags, class_prior, decide, fit_decision
 from sklearn_llp.datasets import load_adult
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common

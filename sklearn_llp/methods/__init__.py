@@ -8,7 +8,7 @@ operations the methods are built from are in
 :mod:`sklearn_llp.methods.functional`. See :ref:`methods`.
 """
 
-from . import functional
+from . import functional as functional
 from ._base import DLLP, BagBatch, ConsistencyMethod, LLPMethod
 from ._easyllp import EasyLLP
 from ._llpfc import LLPFC
