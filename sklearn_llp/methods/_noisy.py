@@ -17,34 +17,17 @@ def noisy_proportion_weights(
 ):
     """Weight of every bag's proportion loss under noise on its counts.
 
-    The reliability ``r_B = n_B tau / (n_B tau + (1 - 1/C) v)`` is the
-    share of label sampling variance in a published proportion's variance;
-    the Gaussian likelihood of the counts weighs a bag by ``n_B r_B``
-    (:ref:`noisy_proportions`).
-
-    Parameters
-    ----------
-    sizes : array-like of shape (n_bags,)
-        Size (or total sample weight) ``n_B`` of every bag, positive.
-    count_variance : float or array-like of shape (n_bags,)
-        Noise variance ``v`` of a count, in the units of ``sizes``.
-    label_variance : float
-        ``tau``, positive.
-    n_classes : int
-    weighting : {"likelihood", "reliability"}, default="likelihood"
-        ``n_B r_B`` or ``r_B``.
-
-    Returns
-    -------
-    weights : ndarray of shape (n_bags,)
+    The reliability ``r_B = n_B tau / (n_B tau + (1 - 1/C) v)`` of a bag of
+    (weighted) size ``n_B``, count noise variance ``v`` and label variance
+    ``tau`` is the share of label sampling variance in its published
+    proportions' variance; ``weighting="likelihood"`` gives ``n_B r_B``,
+    the Gaussian likelihood of the counts (:ref:`noisy_proportions`).
 
     Examples
     --------
     >>> from sklearn_llp.methods.functional import noisy_proportion_weights
     >>> noisy_proportion_weights([1, 10, 100], 2.0, 0.25, 2, "reliability")
     array([0.2       , 0.71428571, 0.96153846])
-    >>> noisy_proportion_weights([1, 10, 100], 2.0, 0.25, 2)
-    array([ 0.2       ,  7.14285714, 96.15384615])
     """
     if weighting not in ("likelihood", "reliability"):
         raise ValueError(
@@ -60,25 +43,10 @@ def noisy_proportion_weights(
 def noisy_proportion_loss(
     logits, segments, bag_props, bag_weights, normaliser, weights=None
 ):
-    """``sum_B w_B CE(p_B, q_B) / (n_bags * normaliser)`` over a batch's bags:
-    with a fixed normaliser, a batch of unreliable bags takes a small step.
-
-    Parameters
-    ----------
-    logits : Tensor of shape (n_pairs, n_classes)
-    segments : LongTensor of shape (n_pairs,)
-        Bag of every row, in ``[0, n_bags)``.
-    bag_props : Tensor of shape (n_bags, n_classes)
-    bag_weights : Tensor of shape (n_bags,)
-        ``w_B`` of every bag of the batch.
-    normaliser : float
-        The mean weight over all training bags.
-    weights : Tensor of shape (n_pairs,), default=None
-        Sample weights: bag means are weighted means.
-
-    Returns
-    -------
-    loss : scalar Tensor
+    """``sum_B w_B CE(p_B, q_B) / (n_bags * normaliser)`` over a batch's bags,
+    ``CE`` that of :func:`proportion_loss`: with a fixed ``normaliser`` (the
+    mean ``w_B`` of the training bags), a batch of unreliable bags takes a
+    small step.
 
     Examples
     --------
@@ -98,10 +66,9 @@ class NoisyProportions(LLPMethod):
     """DLLP for noisy proportions: every bag weighed by what its counts tell.
 
     Releases that add noise of known scale to every count make a small bag's
-    proportions mostly noise. DLLP's bag loss is weighed by the Gaussian
-    likelihood of the counts
-    (:func:`~sklearn_llp.methods.functional.noisy_proportion_weights`);
-    without noise ``weighting="reliability"`` is DLLP exactly. Proportions
+    proportions mostly noise: DLLP's bag loss is weighed by
+    :func:`~sklearn_llp.methods.functional.noisy_proportion_weights`.
+    Without noise, ``weighting="reliability"`` is DLLP exactly. Proportions
     must be on the simplex. See :ref:`noisy_proportions`.
 
     Parameters
@@ -111,21 +78,17 @@ default="laplace"
         Distribution of the noise on every count (``attrs["noise"]`` of a
         :func:`~sklearn_llp.privacy.dp_proportions` release).
     scale : float or dict or Series, default=1.0
-        Scale of the noise on a count (``attrs["noise_scale"]``; Laplace ``2
-        / epsilon``), in the units of the bag sizes, or one per bag id.
+        Scale of the noise on a count (``attrs["noise_scale"]``), in the units
+        of the bag sizes, or one per bag id.
     weighting : {"likelihood", "reliability"}, default="likelihood"
         ``w_B = n_B r_B`` or ``w_B = r_B``.
 
     Attributes
     ----------
-    bag_weights_ : ndarray of shape (n_bags,)
-        ``w_B`` of every training bag.
-    reliability_ : ndarray of shape (n_bags,)
-        ``r_B`` of every training bag.
+    bag_weights_, reliability_, count_variance_ : ndarray of shape (n_bags,)
+        ``w_B``, ``r_B`` and ``v`` of every training bag.
     label_variance_ : float
         ``tau``.
-    count_variance_ : ndarray of shape (n_bags,)
-        ``v`` of every training bag.
 
     Examples
     --------
@@ -177,6 +140,7 @@ default="laplace"
         self.count_variance_ = np.asarray(
             noise_variance(self.noise, self._bag_scales(bags)), dtype=np.float64
         )
+        self.reliability_ = np.ones(bags.n_bags)  # one class: nothing to weigh
         if self.label_variance_ > 0:
             self.reliability_ = noisy_proportion_weights(
                 sizes,
@@ -185,8 +149,6 @@ default="laplace"
                 bags.n_classes,
                 "reliability",
             )
-        else:  # a single class present: nothing to learn, nothing to weigh
-            self.reliability_ = np.ones(bags.n_bags)
         weights = self.reliability_
         if bags.bag_weights is not None:
             # supervised rows (one bag each): DLLP weighs them by their

@@ -10,10 +10,9 @@ from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 
 
 def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
-    """Squared error between the fixed clean and the noisy-input probabilities.
-
-    Summed over classes; averaged over rows (``reduction="mean"``) or one
-    value per row (``"none"``).
+    """Squared error between the class probabilities of the fixed clean
+    ``target_logits`` and of the input plus Gaussian noise, summed over
+    classes; averaged over rows, or per row with ``reduction="none"``.
 
     Examples
     --------
@@ -32,11 +31,9 @@ def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
 
 
 class PiModel(ConsistencyMethod):
-    """DLLP plus Pi-model consistency (Laine & Aila 2017).
-
-    ``L_prop + w(t) * L_pi``, ``L_pi`` the squared error between the class
-    probabilities of the clean input (held fixed) and of the input plus
-    Gaussian noise, ``w(t)`` ramped up as in :class:`VAT`.
+    """DLLP plus Pi-model consistency (Laine & Aila 2017): a
+    :class:`~sklearn_llp.methods.ConsistencyMethod` whose consistency loss is
+    :func:`~sklearn_llp.methods.functional.pi_loss`.
 
     Parameters
     ----------

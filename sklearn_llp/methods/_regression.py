@@ -24,30 +24,11 @@ def regression_losses(
     """The bag-level and instance-level squared losses of a batch of bags.
 
     ``sum_a W_a (y_a - f_a)^2`` and ``sum_a W_a mean_{i in a} (y_a - f_i)^2``
-    over ``sum_a W_a``: ``f_a`` the (weighted) mean prediction of the bag's
-    rows in the batch, ``W_a`` its total weight, from ``bag_sizes`` for a
-    bag of which the batch holds a sample.
-
-    Parameters
-    ----------
-    predictions : Tensor of shape (n,) or (n, 1)
-    segments : LongTensor of shape (n_pairs,)
-        Bag of every pair.
-    bag_means : Tensor of shape (n_bags,) or (n_bags, 1)
-    weights : Tensor of shape (n,), default=None
-        Sample weight of every row.
-    bag_weights : Tensor of shape (n_bags,), default=None
-        Extra weight of every bag, multiplying ``W_a``.
-    members : LongTensor of shape (n_pairs,), default=None
-        Row of every pair (overlapping bags); None: pair ``i`` is row ``i``.
-    bag_sizes : Tensor of shape (n_bags,), default=None
-        ``W_a``; None: the total weight of the bag's rows in the batch.
-    reduction : {"mean", "none"}, default="mean"
-        ``"none"``: the two terms of every bag, not divided by ``sum_a W_a``.
-
-    Returns
-    -------
-    bag_loss, instance_loss : Tensor
+    over ``sum_a W_a`` (:ref:`regression_losses`): ``f_a`` the weighted mean
+    prediction of the bag's rows in the batch, ``W_a`` its total weight
+    (``bag_sizes`` for a bag the batch holds a sample of) times
+    ``bag_weights``. ``members`` maps pairs to rows (overlapping bags);
+    ``reduction="none"`` gives every bag's terms, not divided by ``sum W_a``.
 
     Examples
     --------
@@ -126,12 +107,11 @@ class RegressionMethod(LLPMethod):
     """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`.
 
     ``bags.bag_props`` hold one (standardised) mean per bag; subclasses
-    implement :meth:`get_loss`, with ``_losses`` giving a batch's bag and
-    instance losses. A bag weighs its full total weight ``bag_sizes_`` also
-    when ``max_bag_size`` subsamples it, and a batch's loss is divided by
-    its pairs times a training pair's mean weight, so that the batches of an
-    epoch add up to the loss of the training set. Early stopping is on by
-    default (:ref:`regression_early_stopping`).
+    implement :meth:`get_loss` from ``self._losses(logits, bags)``, the
+    batch's bag and instance losses. A bag weighs its full size also when
+    ``max_bag_size`` subsamples it, and the batches of an epoch add up to
+    the loss of the training set (:ref:`regression_losses`). Early stopping
+    is on by default.
 
     Examples
     --------
@@ -152,12 +132,11 @@ class RegressionMethod(LLPMethod):
                 "(bag means); a classifier trained on label proportions takes a "
                 "classification method (see sklearn_llp.methods.available_methods())."
             )
-        self.bag_sizes_ = bags.total_weights()
+        super().prepare(bags, random_state)
         totals = self.bag_sizes_
         if bags.bag_weights is not None:
             totals = totals * bags.bag_weights
         self.pair_weight_ = float(np.sum(totals) / max(len(bags.members), 1))
-        self._device_cache = {}
         return self
 
     def _losses(self, logits, bags):
@@ -165,19 +144,20 @@ class RegressionMethod(LLPMethod):
         batch = (logits, bags.segments, bags.bag_props, bags.weights, bags.bag_weights)
         if not hasattr(self, "bag_sizes_"):  # not prepared: the batch is all
             return regression_losses(*batch, members=bags.members)
-        per_bag, per_bag_instance = regression_losses(
+        terms = regression_losses(
             *batch,
             members=bags.members,
             bag_sizes=self.bag_tensor("bag_sizes_", logits, bags),
             reduction="none",
         )
         denominator = bags.segments.shape[0] * self.pair_weight_
-        return per_bag.sum() / denominator, per_bag_instance.sum() / denominator
+        return tuple(term.sum() / denominator for term in terms)
 
 
 class BagLoss(RegressionMethod):
-    """Bag-level squared loss: every bag's mean prediction against its mean,
-    bags weighted by their size; the default of :class:`~sklearn_llp.LLPRegressor`.
+    """Bag-level squared loss (``method="bag"``, the default of
+    :class:`~sklearn_llp.LLPRegressor`): every bag's mean prediction against
+    its mean, bags weighted by their size.
 
     Examples
     --------
@@ -191,8 +171,9 @@ class BagLoss(RegressionMethod):
 
 
 class InstanceLoss(RegressionMethod):
-    """Instance-level squared loss: every row regressed on its bag's mean
-    (the bag loss plus the within-bag variance of the predictions).
+    """Instance-level squared loss (``method="instance"``): every row
+    regressed on its bag's mean, the bag loss plus the within-bag variance of
+    the predictions.
 
     Examples
     --------
@@ -205,8 +186,8 @@ class InstanceLoss(RegressionMethod):
 
 
 class InterpolatingLoss(RegressionMethod):
-    """``(1 - rho) * bag_loss + rho * instance_loss`` (Javanmard et al., ICLR 2024):
-    ``rho`` trades the instance loss's bias for its lower variance.
+    """``(1 - rho) * bag_loss + rho * instance_loss`` (Javanmard et al., ICLR
+    2024): ``rho`` trades the instance loss's bias for its lower variance.
 
     Parameters
     ----------
@@ -218,8 +199,6 @@ class InterpolatingLoss(RegressionMethod):
     --------
     >>> from sklearn_llp import LLPRegressor
     >>> reg = LLPRegressor(method="interpolating", method__rho=0.25)
-    >>> reg.get_params()["method__rho"]
-    0.25
     """
 
     _parameter_constraints = {"rho": [Interval(Real, 0, 1, closed="both")]}

@@ -15,29 +15,12 @@ def sinkhorn_pseudo_labels(
 ):
     """Soft labels of every row from entropic optimal transport within its bag.
 
-    Every bag's rows (mass 1 each) are transported to its class counts
-    ``|B| p_B`` at cost ``-log P`` with entropy ``reg``, as POT's
-    ``ot.sinkhorn`` does bag by bag, by log-domain Sinkhorn over all bags at
-    once. Rows are distributions; column sums converge to the counts.
-
-    Parameters
-    ----------
-    log_probs : Tensor of shape (n, k)
-        Log class probabilities of the rows; not differentiated through.
-    segments : LongTensor of shape (n,)
-        Bag of every row, in ``[0, n_bags)``.
-    bag_props : Tensor of shape (n_bags, k)
-        Rows are rescaled to sum to 1.
-    reg : float, default=1.0
-        Entropic regularisation, in nats.
-    n_iter : int, default=50
-    weights : Tensor of shape (n,), default=None
-        Mass of every row instead of 1.
-
-    Returns
-    -------
-    pseudo_labels : Tensor of shape (n, k)
-        Classes of zero proportion get zero mass.
+    Every bag's rows (mass 1 each, or ``weights``) are transported to its
+    class counts ``|B| p_B`` at cost ``-log P`` (``log_probs``, not
+    differentiated through) with entropy ``reg``, as POT's ``ot.sinkhorn``
+    does bag by bag, by log-domain Sinkhorn over all bags at once
+    (``n_iter`` iterations). Rows of the result sum to 1; a class of zero
+    proportion gets zero mass.
 
     Examples
     --------
@@ -105,8 +88,9 @@ class ROT(LLPMethod):
     """DLLP plus optimal-transport pseudo-labels (Dulac-Arnold et al. 2019).
 
     ``rot_alpha * L_prop + (1 - rot_alpha) * L_OT``, ``L_OT`` the
-    cross-entropy with optimal-transport pseudo-labels held fixed
-    (:func:`~sklearn_llp.methods.functional.sinkhorn_pseudo_labels`).
+    cross-entropy with the pseudo-labels of
+    :func:`~sklearn_llp.methods.functional.sinkhorn_pseudo_labels` held
+    fixed. See :ref:`rot`.
 
     Parameters
     ----------
@@ -116,11 +100,6 @@ class ROT(LLPMethod):
         Entropic regularisation of the transport, in nats.
     n_iter : int, default=50
         Sinkhorn iterations per batch.
-
-    References
-    ----------
-    G. Dulac-Arnold, N. Zeghidour, M. Cuturi, L. Beyer, J.-P. Vert. Deep
-    multi-class learning from label proportions. arXiv:1905.12909, 2019.
 
     Examples
     --------
@@ -145,8 +124,7 @@ class ROT(LLPMethod):
         if self.rot_alpha == 1:
             return bags.proportion_loss(logits)
         # pseudo-labels of (bag, row) pairs: one per bag a row is in
-        pair_logits = bags.take(logits)
-        weights = bags.take(bags.weights)
+        pair_logits, weights = bags.pairs(logits)
         pseudo_labels = sinkhorn_pseudo_labels(
             torch.log_softmax(pair_logits.detach(), dim=1),
             bags.segments,
@@ -165,7 +143,5 @@ class ROT(LLPMethod):
         )
         if self.rot_alpha == 0:
             return ot_loss
-        return (
-            self.rot_alpha * bags.proportion_loss(logits)
-            + (1 - self.rot_alpha) * ot_loss
-        )
+        proportion = bags.proportion_loss(logits)
+        return self.rot_alpha * proportion + (1 - self.rot_alpha) * ot_loss

@@ -18,7 +18,7 @@ LOG_EPS = 1e-8
 
 
 def at_least_float32(tensor):
-    """``tensor`` in float32 or wider: losses are not computed in half precision."""
+    """``tensor`` in float32 or wider: no loss is computed in half precision."""
     return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
 
 
@@ -44,9 +44,8 @@ def _segment_plan(segments, n_segments):
 
 
 def attach_plan(segments, offsets, counts, size, order=None):
-    """Give sorted ``segments`` their plan, computed in advance on the host:
-    the segment sums of a step then need no device sync. A tensor derived
-    from it (a slice, a copy) is planned afresh."""
+    """Give ``segments`` a plan computed in advance on the host, so that a
+    step's segment sums need no device sync (a derived tensor is replanned)."""
     ordered = segments if order is None else segments[order]
     segments._segment_plan = _Plan(order, ordered, offsets, counts, size)
     return segments
@@ -155,8 +154,8 @@ def _sum_runs(values, plan):
 
 def segment_sum(values, segments, n_segments):
     """Sums ``(n_segments, ...)`` of the rows of ``values`` ``(n, ...)`` by
-    their ``segments`` (in ``[0, n_segments)``, any order), in a fixed order:
-    deterministic on every device, differentiable any number of times.
+    their ``segments`` (in ``[0, n_segments)``, any order), in a fixed
+    order: deterministic on every device, differentiable any number of times.
 
     Examples
     --------
@@ -214,6 +213,15 @@ def segment_mean(values, segments, n_segments, weights=None):
     return _sum_runs(values, plan) / totals.unsqueeze(1)
 
 
+def _full_size_scale(segments, bag_sizes, weights=None):
+    """``W_B / (weight of B's pairs in the batch)`` of every bag (0 for a bag
+    of no weight in the batch): scaled so, a bag the batch holds a sample of
+    (``max_bag_size``) weighs its full (weighted) size ``bag_sizes``."""
+    w = torch.ones_like(segments, dtype=bag_sizes.dtype) if weights is None else weights
+    drawn = segment_sum(w.to(bag_sizes.dtype), segments, bag_sizes.shape[0])
+    return torch.where(drawn > 0, bag_sizes / drawn, torch.zeros_like(drawn))
+
+
 def weighted_mean(values, weights=None):
     """Mean of ``values``, weighted by ``weights`` if given.
 
@@ -232,23 +240,12 @@ def weighted_mean(values, weights=None):
 def proportion_loss(
     logits, segments, bag_props, weights=None, bag_weights=None, reduction="mean"
 ):
-    """DLLP's loss: cross-entropy between bag proportions and mean probabilities.
+    """DLLP's loss: ``-sum_c p_c log(mean_{i in bag} softmax(f(x_i))_c)``.
 
-    ``-sum_c p_c log(mean_{i in bag} softmax(f(x_i))_c)``, averaged over
-    bags; the ordinary cross-entropy for bags of one row.
-
-    Parameters
-    ----------
-    logits : Tensor of shape (n, k)
-    segments : LongTensor of shape (n,)
-        Bag of every row.
-    bag_props : Tensor of shape (n_bags, k)
-    weights : Tensor of shape (n,), default=None
-        Sample weights of the bag means.
-    bag_weights : Tensor of shape (n_bags,), default=None
-        Weights of the mean over bags (None: every bag once).
-    reduction : {"mean", "none"}, default="mean"
-        ``"none"``: the loss of every bag.
+    The cross-entropy between every bag's proportions ``bag_props``
+    ``(n_bags, k)`` and the (``weights``-weighted) mean probabilities of its
+    rows, averaged over bags (weighted by ``bag_weights``), or per bag with
+    ``reduction="none"``; for bags of one row, the ordinary cross-entropy.
 
     Examples
     --------

@@ -33,24 +33,10 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
     """Adversarial direction of L2 radius ``eps`` found by power iteration.
 
     Approximates ``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row
-    (Miyato et al. 2018), its finite difference above float32 rounding.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-    X : Tensor of shape (n, ...)
-    target_logits : Tensor of shape (n, k)
-        Logits of the clean input, without gradient.
-    eps : float
-    xi : float or "auto", default="auto"
-        Finite-difference step; ``"auto"`` is 3e-3 times the batch's RMS row
-        norm (the paper's 1e-6 is below float32 resolution).
-    n_power : int, default=1
-        Power iterations.
-
-    Returns
-    -------
-    r_adv : Tensor of the shape of ``X``, without gradient
+    (Miyato et al. 2018) from the clean ``target_logits`` with ``n_power``
+    iterations of finite-difference step ``xi``; ``"auto"`` is 3e-3 times the
+    batch's RMS row norm, above float32 rounding (:ref:`vat_xi`). Returns a
+    tensor of ``X``'s shape without gradient.
 
     Examples
     --------
@@ -84,9 +70,9 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
 
 
 def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mean"):
-    """``KL(f(x) || f(x + r_adv))`` with the clean prediction held fixed.
-
-    Averaged over rows (``reduction="mean"``) or one value per row (``"none"``).
+    """``KL(f(x) || f(x + r_adv))`` with the clean prediction held fixed, for
+    :func:`vat_perturbation`'s ``r_adv``; averaged over rows, or one value
+    per row with ``reduction="none"``.
 
     Examples
     --------
@@ -107,9 +93,8 @@ def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mea
 class VAT(ConsistencyMethod):
     """LLP-VAT (Tsai & Lin 2020): DLLP plus virtual adversarial training.
 
-    ``L_prop + w(t) * L_vat``, ``L_vat`` the mean of ``KL(f(x) || f(x +
-    r_adv))`` with ``r_adv`` adversarial of norm ``eps``, ``w(t)`` ramped
-    up as in :class:`ConsistencyMethod`. See :ref:`llp_vat`.
+    A :class:`ConsistencyMethod` whose consistency loss is
+    :func:`~sklearn_llp.methods.functional.vat_loss`. See :ref:`llp_vat`.
 
     Parameters
     ----------
@@ -130,7 +115,6 @@ class VAT(ConsistencyMethod):
     >>> from sklearn_llp import LLPClassifier
     >>> from sklearn_llp.methods import VAT
     >>> clf = LLPClassifier(method=VAT(alpha=0.1, eps=2.0))
-    >>> clf = LLPClassifier(method="vat", method__alpha=0.1, method__eps=2.0)
     """
 
     _parameter_constraints = {
