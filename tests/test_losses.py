@@ -13,7 +13,6 @@ from sklearn_llp import LLPRegressor
 from sklearn_llp.core import check_bags
 from sklearn_llp.methods import VAT, BagBatch, BagLoss, InstanceLoss, InterpolatingLoss
 from sklearn_llp.methods.functional import (
-    exp_rampup,
     kl_divergence_with_logits,
     l2_normalize,
     proportion_loss,
@@ -51,9 +50,10 @@ def test_proportion_loss_by_hand():
         (0, 0, 1.0),  # no ramp-up
     ],
 )
-def test_exp_rampup_values_and_the_ramp_of_global_steps(step, rampup_steps, expected):
-    assert exp_rampup(step, rampup_steps) == pytest.approx(expected)
-    # rampup=0.5 of 2 * rampup_steps planned steps ramps over rampup_steps
+def test_the_consistency_weight_ramps_up_over_global_steps(
+    step, rampup_steps, expected
+):
+    # rampup=0.5 of 2 * rampup_steps planned steps: T = rampup_steps
     weight = VAT().rampup_weight(0.5, 0.5, step, 2 * rampup_steps)
     assert weight == pytest.approx(0.5 * expected)
 

@@ -24,11 +24,8 @@ from sklearn_llp.methods.functional import (
 
 
 def random_bags(sizes, n_classes, seed, scale=2.0, dtype=torch.float64):
-    """Logits, segments and proportions of bags of the given sizes.
-
-    Instances of different bags are interleaved, so nothing may rely on bags
-    being contiguous. Some proportions are exactly zero.
-    """
+    """Logits, segments and proportions of bags of the given sizes, their rows
+    interleaved; some proportions are exactly zero."""
     rng = np.random.RandomState(seed)
     segments = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
     props = rng.dirichlet(np.ones(n_classes), len(sizes))
@@ -36,10 +33,11 @@ def random_bags(sizes, n_classes, seed, scale=2.0, dtype=torch.float64):
     props[np.arange(len(sizes)), rng.randint(0, n_classes, len(sizes))] += 0.1
     props /= props.sum(1, keepdims=True)
     logits = scale * rng.normal(size=(len(segments), n_classes))
+    as_tensor = dict(dtype=dtype)
     return (
-        torch.tensor(logits, dtype=dtype),
+        torch.tensor(logits, **as_tensor),
         torch.from_numpy(segments),
-        torch.tensor(props, dtype=dtype),
+        torch.tensor(props, **as_tensor),
     )
 
 
@@ -76,14 +74,9 @@ def test_sinkhorn_matches_pot_bag_by_bag(reg):
     plan = sinkhorn_pseudo_labels(log_probs, segments, props, reg=reg, n_iter=1000)
     for b, size in enumerate(sizes):
         rows = (segments == b).numpy()
-        expected = ot.sinkhorn(
-            np.ones(size),
-            props[b].numpy() * size,
-            -log_probs[rows].numpy(),
-            reg,
-            numItermax=100_000,
-            stopThr=1e-13,
-        )
+        marginals = np.ones(size), props[b].numpy() * size
+        cost = -log_probs[rows].numpy()
+        expected = ot.sinkhorn(*marginals, cost, reg, numItermax=10**5, stopThr=1e-13)
         np.testing.assert_allclose(plan[rows].numpy(), expected, atol=1e-7)
 
 

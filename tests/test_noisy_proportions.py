@@ -244,16 +244,13 @@ def test_unbagged_rows_and_classes():
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        ({"epsilon": 0}, "epsilon"),
-        ({"epsilon": -1.0}, "epsilon"),
-        ({"epsilon": np.nan}, "epsilon"),
-        ({"epsilon": "1"}, "epsilon"),
-        ({"epsilon": True}, "epsilon"),
+        *[({"epsilon": bad}, "epsilon") for bad in (0, -1.0, np.nan, "1", True)],
         ({"epsilon": 1.0, "delta": 1e-5}, "delta"),  # Laplace takes no delta
-        ({"epsilon": 0.5, "mechanism": "gaussian"}, "delta"),
-        ({"epsilon": 0.5, "mechanism": "gaussian", "delta": 0.0}, "delta"),
-        ({"epsilon": 0.5, "mechanism": "gaussian", "delta": 1.0}, "delta"),
-        ({"epsilon": 0.5, "mechanism": "analytic_gaussian", "delta": -1}, "delta"),
+        *[
+            ({"epsilon": 0.5, "mechanism": m, "delta": bad}, "delta")
+            for m, bad in [("gaussian", None), ("gaussian", 0.0), ("gaussian", 1.0)]
+            + [("analytic_gaussian", -1)]
+        ],
         ({"epsilon": 2.0, "mechanism": "gaussian", "delta": 1e-5}, "epsilon"),
         ({"epsilon": 1.0, "mechanism": "exponential"}, "mechanism"),
         ({"epsilon": 1.0, "mechanism": None}, "mechanism"),

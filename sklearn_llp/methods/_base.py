@@ -1,5 +1,6 @@
 """The method interface: one small object turns a batch of whole bags into a loss."""
 
+import math
 from contextlib import contextmanager
 from numbers import Real
 from typing import NamedTuple
@@ -9,13 +10,7 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
-from ._segments import (
-    at_least_float32,
-    exp_rampup,
-    gather_rows,
-    proportion_loss,
-    weighted_mean,
-)
+from . import _segments as ops
 
 
 class BagBatch(NamedTuple):
@@ -30,10 +25,9 @@ class BagBatch(NamedTuple):
         Label proportions (or means) of the batch's bags.
     bag_index : LongTensor of shape (n_bags,)
         Every bag's index in the bags given to :meth:`LLPMethod.prepare`.
-    members : LongTensor of shape (n_pairs,) or None
-        Row of every pair; None: pair ``i`` is row ``i``.
-    weights, bag_weights : Tensor of shape (n_rows,), (n_bags,) or None
-        Sample weights; weights of the bags in means over bags.
+    members, weights, bag_weights : Tensor or None
+        Row of every pair (None: pair ``i`` is row ``i``); sample weight of
+        every row; weight of every bag in means over bags.
 
     Examples
     --------
@@ -56,11 +50,11 @@ class BagBatch(NamedTuple):
         """The rows of ``per_row`` for every pair (a deterministic gather)."""
         if self.members is None or per_row is None:
             return per_row
-        return gather_rows(per_row, self.members)
+        return ops.gather_rows(per_row, self.members)
 
     def pairs(self, logits):
         """The logits (float32 at least) and weights (or None) of every pair."""
-        logits = at_least_float32(self.take(logits))
+        logits = ops.at_least_float32(self.take(logits))
         weights = self.take(self.weights)
         return logits, None if weights is None else weights.to(logits.dtype)
 
@@ -68,15 +62,13 @@ class BagBatch(NamedTuple):
         """DLLP's loss of the batch from the logits of its rows."""
         logits, weights = self.take(logits), self.take(self.weights)
         args = (self.segments, self.bag_props, weights, self.bag_weights)
-        return proportion_loss(logits, *args)
+        return ops.proportion_loss(logits, *args)
 
 
 class LLPMethod(BaseEstimator):
-    """Base class of the training methods: a loss of a batch of whole bags.
-
-    A small scikit-learn style object, cloned for every fit; subclasses
-    implement :meth:`get_loss` and may override :meth:`prepare`
-    (:ref:`writing_a_method`).
+    """Base class of the training methods, small scikit-learn style objects
+    cloned for every fit: subclasses implement :meth:`get_loss` and may
+    override :meth:`prepare` (:ref:`writing_a_method`).
 
     Examples
     --------
@@ -148,8 +140,13 @@ class LLPMethod(BaseEstimator):
         raise NotImplementedError
 
     def rampup_weight(self, alpha, rampup, step, total_steps):
-        """``alpha * exp(-5 (1 - t/T)^2)`` with ``T = rampup * total_steps``."""
-        return alpha * exp_rampup(step, int(round(rampup * total_steps)))
+        """``alpha exp(-5 (1 - t/T)^2)`` at step ``t``, ``alpha`` from ``T =
+        rampup * total_steps`` on."""
+        ramp = int(round(rampup * total_steps))
+        if ramp <= 0 or step >= ramp:
+            return alpha
+        phase = 1.0 - max(step, 0) / ramp
+        return alpha * math.exp(-5.0 * phase * phase)
 
 
 #: Constraints of the consistency methods' ramped weight.
@@ -162,8 +159,9 @@ _RAMP_CONSTRAINTS = {
 class ConsistencyMethod(LLPMethod):
     """Proportion loss plus a ramped-up consistency loss (LLP-VAT's recipe):
     ``L_prop + w(t) mean(consistency_loss)``, ``w(t)`` of
-    :meth:`~LLPMethod.rampup_weight`, against the clean prediction held
-    fixed. Subclasses set ``alpha`` and ``rampup``.
+    :meth:`~LLPMethod.rampup_weight`, against the clean prediction held fixed
+    (a pass without dropout if dropout is active). Subclasses set ``alpha``
+    and ``rampup``.
 
     Examples
     --------
@@ -185,9 +183,12 @@ class ConsistencyMethod(LLPMethod):
         weight = self.rampup_weight(self.alpha, self.rampup, step, total_steps)
         if weight == 0.0:
             return loss
-        target = clean_logits(module, X, logits)
+        target = logits.detach()
+        if _active_dropouts(module):
+            with torch.no_grad(), perturbation_mode(module):
+                target = module(X)
         consistency = self.consistency_loss(module, X, target)
-        return loss + weight * weighted_mean(consistency, bags.weights)
+        return loss + weight * ops.weighted_mean(consistency, bags.weights)
 
 
 class DLLP(LLPMethod):
@@ -243,22 +244,3 @@ def perturbation_mode(module):
             m.train()
         for m in norms:
             m.track_running_stats = True
-
-
-def clean_logits(module, X, logits):
-    """The clean prediction as a fixed consistency target: ``logits``
-    detached, or a pass without dropout if dropout is active.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from sklearn_llp.methods.functional import clean_logits
-    >>> net = torch.nn.Linear(2, 2)
-    >>> X = torch.ones(1, 2)
-    >>> clean_logits(net, X, net(X)).requires_grad
-    False
-    """
-    if not _active_dropouts(module):
-        return logits.detach()
-    with torch.no_grad(), perturbation_mode(module):
-        return module(X)

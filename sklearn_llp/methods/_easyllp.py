@@ -29,22 +29,20 @@ def _class_losses(logits, loss):
 def easyllp_loss(
     logits, segments, bag_props, bag_sizes, prior, weights=None, loss="log"
 ):
-    """EasyLLP's debiased loss of a batch: ``sum_c y~_c l(f(x), c)`` averaged
-    over rows, with the soft label ``y~ = k (alpha - p) + p`` of a row of a
-    bag of ``k = bag_sizes`` rows (its full size; ``W / w_i`` with weights),
-    proportions ``alpha = bag_props`` and class prior ``p``; ``loss`` is
-    :class:`~sklearn_llp.methods.EasyLLP`'s. A bag the batch holds a sample
-    of weighs its full size in the mean.
+    """EasyLLP's loss ``sum_c y~_c l(f(x), c)``, averaged over rows, with the
+    soft label ``y~ = k (alpha - p) + p`` of a row of a bag of ``k =
+    bag_sizes`` rows (its full size, however many the batch holds; ``W /
+    w_i`` with weights), proportions ``alpha`` and class prior ``p``;
+    ``loss`` as in :class:`~sklearn_llp.methods.EasyLLP`.
 
     Examples
     --------
     >>> import torch
     >>> from sklearn_llp.methods.functional import easyllp_loss
-    >>> logits = torch.zeros(2, 2)  # both rows predict [0.5, 0.5]
-    >>> props = torch.tensor([[0.75, 0.25]])
-    >>> loss = easyllp_loss(logits, torch.tensor([0, 0]), props,
-    ...                     torch.tensor([4.0]), torch.tensor([0.5, 0.5]))
-    >>> round(loss.item(), 4)  # soft label [1.5, -0.5]: log 2
+    >>> props, prior = torch.tensor([[0.75, 0.25]]), torch.tensor([0.5, 0.5])
+    >>> loss = easyllp_loss(torch.zeros(1, 2), torch.tensor([0]), props,
+    ...                     torch.tensor([4.0]), prior)  # soft label [1.5, -0.5]
+    >>> round(loss.item(), 4)  # q = [0.5, 0.5]: log 2
     0.6931
     """
     losses = _class_losses(logits, loss)
@@ -68,16 +66,11 @@ def _effective_sizes(bags):
 
 
 def bag_spread(props, sizes, prior=None):
-    """How many times more the bags' proportions vary than random bags' would.
-
-    The chi-square statistic ``sum_b k_b sum_c (alpha_bc - p_c)^2 / p_c``
-    over its expectation for random bags, ``n_bags (C - 1)``, and its
-    p-value; ``sizes`` are the bags' rows (Kish's effective sizes when
-    weighted), ``prior`` defaults to the size-weighted mean proportions.
-
-    Returns
-    -------
-    ratio, p_value : float
+    """How many times more the bags' proportions vary than random bags' would,
+    and the p-value: the chi-square statistic ``sum_b k_b sum_c (alpha_bc -
+    p_c)^2 / p_c`` of bags of ``sizes`` rows (Kish's effective sizes when
+    weighted) over its expectation for random bags, ``n_bags (C - 1)``;
+    ``prior`` defaults to the size-weighted mean proportions.
 
     Examples
     --------
@@ -101,14 +94,13 @@ def bag_spread(props, sizes, prior=None):
 
 
 class EasyLLP(LLPMethod):
-    """EasyLLP (Busa-Fekete et al. 2023): debiased instance loss.
-
-    Every row is trained on a soft label whose expected loss, for bags of
-    random draws, is the instance loss with the true labels
-    (:func:`~sklearn_llp.methods.functional.easyllp_loss`). Soft labels can
-    be negative, so the default loss is bounded and early stopping is on;
-    :meth:`prepare` warns (:class:`~sklearn_llp.exceptions.NonRandomBagsWarning`)
-    when the bags do not look random. See :ref:`easyllp`.
+    """EasyLLP (Busa-Fekete et al. 2023): every row trained on a soft label
+    whose expected loss, for bags of random draws, is the instance loss with
+    the true labels (:func:`~sklearn_llp.methods.functional.easyllp_loss`).
+    Soft labels can be negative: the default loss is bounded and early
+    stopping is on. :meth:`prepare` warns
+    (:class:`~sklearn_llp.exceptions.NonRandomBagsWarning`) when the bags do
+    not look random. See :ref:`easyllp`.
 
     Parameters
     ----------
@@ -118,9 +110,8 @@ class EasyLLP(LLPMethod):
 
     Attributes
     ----------
-    class_prior_ : ndarray of shape (n_classes,)
-    bag_sizes_ : ndarray of shape (n_bags,)
-        (Weighted) size ``k`` of every training bag.
+    class_prior_, bag_sizes_ : ndarray
+        The prior ``p``; the (weighted) size ``k`` of every training bag.
 
     Examples
     --------

@@ -13,9 +13,9 @@ from ._segments import _full_size_scale
 
 def llpfc_transition_matrices(props, sizes):
     """``T[g, c, i] = P(noisy = i | y = c) = n_i p_ic / sum_j n_j p_jc`` in
-    every group ``g`` of bags, from their proportions ``props`` ``(n_groups,
-    m, n_classes)`` and (weighted) sizes ``sizes`` ``(n_groups, m)``; a class
-    absent from a group gets the row ``n_i / sum_j n_j``.
+    every group ``g`` of bags of proportions ``props`` (``(n_groups, m,
+    n_classes)``) and sizes ``sizes`` (``(n_groups, m)``); a class absent
+    from a group gets the row ``n_i / sum_j n_j``.
 
     Examples
     --------
@@ -40,9 +40,9 @@ def llpfc_transition_matrices(props, sizes):
 
 def forward_correction_loss(logits, transition_columns, weights=None):
     """Forward-corrected cross-entropy ``-log(sum_c softmax(f(x))_c T[c,
-    noisy])`` (Patrini et al. 2017) of every row, from its column
-    ``T[:, noisy_i]``; with ``weights``, their weighted mean (0 when all are
-    0). Exact where ``T`` has zeros.
+    noisy])`` (Patrini et al. 2017) of every row from its column ``T[:,
+    noisy_i]``, exact where ``T`` has zeros; with ``weights``, their
+    weighted mean (0 when all are 0).
 
     Examples
     --------
@@ -64,12 +64,10 @@ class LLPFC(LLPMethod):
     """LLPFC (Zhang, Wang & Scott 2022): proportions as label noise.
 
     Bags are grouped at random by ``C`` (the classes); a row's noisy label is
-    its bag's position in the group, with the transition matrix
-    :func:`~sklearn_llp.methods.functional.llpfc_transition_matrices`, and
-    the network is trained with
-    :func:`~sklearn_llp.methods.functional.forward_correction_loss`.
-    Leftover bags weigh 0 until the next regrouping. Needs disjoint bags;
-    early stopping is on. See :ref:`llpfc`.
+    its bag's position in the group, trained with
+    :func:`~sklearn_llp.methods.functional.forward_correction_loss` through
+    the group's :func:`~sklearn_llp.methods.functional.llpfc_transition_matrices`.
+    Needs disjoint bags; early stopping is on. See :ref:`llpfc`.
 
     Parameters
     ----------
@@ -78,15 +76,12 @@ class LLPFC(LLPMethod):
 
     Attributes
     ----------
-    groups_ : ndarray of shape (n_bags,)
-        Group of every training bag, -1 for a leftover bag.
-    positions_ : ndarray of shape (n_bags,)
-        Position of every bag in its group: its rows' noisy label.
+    groups_, positions_ : ndarray of shape (n_bags,)
+        Group of every training bag (-1: left over, weight 0) and its
+        position there, its rows' noisy label.
     transitions_ : ndarray of shape (n_groups, n_classes, n_classes)
-    n_singular_groups_ : int
-        Groups whose transition matrix has rank below ``n_classes``.
-    n_regroupings_ : int
-        Groupings drawn so far in this fit.
+    n_singular_groups_, n_regroupings_ : int
+        Groups of rank below ``n_classes``; groupings drawn in this fit.
 
     Examples
     --------

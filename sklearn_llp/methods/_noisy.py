@@ -15,13 +15,10 @@ from ._segments import proportion_loss
 def noisy_proportion_weights(
     sizes, count_variance, label_variance, n_classes, weighting="likelihood"
 ):
-    """Weight of every bag's proportion loss under noise on its counts.
-
-    The reliability ``r_B = n_B tau / (n_B tau + (1 - 1/C) v)`` of a bag of
-    (weighted) size ``n_B``, count noise variance ``v`` and label variance
-    ``tau`` is the share of label sampling variance in its published
-    proportions' variance; ``weighting="likelihood"`` gives ``n_B r_B``,
-    the Gaussian likelihood of the counts (:ref:`noisy_proportions`).
+    """Weight of every bag's proportion loss under noise on its counts: the
+    reliability ``r_B = n_B tau / (n_B tau + (1 - 1/C) v)`` (size ``n_B``,
+    count noise variance ``v``, label variance ``tau``), or with
+    ``weighting="likelihood"`` ``n_B r_B`` (:ref:`noisy_proportions`).
 
     Examples
     --------
@@ -44,9 +41,8 @@ def noisy_proportion_loss(
     logits, segments, bag_props, bag_weights, normaliser, weights=None
 ):
     """``sum_B w_B CE(p_B, q_B) / (n_bags * normaliser)`` over a batch's bags,
-    ``CE`` that of :func:`proportion_loss`: with a fixed ``normaliser`` (the
-    mean ``w_B`` of the training bags), a batch of unreliable bags takes a
-    small step.
+    ``CE`` DLLP's: with a fixed ``normaliser`` (the training bags' mean
+    ``w_B``), a batch of unreliable bags takes a small step.
 
     Examples
     --------
@@ -63,23 +59,19 @@ def noisy_proportion_loss(
 
 
 class NoisyProportions(LLPMethod):
-    """DLLP for noisy proportions: every bag weighed by what its counts tell.
-
-    Releases that add noise of known scale to every count make a small bag's
-    proportions mostly noise: DLLP's bag loss is weighed by
-    :func:`~sklearn_llp.methods.functional.noisy_proportion_weights`.
-    Without noise, ``weighting="reliability"`` is DLLP exactly. Proportions
+    """DLLP for noisy proportions: every bag weighed by what its counts tell
+    (:func:`~sklearn_llp.methods.functional.noisy_proportion_weights`);
+    without noise, ``weighting="reliability"`` is DLLP exactly. Proportions
     must be on the simplex. See :ref:`noisy_proportions`.
 
     Parameters
     ----------
     noise : {"laplace", "gaussian", "discrete_laplace", "discrete_gaussian"}, \
 default="laplace"
-        Distribution of the noise on every count (``attrs["noise"]`` of a
+        Noise on every count (``attrs["noise"]`` of a
         :func:`~sklearn_llp.privacy.dp_proportions` release).
     scale : float or dict or Series, default=1.0
-        Scale of the noise on a count (``attrs["noise_scale"]``), in the units
-        of the bag sizes, or one per bag id.
+        Its scale (``attrs["noise_scale"]``), or one per bag id.
     weighting : {"likelihood", "reliability"}, default="likelihood"
         ``w_B = n_B r_B`` or ``w_B = r_B``.
 
@@ -88,14 +80,11 @@ default="laplace"
     bag_weights_, reliability_, count_variance_ : ndarray of shape (n_bags,)
         ``w_B``, ``r_B`` and ``v`` of every training bag.
     label_variance_ : float
-        ``tau``.
 
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
-    >>> from sklearn_llp.privacy import dp_noise_scale
-    >>> scale = dp_noise_scale(0.1)  # an epsilon = 0.1 release: b = 2 / 0.1
-    >>> clf = LLPClassifier(method="noisy", method__scale=scale)
+    >>> clf = LLPClassifier(method="noisy", method__scale=20.0)  # epsilon = 0.1
     """
 
     _parameter_constraints = {
@@ -117,7 +106,7 @@ default="laplace"
                     f"The 'method__scale' parameter must be finite; got {self.scale}."
                 )
             return np.full(bags.n_bags, float(self.scale))
-        table = pd.Series(self.scale) if isinstance(self.scale, Mapping) else self.scale
+        table = pd.Series(self.scale)
         rows = table.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
         if np.any(rows < 0):
             shown = bags.ids[rows < 0][:5].tolist()
@@ -142,12 +131,9 @@ default="laplace"
         )
         self.reliability_ = np.ones(bags.n_bags)  # one class: nothing to weigh
         if self.label_variance_ > 0:
+            variances = (self.count_variance_, self.label_variance_, bags.n_classes)
             self.reliability_ = noisy_proportion_weights(
-                sizes,
-                self.count_variance_,
-                self.label_variance_,
-                bags.n_classes,
-                "reliability",
+                sizes, *variances, "reliability"
             )
         weights = self.reliability_
         if bags.bag_weights is not None:

@@ -38,10 +38,9 @@ def _task_of(method_class):
 
 
 def register_method(name, method_class):
-    """Make ``method=name`` build ``method_class``, a subclass of
-    :class:`LLPMethod`: for ``LLPRegressor`` if it subclasses
-    :class:`~sklearn_llp.methods.RegressionMethod`, else for
-    ``LLPClassifier``. A name of the other task's registry is refused.
+    """Make ``method=name`` build ``method_class`` (an :class:`LLPMethod`) in
+    ``LLPRegressor`` if it is a :class:`RegressionMethod`, else in
+    ``LLPClassifier``; a name of the other task is refused.
 
     Examples
     --------

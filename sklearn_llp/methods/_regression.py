@@ -21,14 +21,13 @@ def regression_losses(
     bag_sizes=None,
     reduction="mean",
 ):
-    """The bag-level and instance-level squared losses of a batch of bags.
-
+    """The bag-level and instance-level squared losses of a batch of bags,
     ``sum_a W_a (y_a - f_a)^2`` and ``sum_a W_a mean_{i in a} (y_a - f_i)^2``
     over ``sum_a W_a`` (:ref:`regression_losses`): ``f_a`` the weighted mean
     prediction of the bag's rows in the batch, ``W_a`` its total weight
-    (``bag_sizes`` for a bag the batch holds a sample of) times
-    ``bag_weights``. ``members`` maps pairs to rows (overlapping bags);
-    ``reduction="none"`` gives every bag's terms, not divided by ``sum W_a``.
+    (``bag_sizes``, for a bag the batch holds a sample of) times
+    ``bag_weights``; ``members`` maps pairs to rows. ``reduction="none"``:
+    every bag's terms, not divided by ``sum_a W_a``.
 
     Examples
     --------
@@ -67,17 +66,9 @@ def regression_losses(
     return per_bag.sum() / denominator, per_bag_instance.sum() / denominator
 
 
-def interpolating_loss(
-    predictions,
-    segments,
-    bag_means,
-    rho,
-    weights=None,
-    bag_weights=None,
-    *,
-    members=None,
-):
-    """``(1 - rho) * bag_loss + rho * instance_loss`` of :func:`regression_losses`.
+def interpolating_loss(predictions, segments, bag_means, rho, *args, **kwargs):
+    """``(1 - rho) * bag_loss + rho * instance_loss`` of
+    :func:`regression_losses`, which takes the further arguments.
 
     Examples
     --------
@@ -89,10 +80,8 @@ def interpolating_loss(
     >>> round(float(loss), 4)  # (1.0 + 5 / 3) / 2
     1.3333
     """
-    bag, instance = regression_losses(
-        predictions, segments, bag_means, weights, bag_weights, members=members
-    )
-    return _interpolate(bag, instance, rho)
+    losses = regression_losses(predictions, segments, bag_means, *args, **kwargs)
+    return _interpolate(*losses, rho)
 
 
 def _interpolate(bag, instance, rho):
@@ -104,14 +93,11 @@ def _interpolate(bag, instance, rho):
 
 
 class RegressionMethod(LLPMethod):
-    """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`.
-
-    ``bags.bag_props`` hold one (standardised) mean per bag; subclasses
-    implement :meth:`get_loss` from ``self._losses(logits, bags)``, the
-    batch's bag and instance losses. A bag weighs its full size also when
-    ``max_bag_size`` subsamples it, and the batches of an epoch add up to
-    the loss of the training set (:ref:`regression_losses`). Early stopping
-    is on by default.
+    """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`, from
+    one (standardised) mean per bag: ``self._losses(logits, bags)`` gives a
+    batch's bag and instance losses, bags weighing their full size and
+    batches adding up to the training set's loss (:ref:`regression_losses`).
+    Early stopping is on by default.
 
     Examples
     --------
@@ -155,9 +141,8 @@ class RegressionMethod(LLPMethod):
 
 
 class BagLoss(RegressionMethod):
-    """Bag-level squared loss (``method="bag"``, the default of
-    :class:`~sklearn_llp.LLPRegressor`): every bag's mean prediction against
-    its mean, bags weighted by their size.
+    """Bag-level squared loss, the default of :class:`~sklearn_llp.LLPRegressor`:
+    every bag's mean prediction against its mean, weighted by its size.
 
     Examples
     --------
@@ -171,9 +156,8 @@ class BagLoss(RegressionMethod):
 
 
 class InstanceLoss(RegressionMethod):
-    """Instance-level squared loss (``method="instance"``): every row
-    regressed on its bag's mean, the bag loss plus the within-bag variance of
-    the predictions.
+    """Instance-level squared loss: every row regressed on its bag's mean (the
+    bag loss plus the within-bag variance of the predictions).
 
     Examples
     --------

@@ -1,11 +1,6 @@
-"""Segment reductions (bag means of a batch) and the losses built on them.
+"""Segment reductions (bag means of a batch) and the losses built on them,
+without atomic adds: reproducible on CUDA (:ref:`segment_reductions`)."""
 
-No reduction here uses atomic adds, whose order varies on a GPU: training is
-reproducible on CUDA without ``torch.use_deterministic_algorithms``
-(:ref:`segment_reductions`).
-"""
-
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -240,12 +235,10 @@ def weighted_mean(values, weights=None):
 def proportion_loss(
     logits, segments, bag_props, weights=None, bag_weights=None, reduction="mean"
 ):
-    """DLLP's loss: ``-sum_c p_c log(mean_{i in bag} softmax(f(x_i))_c)``.
-
-    The cross-entropy between every bag's proportions ``bag_props``
-    ``(n_bags, k)`` and the (``weights``-weighted) mean probabilities of its
-    rows, averaged over bags (weighted by ``bag_weights``), or per bag with
-    ``reduction="none"``; for bags of one row, the ordinary cross-entropy.
+    """DLLP's loss ``-sum_c p_c log(mean_{i in bag} softmax(f(x_i))_c)``: the
+    cross-entropy of every bag's proportions and its rows' (``weights``-)
+    weighted mean probabilities, averaged over bags (by ``bag_weights``), or
+    per bag with ``reduction="none"``; for bags of one row, the cross-entropy.
 
     Examples
     --------
@@ -300,18 +293,3 @@ def l2_normalize(d):
     tiny = torch.finfo(d.dtype).tiny
     d = d / d.flatten(1).abs().amax(dim=1).clamp_min(tiny).view(shape)
     return d / d.flatten(1).norm(dim=1).clamp_min(tiny).view(shape)
-
-
-def exp_rampup(step, rampup_steps):
-    """``exp(-5 (1 - t/T)^2)`` at step ``t``, 1 from ``T`` on (and for ``T <= 0``).
-
-    Examples
-    --------
-    >>> from sklearn_llp.methods.functional import exp_rampup
-    >>> round(exp_rampup(50, 100), 4), exp_rampup(100, 100)
-    (0.2865, 1.0)
-    """
-    if rampup_steps <= 0 or step >= rampup_steps:
-        return 1.0
-    phase = 1.0 - max(step, 0) / rampup_steps
-    return math.exp(-5.0 * phase * phase)
