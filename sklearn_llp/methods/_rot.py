@@ -14,10 +14,11 @@ def sinkhorn_pseudo_labels(
     log_probs, segments, bag_props, reg=1.0, n_iter=50, weights=None
 ):
     """Soft labels of every row by entropic optimal transport within its bag:
-    a bag's rows (mass 1, or ``weights``) to its class counts ``|B| p_B`` at
-    cost ``-log_probs`` (not differentiated through), entropy ``reg``, as
-    POT's ``ot.sinkhorn`` bag by bag, by ``n_iter`` log-domain Sinkhorn steps
-    over all bags at once. Rows sum to 1; a class of proportion 0 gets none.
+    a bag's rows (mass 1, or ``weights``) to its class counts ``|B| p_B``
+    (``bag_props`` rescaled to sum 1) at cost ``-log_probs`` (not
+    differentiated through), entropy ``reg``, as POT's ``ot.sinkhorn`` bag by
+    bag, by ``n_iter`` log-domain Sinkhorn steps over all bags at once. Rows
+    sum to 1; a class of proportion 0 gets none.
 
     Examples
     --------
