@@ -11,20 +11,11 @@ import torch.nn.functional as F
 
 from sklearn_llp import LLPRegressor
 from sklearn_llp.core import check_bags
-from sklearn_llp.methods import (
-    DLLP,
-    VAT,
-    BagBatch,
-    BagLoss,
-    InstanceLoss,
-    InterpolatingLoss,
-)
+from sklearn_llp.methods import VAT, BagBatch, BagLoss, InstanceLoss, InterpolatingLoss
 from sklearn_llp.methods.functional import (
-    exp_rampup,
     kl_divergence_with_logits,
     l2_normalize,
     proportion_loss,
-    segment_mean,
     vat_loss,
     vat_perturbation,
 )
@@ -48,15 +39,6 @@ def test_proportion_loss_by_hand():
     assert loss.item() == pytest.approx(F.cross_entropy(logits, labels).item(), 1e-6)
 
 
-def test_segment_mean_equals_a_loop_over_variable_size_bags():
-    rng = np.random.RandomState(0)
-    segments = rng.permutation(np.repeat(np.arange(25), rng.randint(1, 30, 25)))
-    values = rng.normal(size=(len(segments), 5))
-    expected = np.stack([values[segments == b].mean(0) for b in range(25)])
-    result = segment_mean(torch.tensor(values), torch.tensor(segments), 25)
-    np.testing.assert_allclose(result.numpy(), expected, rtol=1e-12)
-
-
 @pytest.mark.parametrize(
     "step, rampup_steps, expected",
     [
@@ -68,17 +50,12 @@ def test_segment_mean_equals_a_loop_over_variable_size_bags():
         (0, 0, 1.0),  # no ramp-up
     ],
 )
-def test_exp_rampup_values(step, rampup_steps, expected):
-    assert exp_rampup(step, rampup_steps) == pytest.approx(expected)
-
-
-def test_vat_rampup_counts_global_steps():
-    method = VAT(alpha=0.5, rampup=0.5)  # T = 100 of 200 steps
-    assert method.rampup_weight(0.5, 0.5, 0, 200) == pytest.approx(0.5 * math.exp(-5))
-    assert method.rampup_weight(0.5, 0.5, 50, 200) == pytest.approx(
-        0.5 * math.exp(-1.25)
-    )
-    assert method.rampup_weight(0.5, 0.5, 150, 200) == 0.5
+def test_the_consistency_weight_ramps_up_over_global_steps(
+    step, rampup_steps, expected
+):
+    # rampup=0.5 of 2 * rampup_steps planned steps: T = rampup_steps
+    weight = VAT().rampup_weight(0.5, 0.5, step, 2 * rampup_steps)
+    assert weight == pytest.approx(0.5 * expected)
 
 
 def test_kl_divergence_and_l2_normalize_by_hand():
@@ -98,20 +75,16 @@ def _model():
     )
 
 
-@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
-def test_vat_perturbation_has_norm_eps(eps):
-    model, X = _model(), torch.randn(32, 6)
-    r = vat_perturbation(model, X, model(X).detach(), eps=eps)
-    np.testing.assert_allclose(r.norm(dim=1).numpy(), eps, rtol=1e-5)
-
-
-def test_vat_perturbation_finds_a_worse_direction_than_random():
+def test_vat_perturbation_has_norm_eps_and_beats_a_random_direction():
     model, X = _model(), torch.randn(256, 6)
     target = model(X).detach()
-    r_adv = vat_perturbation(model, X, target, eps=1.0)
-    r_random = l2_normalize(torch.randn_like(X))
-    adversarial = kl_divergence_with_logits(target, model(X + r_adv))
-    random = kl_divergence_with_logits(target, model(X + r_random))
+    for eps in (0.1, 1.0, 4.0):
+        r = vat_perturbation(model, X, target, eps=eps)
+        np.testing.assert_allclose(r.norm(dim=1).numpy(), eps, rtol=1e-5)
+    adversarial = kl_divergence_with_logits(target, model(X + r / 4))
+    random = kl_divergence_with_logits(
+        target, model(X + l2_normalize(torch.randn_like(X)))
+    )
     assert adversarial > 2 * random
 
 
@@ -128,22 +101,15 @@ def test_vat_loss_is_zero_for_a_constant_model_and_trains_the_perturbed_pass():
     assert all(p.grad is not None for p in model.parameters())
 
 
-def test_dllp_and_vat_methods_by_hand():
+def test_vat_method_adds_the_weighted_vat_loss_to_the_proportion_loss():
     model, X = _model(), torch.randn(8, 6)
-    bags = BagBatch(
-        torch.tensor([0] * 4 + [1] * 4),
-        torch.tensor([[1.0, 0, 0]] * 2),
-        torch.arange(2),
-    )
-    logits = model(X)
-    dllp = DLLP().get_loss(model, X, logits, bags, 0, 10)
-    assert dllp.item() == pytest.approx(
-        proportion_loss(logits, bags.segments, bags.bag_props).item()
-    )
+    segments, props = torch.tensor([0] * 4 + [1] * 4), torch.tensor([[1.0, 0, 0]] * 2)
+    bags, logits = BagBatch(segments, props, torch.arange(2)), model(X)
     torch.manual_seed(1)
     vat = VAT(alpha=0.3, eps=2.0, rampup=0.0).get_loss(model, X, logits, bags, 5, 10)
     torch.manual_seed(1)
-    expected = dllp + 0.3 * vat_loss(model, X, logits.detach(), eps=2.0)
+    consistency = vat_loss(model, X, logits.detach(), eps=2.0)
+    expected = proportion_loss(logits, segments, props) + 0.3 * consistency
     assert vat.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
@@ -163,19 +129,14 @@ def _exact_hessian_direction(model, X, d):
 
 def _confident_mlp(X, y, steps):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(X.shape[1], 256),
-        torch.nn.ReLU(),
-        torch.nn.Linear(256, 256),
-        torch.nn.ReLU(),
-        torch.nn.Linear(256, 10),
-    )
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256))
+    model.extend([nn.ReLU(), nn.Linear(256, 10)])
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     for step in range(steps):
         rows = torch.arange(step * 64, step * 64 + 64) % len(X)
-        loss = torch.nn.functional.cross_entropy(model(X[rows]), y[rows])
         optimizer.zero_grad()
-        loss.backward()
+        F.cross_entropy(model(X[rows]), y[rows]).backward()
         optimizer.step()
     return model
 
@@ -207,9 +168,7 @@ def test_vat_direction_matches_the_exact_hessian_vector_product(steps, scale):
     assert paper_cos.abs().mean() < 0.9
 
 
-# ---------------------------------------------------------------------------
-# Regression losses of subsampled bags (issue 32, case 2)
-# ---------------------------------------------------------------------------
+# --- Regression losses of subsampled bags (issue 32, case 2) ---
 @pytest.mark.parametrize(
     "method, expected",
     [(BagLoss(), 2 / 3), (InstanceLoss(), 6 / 3), (InterpolatingLoss(0.5), 4 / 3)],
@@ -222,13 +181,11 @@ def test_a_subsampled_bag_weighs_its_full_size(method, expected):
     # Divided by the batch's 3 pairs (a training pair weighs 1 on average).
     # Weighting by the rows drawn (W 2 and 1) would give 1/3, 3/3 and 2/3.
     bags = check_bags(["a", "a", "a", "a", "b", "b"], targets={"a": 2.0, "b": 5.0})
-    method = method.prepare(bags, None)
     batch = BagBatch(
-        segments=torch.tensor([1, 1, 0]),
-        bag_props=torch.tensor([[5.0], [2.0]]),
-        bag_index=torch.tensor([1, 0]),
+        torch.tensor([1, 1, 0]), torch.tensor([[5.0], [2.0]]), torch.tensor([1, 0])
     )
-    loss = method.get_loss(None, None, torch.tensor([[1.0], [3.0], [4.0]]), batch, 0, 1)
+    predictions = torch.tensor([[1.0], [3.0], [4.0]])
+    loss = method.prepare(bags, None).get_loss(None, None, predictions, batch, 0, 1)
     assert loss.item() == pytest.approx(expected, rel=1e-6)
 
 
@@ -254,10 +211,7 @@ def test_llp_regressor_weighs_a_subsampled_bag_by_its_size():
             module__hidden_sizes=(),
             max_bag_size=max_bag_size,
             batch_size=10**6,  # one batch: the loss is the whole objective
-            max_epochs=100,
-            lr=0.05,
-            early_stopping=False,
-            random_state=0,
+            **dict(max_epochs=100, lr=0.05, early_stopping=False, random_state=0),
             n_threads=1,
             verbose=0,
         ).fit(x[:, None], ids, means[ids])

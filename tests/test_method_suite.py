@@ -5,9 +5,9 @@ name of :func:`~sklearn_llp.methods.available_methods`, and the tables below
 must cover the registry, so a new method without its cases fails here. A
 method's own maths (its loss against a hand computation) stays in its own
 file (``test_losses.py``, ``test_methods.py``, ``test_easyllp.py``,
-``test_llpfc.py``, ``test_noisy_proportions.py``); the answers every method
-must give alike (same data in other forms, weights, seeds) are in
-``test_conformance.py``.
+``test_llpfc.py``, ``test_noisy_proportions.py``); the answers every
+estimator must give alike (same data in other forms, weights, seeds, clones)
+are in ``test_conformance.py``.
 """
 
 import copy
@@ -15,12 +15,13 @@ import re
 
 import numpy as np
 import pytest
-from sklearn.base import clone
-from sklearn.model_selection import GridSearchCV
+import torch
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp.core import check_bags
 from sklearn_llp.methods import (
     DLLP,
+    BagBatch,
     BagLoss,
     _registry,
     available_methods,
@@ -28,8 +29,6 @@ from sklearn_llp.methods import (
     method_params,
     register_method,
 )
-from sklearn_llp.metrics import make_bag_scorer
-from sklearn_llp.model_selection import BagKFold
 
 #: Invalid ``method__*`` values of every method: (parameter, value). A
 #: method without hyperparameters is given one it does not take.
@@ -40,113 +39,84 @@ BAD_PARAMETERS = {
     "rot": [("n_iter", 0), ("reg", 0.0), ("rot_alpha", 1.5)],
     "llpfc": [("regroup_every", v) for v in (0, -1, 1.5, "often")],
     "easyllp": [("loss", v) for v in ("abs", "Log", None, 1)],
-    "noisy": [
-        ("noise", "cauchy"),
-        ("scale", -1.0),
-        ("scale", "big"),
-        ("weighting", "size"),
-    ],
+    "noisy": [("noise", "cauchy"), ("scale", -1.0), ("scale", "big")]
+    + [("weighting", "size")],
 }
-#: A grid of two valid values of one hyperparameter of every method.
-GRIDS = {
-    "dllp": {"lr": [1e-3, 1e-2]},
-    "vat": {"method__alpha": [0.05, 0.2]},
-    "pi": {"method__noise_std": [0.1, 0.3]},
-    "rot": {"method__rot_alpha": [0.25, 0.75]},
-    "llpfc": {"method__regroup_every": [1, None]},
-    "easyllp": {"method__loss": ["log", "square"]},
-    "noisy": {"method__scale": [0.0, 5.0]},
+#: Learning digits in random bags of 16 (slow): the settings and the test
+#: accuracy every method reaches. Measured with these settings: pi 0.980, rot
+#: 0.981; llpfc 0.865 / 0.876 / 0.870 on seeds 0/1/2 (a transposed T, or noisy
+#: labels not matching the bags' columns, gave 0.09 to 0.19). DLLP and VAT
+#: learn in test_classifier.py, "noisy" from a noisy release in
+#: test_noisy_proportions.py.
+LEARNS = {
+    "pi": ({}, 0.95),
+    "rot": ({}, 0.95),
+    "llpfc": ({"max_epochs": 20}, 0.8),
+    "easyllp-log": ({"max_epochs": 10, "method__loss": "log"}, 0.75),
+    "easyllp-square": ({"max_epochs": 10, "method__loss": "square"}, 0.75),
 }
-
-
-def _cases():
-    return [
-        pytest.param(method, name, value, id=f"{method}-{name}-{value!r}")
-        for method, cases in BAD_PARAMETERS.items()
-        for name, value in cases
-    ]
 
 
 def test_the_tables_cover_every_registered_method():
     assert set(BAD_PARAMETERS) == set(available_methods())
-    assert set(GRIDS) == set(available_methods())
+    learned = {name.split("-")[0] for name in LEARNS} | {"dllp", "vat", "noisy"}
+    assert learned == set(available_methods())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", LEARNS)
+def test_method_learns_digits_from_bags_of_16(digits_bags, case):
+    X_train, bags, props, _, X_test, y_test = digits_bags
+    params, accuracy = LEARNS[case]
+    method = case.split("-")[0]
+    clf = LLPClassifier(method=method, random_state=0, verbose=0, **params)
+    clf.fit(X_train, bags, props)
+    assert type(clf.method_) is type(make_method(method))
+    assert np.mean(clf.predict(X_test) == y_test) > accuracy
 
 
 class NoTraining(Exception):
     pass
 
 
-@pytest.mark.parametrize("method, name, value", _cases())
+@pytest.mark.parametrize(
+    "method, name, value",
+    [
+        pytest.param(method, name, value, id=f"{method}-{name}-{value!r}")
+        for method, cases in BAD_PARAMETERS.items()
+        for name, value in cases
+    ],
+)
 def test_bad_hyperparameters_name_the_parameter_before_training(
     small_bags, method, name, value, monkeypatch
 ):
     X, bags, props, _ = small_bags
-    clf = LLPClassifier(method=method, verbose=0, **{f"method__{name}": value})
 
     def no_training(*args, **kwargs):
         raise NoTraining
 
     monkeypatch.setattr(LLPClassifier, "initialize", no_training)
+    clf = LLPClassifier(method=method, verbose=0, **{f"method__{name}": value})
     with pytest.raises((ValueError, TypeError), match=f"method__{name}"):
         clf.fit(X, bags, props)
-    if name in method_params(method):  # the method object refuses it too
+    if name in method_params(method):  # the method object is validated alike
         with pytest.raises((ValueError, TypeError), match=f"method__{name}"):
             make_method(method, {name: value})
-
-
-@pytest.mark.parametrize("method, name, value", _cases())
-def test_a_method_object_with_a_bad_value_is_refused_by_fit(
-    small_bags, method, name, value
-):
-    """``method=VAT(alpha=nan)``: the object is validated like ``method__*``."""
-    if name not in method_params(method):
-        pytest.skip(f"{method} takes no {name}")
-    X, bags, props, _ = small_bags
-    obj = type(make_method(method))(**{name: value})
-    with pytest.raises((ValueError, TypeError), match=f"method__{name}"):
-        LLPClassifier(method=obj, max_epochs=1, verbose=0).fit(X, bags, props)
+        obj = type(make_method(method))(**{name: value})  # method=VAT(alpha=nan)
+        with pytest.raises((ValueError, TypeError), match=f"method__{name}"):
+            LLPClassifier(method=obj, verbose=0).fit(X, bags, props)
 
 
 @pytest.mark.parametrize("method", available_methods())
-def test_hyperparameters_round_trip_get_params_and_clone(method):
+def test_defaults_are_the_estimators_method__parameters(method):
+    """Cloning and setting them, in GridSearchCV too, is in test_conformance.py."""
     defaults = method_params(method)
-    clf = LLPClassifier(method=method)
-    params = clf.get_params()
-    for name, value in defaults.items():
-        assert params[f"method__{name}"] == value
-    for name, values in GRIDS[method].items():
-        changed = clone(clf.set_params(**{name: values[-1]}))
-        assert changed.get_params()[name] == values[-1]
     assert make_method(method).get_params() == defaults
+    params = LLPClassifier(method=method).get_params()
+    assert {name: params[f"method__{name}"] for name in defaults} == defaults
 
 
-@pytest.mark.filterwarnings("ignore::sklearn_llp.exceptions.IdentifiabilityWarning")
-@pytest.mark.filterwarnings("ignore::sklearn_llp.exceptions.NonRandomBagsWarning")
-@pytest.mark.parametrize("method", available_methods())
-def test_grid_search_with_the_bag_scorer_fits_the_chosen_method(small_bags, method):
-    X, bags, props, _ = small_bags
-    grid = GRIDS[method]
-    clf = LLPClassifier(method=method, max_epochs=3, random_state=0, verbose=0)
-    search = GridSearchCV(
-        clf,
-        grid,
-        cv=BagKFold(2),
-        scoring=make_bag_scorer("hard_l1", bags=bags, props=props),
-        error_score="raise",
-    ).fit(X, bags, props=props)
-    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
-    best = search.best_estimator_
-    assert type(best.method_) is type(make_method(method))
-    for name, value in search.best_params_.items():
-        if name.startswith("method__"):
-            assert getattr(best.method_, name[len("method__") :]) == value
-        else:
-            assert best.get_params()[name] == value
-
-
-# ---------------------------------------------------------------------------
-# The registry
-# ---------------------------------------------------------------------------
+# --- The registry ---
 def test_unknown_method_names_list_the_known_ones(small_bags):
     X, bags, props, _ = small_bags
     known = re.escape(str(available_methods()))
@@ -176,3 +146,50 @@ def test_register_method_files_a_class_under_its_task(monkeypatch):
         register_method("vat", HalvedBagLoss)
     with pytest.raises(TypeError, match="subclass of LLPMethod"):
         register_method("plain", object)
+
+
+# --- Per-bag state ---
+@pytest.mark.parametrize(
+    "task, method",
+    [
+        (task, m)
+        for task in ("classification", "regression")
+        for m in available_methods(task)
+    ],
+)
+def test_a_batch_loss_does_not_depend_on_how_its_bags_are_numbered(task, method):
+    """A method keeping per-bag state (sizes, groups, weights) looks a batch's
+    bags up through ``bag_index``: numbering them otherwise (segments,
+    bag_props and bag_index alike) gives the same loss. The batch holds 6 of
+    12 weighted bags, some subsampled, in an unsorted order."""
+    rng = np.random.RandomState(0)
+    sizes = rng.randint(1, 9, 12)
+    ids = np.repeat(np.arange(12), sizes)
+    weights = rng.uniform(0.5, 2.0, len(ids))
+    if task == "classification":
+        values = rng.dirichlet(np.ones(3), 12)
+        bags = check_bags(ids, values[ids], sample_weight=weights)
+    else:
+        values = rng.normal(size=(12, 1))
+        bags = check_bags(ids, targets=values[ids, 0], sample_weight=weights)
+    fitted = make_method(method).prepare(bags, np.random.RandomState(0))
+    chosen = rng.choice(12, 6, replace=False)
+    rows = [
+        rng.permutation(np.flatnonzero(ids == b))[: rng.randint(1, 9)] for b in chosen
+    ]
+    segments = np.repeat(np.arange(6), [len(r) for r in rows])
+    rows = np.concatenate(rows)
+    torch.manual_seed(0)
+    module, X = torch.nn.Linear(4, values.shape[1]), torch.randn(len(rows), 4)
+
+    def loss(numbering):
+        batch = BagBatch(
+            torch.tensor(numbering[segments]),
+            torch.tensor(values[chosen][np.argsort(numbering)]),
+            torch.tensor(chosen[np.argsort(numbering)]),
+            weights=torch.tensor(weights[rows]),
+        )
+        torch.manual_seed(1)
+        return fitted.get_loss(module, X, module(X), batch, 10**6, 10).item()
+
+    assert loss(rng.permutation(6)) == pytest.approx(loss(np.arange(6)), rel=1e-6)

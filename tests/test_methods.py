@@ -1,4 +1,6 @@
-"""ROT and its Sinkhorn, the Pi-model and perturbation_mode, user methods."""
+"""ROT and its Sinkhorn, the Pi-model and perturbation_mode, user methods.
+
+The methods learning from bags are in test_method_suite.py."""
 
 import numpy as np
 import pandas as pd
@@ -11,7 +13,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 from torch import nn
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.methods import ROT, BagBatch, LLPMethod, make_method
+from sklearn_llp.methods import ROT, BagBatch, LLPMethod
 from sklearn_llp.methods.functional import (
     perturbation_mode,
     pi_loss,
@@ -22,11 +24,8 @@ from sklearn_llp.methods.functional import (
 
 
 def random_bags(sizes, n_classes, seed, scale=2.0, dtype=torch.float64):
-    """Logits, segments and proportions of bags of the given sizes.
-
-    Instances of different bags are interleaved, so nothing may rely on bags
-    being contiguous. Some proportions are exactly zero.
-    """
+    """Logits, segments and proportions of bags of the given sizes, their rows
+    interleaved; some proportions are exactly zero."""
     rng = np.random.RandomState(seed)
     segments = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
     props = rng.dirichlet(np.ones(n_classes), len(sizes))
@@ -34,16 +33,15 @@ def random_bags(sizes, n_classes, seed, scale=2.0, dtype=torch.float64):
     props[np.arange(len(sizes)), rng.randint(0, n_classes, len(sizes))] += 0.1
     props /= props.sum(1, keepdims=True)
     logits = scale * rng.normal(size=(len(segments), n_classes))
+    as_tensor = dict(dtype=dtype)
     return (
-        torch.tensor(logits, dtype=dtype),
+        torch.tensor(logits, **as_tensor),
         torch.from_numpy(segments),
-        torch.tensor(props, dtype=dtype),
+        torch.tensor(props, **as_tensor),
     )
 
 
-# ---------------------------------------------------------------------------
-# Sinkhorn pseudo-labels
-# ---------------------------------------------------------------------------
+# --- Sinkhorn pseudo-labels ---
 @settings(max_examples=25, deadline=None)
 @given(
     sizes=st.lists(st.integers(1, 40), min_size=1, max_size=6),
@@ -51,17 +49,20 @@ def random_bags(sizes, n_classes, seed, scale=2.0, dtype=torch.float64):
     seed=st.integers(0, 2**16),
 )
 def test_sinkhorn_marginals_on_variable_size_bags(sizes, n_classes, seed):
-    logits, segments, props = random_bags(sizes, n_classes, seed)
+    # a bag of one row, and a pure bag (one class), come first
+    logits, segments, props = random_bags([1, 3, *sizes], n_classes, seed)
+    props[1] = torch.eye(n_classes, dtype=props.dtype)[seed % n_classes]
     plan = sinkhorn_pseudo_labels(
         logits.log_softmax(1), segments, props, reg=1.0, n_iter=300
     )
-    assert plan.shape == logits.shape
-    assert torch.all(plan >= 0)
+    assert plan.shape == logits.shape and torch.all(plan >= 0)
     torch.testing.assert_close(plan.sum(1), torch.ones(len(plan), dtype=plan.dtype))
-    counts = props * torch.tensor(sizes, dtype=props.dtype)[:, None]
+    counts = props * torch.bincount(segments)[:, None]
     columns = torch.zeros_like(counts).index_add_(0, segments, plan)
     torch.testing.assert_close(columns, counts, atol=1e-5, rtol=0)
     assert torch.all(plan[props[segments] == 0] == 0)
+    torch.testing.assert_close(plan[segments == 0], props[:1])  # its proportions
+    torch.testing.assert_close(plan[segments == 1], props[[1] * 3])  # its class
 
 
 @pytest.mark.parametrize("reg", [1.0, 0.5])
@@ -73,23 +74,10 @@ def test_sinkhorn_matches_pot_bag_by_bag(reg):
     plan = sinkhorn_pseudo_labels(log_probs, segments, props, reg=reg, n_iter=1000)
     for b, size in enumerate(sizes):
         rows = (segments == b).numpy()
-        expected = ot.sinkhorn(
-            np.ones(size),
-            props[b].numpy() * size,
-            -log_probs[rows].numpy(),
-            reg,
-            numItermax=100_000,
-            stopThr=1e-13,
-        )
+        marginals = np.ones(size), props[b].numpy() * size
+        cost = -log_probs[rows].numpy()
+        expected = ot.sinkhorn(*marginals, cost, reg, numItermax=10**5, stopThr=1e-13)
         np.testing.assert_allclose(plan[rows].numpy(), expected, atol=1e-7)
-
-
-def test_sinkhorn_bag_of_one_gets_its_proportions_and_pure_bags_their_class():
-    logits, segments, props = random_bags([1, 7, 5], 4, seed=3)
-    props[2] = torch.tensor([0.0, 0.0, 1.0, 0.0], dtype=props.dtype)
-    plan = sinkhorn_pseudo_labels(logits.log_softmax(1), segments, props, n_iter=50)
-    torch.testing.assert_close(plan[segments == 0], props[:1])
-    torch.testing.assert_close(plan[segments == 2], props[[2] * 5])
 
 
 def test_sinkhorn_reg_one_rescales_the_predicted_probabilities():
@@ -101,15 +89,6 @@ def test_sinkhorn_reg_one_rescales_the_predicted_probabilities():
     ratio = plan / probs
     ratio = ratio / ratio[:, :1]
     torch.testing.assert_close(ratio, ratio[:1].expand_as(ratio))
-
-
-def test_sinkhorn_is_equivariant_to_reordering_the_instances():
-    logits, segments, props = random_bags([5, 30, 12], 4, seed=5)
-    log_probs = logits.log_softmax(1)
-    plan = sinkhorn_pseudo_labels(log_probs, segments, props, 0.7, 40)
-    perm = torch.from_numpy(np.random.RandomState(0).permutation(len(segments)))
-    permuted = sinkhorn_pseudo_labels(log_probs[perm], segments[perm], props, 0.7, 40)
-    torch.testing.assert_close(permuted, plan[perm])
 
 
 def test_sinkhorn_is_stable_for_confident_float32_predictions():
@@ -124,16 +103,7 @@ def test_sinkhorn_is_stable_for_confident_float32_predictions():
         sinkhorn_pseudo_labels(logits.log_softmax(1), segments, props, reg=0.0)
 
 
-# ---------------------------------------------------------------------------
-# ROT loss
-# ---------------------------------------------------------------------------
-def test_rot_with_rot_alpha_one_is_exactly_the_proportion_loss():
-    logits, segments, props = random_bags([3, 9, 20], 4, seed=8, dtype=torch.float32)
-    bags = BagBatch(segments, props, torch.arange(len(props)))
-    loss = ROT(rot_alpha=1.0).get_loss(None, None, logits, bags, 0, 10)
-    assert torch.equal(loss, proportion_loss(logits, segments, props))
-
-
+# --- ROT loss ---
 def test_rot_loss_by_hand_and_pseudo_labels_held_fixed():
     logits, segments, props = random_bags([2, 5], 3, seed=9)
     logits.requires_grad_(True)
@@ -147,6 +117,8 @@ def test_rot_loss_by_hand_and_pseudo_labels_held_fixed():
     expected = 0.3 * proportion_loss(logits, segments, props) + 0.7 * ot_loss
     torch.testing.assert_close(loss, expected)
     torch.testing.assert_close(pseudo_label_loss(logits, segments, plan, 2), ot_loss)
+    one = ROT(rot_alpha=1.0).get_loss(None, None, logits, bags, 0, 10)
+    assert torch.equal(one, proportion_loss(logits, segments, props))
 
     # The gradient is that of the cross-entropy with T a constant.
     (grad,) = torch.autograd.grad(loss, logits)
@@ -154,98 +126,54 @@ def test_rot_loss_by_hand_and_pseudo_labels_held_fixed():
     torch.testing.assert_close(grad, expected_grad)
 
 
-# ---------------------------------------------------------------------------
-# Pi-model loss and perturbation_mode
-# ---------------------------------------------------------------------------
-def np_softmax(z):
-    z = z - z.max(1, keepdims=True)
-    return np.exp(z) / np.exp(z).sum(1, keepdims=True)
-
-
+# --- Pi-model loss and perturbation_mode ---
 @pytest.mark.parametrize("noise_std", [0.0, 0.5])
 def test_pi_loss_by_hand_on_a_linear_module(noise_std):
+    W = torch.tensor([[1.0, -2.0, 0.5], [0.0, 1.0, -1.0]])
+    b = torch.tensor([0.1, -0.3])
     module = nn.Linear(3, 2)
-    W = np.array([[1.0, -2.0, 0.5], [0.0, 1.0, -1.0]])
-    b = np.array([0.1, -0.3])
     with torch.no_grad():
-        module.weight.copy_(torch.tensor(W))
-        module.bias.copy_(torch.tensor(b))
-    X = np.array([[0.0, 1.0, 2.0], [1.0, -1.0, 0.0], [0.5, 0.5, 0.5], [2.0, 0.0, -1.0]])
-    target_logits = np.array([[2.0, 0.0], [0.0, 0.0], [-1.0, 1.0], [0.3, 0.2]])
-
+        module.weight.copy_(W), module.bias.copy_(b)
+    X, target_logits = torch.randn(4, 3), torch.randn(4, 2)
     torch.manual_seed(0)
-    noise = torch.randn(4, 3).numpy()
+    noisy = X + noise_std * torch.randn(4, 3)
     torch.manual_seed(0)
-    loss = pi_loss(
-        module,
-        torch.tensor(X, dtype=torch.float32),
-        torch.tensor(target_logits, dtype=torch.float32),
-        noise_std,
-    )
-
-    probs = np_softmax((X + noise_std * noise) @ W.T + b)
-    expected = ((probs - np_softmax(target_logits)) ** 2).sum(1).mean()
-    assert loss.item() == pytest.approx(expected, rel=1e-5)
+    loss = pi_loss(module, X, target_logits, noise_std)
+    probs = torch.softmax(noisy @ W.T + b, 1)
+    expected = ((probs - torch.softmax(target_logits, 1)) ** 2).sum(1).mean()
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
     loss.backward()
-    assert module.weight.grad is not None and module.weight.grad.abs().sum() > 0
+    assert module.weight.grad.abs().sum() > 0
 
 
 def test_perturbation_mode_freezes_dropout_and_batchnorm_statistics():
     torch.manual_seed(0)
-    module = nn.Sequential(
-        nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 2)
-    )
+    module = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.5))
     module.train()
     X = torch.randn(16, 4)
     module(X)  # one ordinary step, so the running statistics are not trivial
     norm, dropout = module[1], module[2]
     before = {k: v.clone() for k, v in module.state_dict().items()}
-
     with perturbation_mode(module):
         assert not dropout.training
-        first, second = module(X), module(X)
-        torch.testing.assert_close(first, second)  # no dropout noise
+        torch.testing.assert_close(module(X), module(X))  # no dropout noise
         # batch statistics, not the running ones, normalise the batch
-        eval_like = nn.functional.batch_norm(
-            module[0](X), norm.running_mean, norm.running_var, norm.weight, norm.bias
-        )
-        assert not torch.allclose(module[1](module[0](X)), eval_like)
+        stats = (norm.running_mean, norm.running_var, norm.weight, norm.bias)
+        eval_like = nn.functional.batch_norm(module[0](X), *stats)
+        assert not torch.allclose(norm(module[0](X)), eval_like)
     for key, value in module.state_dict().items():
         assert torch.equal(value, before[key]), key
-
     assert dropout.training and norm.training and norm.track_running_stats
     module(X)
-    assert not torch.equal(norm.running_mean, before["1.running_mean"])
     assert norm.num_batches_tracked.item() == before["1.num_batches_tracked"] + 1
-
-
-def test_perturbation_mode_restores_modes_after_an_error_and_keeps_eval_layers():
-    module = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5), nn.BatchNorm1d(2))
-    module.train()
-    module[1].eval()  # a dropout the user switched off stays off
+    # modes are restored after an error; a dropout switched off stays off
+    dropout.eval()
     with pytest.raises(RuntimeError), perturbation_mode(module):
         raise RuntimeError
-    assert not module[1].training
-    assert module[2].training and module[2].track_running_stats
+    assert not dropout.training and norm.training and norm.track_running_stats
 
 
-# ---------------------------------------------------------------------------
-# Learning on real bagged data
-# ---------------------------------------------------------------------------
-# Measured with these exact settings: pi 0.980, rot 0.981 (DLLP: 0.972).
-@pytest.mark.slow
-@pytest.mark.parametrize("method", ["pi", "rot"])
-def test_method_learns_digits_from_bags_of_16(digits_bags, method):
-    X_train, bags, props, _, X_test, y_test = digits_bags
-    clf = LLPClassifier(method=method, random_state=0, verbose=0)
-    clf.fit(X_train, bags, props)
-    assert type(clf.method_) is type(make_method(method))
-    assert np.mean(clf.predict(X_test) == y_test) >= 0.95
-
-
-# ---------------------------------------------------------------------------
-# User-defined methods and method names
-# ---------------------------------------------------------------------------
+# --- User-defined methods ---
 class ScaledProportionLoss(LLPMethod):
     """The proportion loss of logits divided by a temperature ``a``."""
 
@@ -257,24 +185,7 @@ class ScaledProportionLoss(LLPMethod):
         return proportion_loss(logits / self.a, bags.segments, bags.bag_props)
 
 
-def test_user_method_in_fit_and_clone(small_bags):
-    X, bags, props, y = small_bags
-    method = ScaledProportionLoss(a=2)
-    clf = LLPClassifier(method=method, max_epochs=30, random_state=0, verbose=0)
-    clf.fit(X, bags, props)
-    # the classifier trains a clone: the object passed is never modified
-    assert clf.method_ is not method and not hasattr(method, "n_calls_")
-    assert clf.method_.n_calls_ == clf.n_train_steps_ > 0
-    assert np.mean(clf.predict(X) == y) > 0.8
-
-    cloned = clone(clf)
-    assert isinstance(cloned.method, ScaledProportionLoss)
-    assert cloned.method is not method
-    assert cloned.method.get_params() == {"a": 2}
-    assert not hasattr(cloned.method, "n_calls_")
-
-
-def test_user_method_in_grid_search(digits_bags):
+def test_user_method_objects_in_grid_search_are_cloned_for_every_fit(digits_bags):
     X_train, bags, props, y_train, _, _ = digits_bags
     X = pd.DataFrame(X_train, columns=[f"px{i}" for i in range(X_train.shape[1])])
 
@@ -282,16 +193,23 @@ def test_user_method_in_grid_search(digits_bags):
         # y holds bag ids; the true labels are looked up by row (the index).
         return np.mean(estimator.predict(X) == y_train[X.index])
 
+    grid = [ScaledProportionLoss(a=1), ScaledProportionLoss(a=2)]
     search = GridSearchCV(
         LLPClassifier(max_epochs=15, random_state=0, verbose=0),
-        {"method": [ScaledProportionLoss(a=1), ScaledProportionLoss(a=2)]},
+        {"method": grid},
         cv=GroupKFold(2),
         scoring=accuracy,
     )
     search.fit(X, bags, groups=bags, props=props)
     assert [m.a for m in search.cv_results_["param_method"]] == [1, 2]
     assert np.all(search.cv_results_["mean_test_score"] > 0.8)
+    # every fit trains a clone: the objects given are never modified
+    assert not any(hasattr(method, "n_calls_") for method in grid)
     best = search.best_estimator_
     assert isinstance(best.method_, ScaledProportionLoss)
+    assert best.method_ is not best.method
     assert best.method_.a == search.best_params_["method"].a
-    assert best.method_.n_calls_ == best.n_train_steps_
+    assert best.method_.n_calls_ == best.n_train_steps_ > 0
+    cloned = clone(best)
+    assert cloned.method is not best.method and not hasattr(cloned.method, "n_calls_")
+    assert cloned.method.get_params() == {"a": best.method_.a}

@@ -1,12 +1,7 @@
-"""LLP training methods: each turns a batch of whole bags into a loss.
-
-``LLPClassifier(method=...)`` takes a name of :func:`available_methods` or an
-:class:`LLPMethod`; ``LLPRegressor(method=...)`` one of
-``available_methods("regression")`` or a :class:`RegressionMethod`.
-Hyperparameters are ``method__*`` parameters of the estimator. The tensor
-operations the methods are built from are in
-:mod:`sklearn_llp.methods.functional`. See :ref:`methods`.
-"""
+"""LLP training methods, each turning a batch of whole bags into a loss: the
+``method`` of the estimators (:func:`available_methods` names them), their
+hyperparameters ``method__*`` parameters; the tensor operations they are built
+from are in :mod:`sklearn_llp.methods.functional`. See :ref:`methods`."""
 
 from . import functional as functional
 from ._base import DLLP, BagBatch, ConsistencyMethod, LLPMethod

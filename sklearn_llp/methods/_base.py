@@ -1,5 +1,6 @@
 """The method interface: one small object turns a batch of whole bags into a loss."""
 
+import math
 from contextlib import contextmanager
 from numbers import Real
 from typing import NamedTuple
@@ -9,14 +10,12 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
-from ._segments import exp_rampup, gather_rows, proportion_loss, weighted_mean
+from . import _segments as ops
 
 
 class BagBatch(NamedTuple):
-    """The bag structure of one training batch, on the device.
-
-    A batch holds (bag, row) pairs: one per row for disjoint bags, one per
-    membership for overlapping bags.
+    """The bag structure of one training batch, on the device: (bag, row)
+    pairs, one per row for disjoint bags, one per membership for overlapping.
 
     Attributes
     ----------
@@ -26,12 +25,9 @@ class BagBatch(NamedTuple):
         Label proportions (or means) of the batch's bags.
     bag_index : LongTensor of shape (n_bags,)
         Every bag's index in the bags given to :meth:`LLPMethod.prepare`.
-    members : LongTensor of shape (n_pairs,) or None
-        Row of every pair; None: pair ``i`` is row ``i``.
-    weights : Tensor of shape (n_rows,) or None
-        Sample weight of every row.
-    bag_weights : Tensor of shape (n_bags,) or None
-        Weight of every bag in means over bags; None: every bag once.
+    members, weights, bag_weights : Tensor or None
+        Row of every pair (None: pair ``i`` is row ``i``); sample weight of
+        every row; weight of every bag in means over bags.
 
     Examples
     --------
@@ -54,26 +50,25 @@ class BagBatch(NamedTuple):
         """The rows of ``per_row`` for every pair (a deterministic gather)."""
         if self.members is None or per_row is None:
             return per_row
-        return gather_rows(per_row, self.members)
+        return ops.gather_rows(per_row, self.members)
+
+    def pairs(self, logits):
+        """The logits (float32 at least) and weights (or None) of every pair."""
+        logits = ops.at_least_float32(self.take(logits))
+        weights = self.take(self.weights)
+        return logits, None if weights is None else weights.to(logits.dtype)
 
     def proportion_loss(self, logits):
-        """DLLP's :func:`~sklearn_llp.methods.functional.proportion_loss` of
-        the batch's bags from the logits of its rows."""
-        return proportion_loss(
-            self.take(logits),
-            self.segments,
-            self.bag_props,
-            self.take(self.weights),
-            self.bag_weights,
-        )
+        """DLLP's loss of the batch from the logits of its rows."""
+        logits, weights = self.take(logits), self.take(self.weights)
+        args = (self.segments, self.bag_props, weights, self.bag_weights)
+        return ops.proportion_loss(logits, *args)
 
 
 class LLPMethod(BaseEstimator):
-    """Base class of the training methods: a loss of a batch of whole bags.
-
-    A small scikit-learn style object, cloned for every fit; subclasses
-    implement :meth:`get_loss` and may override :meth:`prepare`
-    (:ref:`writing_a_method`).
+    """Base class of the training methods, small scikit-learn style objects
+    cloned for every fit: subclasses implement :meth:`get_loss` and may
+    override :meth:`prepare` (:ref:`writing_a_method`).
 
     Examples
     --------
@@ -89,8 +84,7 @@ class LLPMethod(BaseEstimator):
     #: scikit-learn style constraints of the hyperparameters (:meth:`validate`).
     _parameter_constraints: dict = {}
 
-    #: Whether ``early_stopping="auto"`` turns early stopping on: True for
-    #: losses a network overfits as training goes on.
+    #: Whether ``early_stopping="auto"`` turns early stopping on.
     early_stopping_default: bool = False
 
     def validate(self):
@@ -103,16 +97,13 @@ class LLPMethod(BaseEstimator):
         return self
 
     def prepare(self, bags, random_state):
-        """See the training bags (after the validation split) once per fit.
-
-        Sets ``bag_sizes_`` (every bag's total sample weight) and
-        ``class_prior_`` (the training rows' class proportions); a subclass
-        calls ``super().prepare`` first. ``random_state`` is a ``RandomState``
-        seeded from the estimator's. Returns ``self``.
-        """
+        """See the training :class:`~sklearn_llp.core.Bags` once per fit, with
+        a ``RandomState`` seeded from the estimator's; sets ``bag_sizes_``
+        (total weights) and ``class_prior_``. Subclasses call it first."""
         self.bag_sizes_ = bags.total_weights()
-        prior = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
-        self.class_prior_ = prior / prior.sum()
+        if bags.n_classes is not None:
+            prior = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
+            self.class_prior_ = prior / prior.sum()
         self._device_cache = {}
         return self
 
@@ -120,11 +111,9 @@ class LLPMethod(BaseEstimator):
         """Hook before every epoch (``epoch`` counts from 0 in each fit)."""
 
     def bag_tensor(self, name, like, bags=None):
-        """The array attribute ``name`` on ``like``'s device, moved once.
-
-        Floating arrays take ``like``'s dtype, at least float32; with ``bags``
-        (a :class:`BagBatch`), the rows of the batch's bags.
-        """
+        """The array attribute ``name`` on ``like``'s device, moved once per
+        value; floating arrays in ``like``'s dtype (float32 at least). With
+        ``bags`` (a :class:`BagBatch`), the rows of the batch's bags."""
         values = getattr(self, name)
         cache = vars(self).setdefault("_device_cache", {})
         dtype = None
@@ -135,8 +124,7 @@ class LLPMethod(BaseEstimator):
         if cached is None or cached[0] is not values:
             cached = (values, torch.as_tensor(values, dtype=dtype, device=like.device))
             cache[key] = cached
-        tensor = cached[1]
-        return tensor if bags is None else tensor[bags.bag_index]
+        return cached[1] if bags is None else cached[1][bags.bag_index]
 
     def __getstate__(self):
         # tensors moved to a device are a cache, rebuilt on the next step
@@ -145,18 +133,20 @@ class LLPMethod(BaseEstimator):
         return state
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        """The scalar loss of one batch of whole bags.
-
-        ``module`` is the network in training mode (for extra passes), ``X``
-        the batch's rows, ``logits`` ``module(X)``, ``bags`` a
-        :class:`BagBatch`; ``step`` counts the optimizer steps taken over the
-        whole training, ``total_steps`` those planned for the current fit.
-        """
+        """The loss of a batch: ``module`` in training mode (for extra
+        passes), its rows ``X``, ``logits = module(X)``, ``bags`` a
+        :class:`BagBatch`, ``step`` the optimizer steps of the whole training
+        so far, ``total_steps`` those planned for the current fit."""
         raise NotImplementedError
 
     def rampup_weight(self, alpha, rampup, step, total_steps):
-        """``alpha * exp(-5 (1 - t/T)^2)`` with ``T = rampup * total_steps``."""
-        return alpha * exp_rampup(step, int(round(rampup * total_steps)))
+        """``alpha exp(-5 (1 - t/T)^2)`` at step ``t``, ``alpha`` from ``T =
+        rampup * total_steps`` on."""
+        ramp = int(round(rampup * total_steps))
+        if ramp <= 0 or step >= ramp:
+            return alpha
+        phase = 1.0 - max(step, 0) / ramp
+        return alpha * math.exp(-5.0 * phase * phase)
 
 
 #: Constraints of the consistency methods' ramped weight.
@@ -167,12 +157,11 @@ _RAMP_CONSTRAINTS = {
 
 
 class ConsistencyMethod(LLPMethod):
-    """Proportion loss plus a ramped-up consistency loss (LLP-VAT's recipe).
-
-    ``L_prop + w(t) * mean(consistency_loss)`` with ``w(t) = alpha exp(-5 (1
-    - t/T)^2)``, ``T = rampup * total_steps``, against the clean prediction
-    held fixed. Subclasses set ``alpha`` and ``rampup`` and implement
-    :meth:`consistency_loss`.
+    """Proportion loss plus a ramped-up consistency loss (LLP-VAT's recipe):
+    ``L_prop + w(t) mean(consistency_loss)``, ``w(t)`` of
+    :meth:`~LLPMethod.rampup_weight`, against the clean prediction held fixed
+    (a pass without dropout if dropout is active). Subclasses set ``alpha``
+    and ``rampup``.
 
     Examples
     --------
@@ -194,16 +183,17 @@ class ConsistencyMethod(LLPMethod):
         weight = self.rampup_weight(self.alpha, self.rampup, step, total_steps)
         if weight == 0.0:
             return loss
-        target = clean_logits(module, X, logits)
+        target = logits.detach()
+        if _active_dropouts(module):
+            with torch.no_grad(), perturbation_mode(module):
+                target = module(X)
         consistency = self.consistency_loss(module, X, target)
-        return loss + weight * weighted_mean(consistency, bags.weights)
+        return loss + weight * ops.weighted_mean(consistency, bags.weights)
 
 
 class DLLP(LLPMethod):
-    """DLLP (Ardehaly & Culotta 2017): the proportion loss alone.
-
-    Cross-entropy between every bag's proportions and the mean of its rows'
-    predicted probabilities; the ordinary cross-entropy for bags of one row.
+    """DLLP (Ardehaly & Culotta 2017): the proportion loss alone
+    (:func:`~sklearn_llp.methods.functional.proportion_loss`).
 
     Examples
     --------
@@ -217,18 +207,15 @@ class DLLP(LLPMethod):
 
 
 def _active_dropouts(module):
-    return [
-        m
-        for m in module.modules()
-        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training
-    ]
+    dropout = torch.nn.modules.dropout._DropoutNd
+    return [m for m in module.modules() if isinstance(m, dropout) and m.training]
 
 
 @contextmanager
 def perturbation_mode(module):
-    """Extra forward passes without dropout and without BatchNorm updates:
-    dropout noise would count as inconsistency, and running statistics must
-    not drift towards perturbed inputs.
+    """Extra forward passes without dropout (its noise would count as
+    inconsistency) and without BatchNorm updates (running statistics must not
+    drift towards perturbed inputs).
 
     Examples
     --------
@@ -242,11 +229,9 @@ def perturbation_mode(module):
     True
     """
     dropouts = _active_dropouts(module)
+    norm = torch.nn.modules.batchnorm._BatchNorm
     norms = [
-        m
-        for m in module.modules()
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
-        and m.track_running_stats
+        m for m in module.modules() if isinstance(m, norm) and m.track_running_stats
     ]
     for m in dropouts:
         m.eval()
@@ -259,22 +244,3 @@ def perturbation_mode(module):
             m.train()
         for m in norms:
             m.track_running_stats = True
-
-
-def clean_logits(module, X, logits):
-    """The clean prediction as a fixed consistency target: the training
-    pass's logits detached, or a pass without dropout if dropout is active.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from sklearn_llp.methods.functional import clean_logits
-    >>> net = torch.nn.Linear(2, 2)
-    >>> X = torch.ones(1, 2)
-    >>> clean_logits(net, X, net(X)).requires_grad
-    False
-    """
-    if not _active_dropouts(module):
-        return logits.detach()
-    with torch.no_grad(), perturbation_mode(module):
-        return module(X)

@@ -8,27 +8,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
 from ._base import LLPMethod
-from ._segments import at_least_float32
+from ._segments import _full_size_scale
 
 
 def llpfc_transition_matrices(props, sizes):
-    """Noise transition matrices of groups of bags (LLPFC).
-
-    A row's noisy label is its bag's position in the group:
-    ``T[c, i] = n_i p_ic / sum_j n_j p_jc``; a class absent from the group
-    gets the row ``n_i / sum_j n_j``, so every row sums to 1.
-
-    Parameters
-    ----------
-    props : array-like of shape (n_groups, m, n_classes)
-        Proportions of the bags of every group, in group order.
-    sizes : array-like of shape (n_groups, m)
-        (Weighted) size of every bag.
-
-    Returns
-    -------
-    transitions : ndarray of shape (n_groups, n_classes, m)
-        ``P(noisy = i | y = c)`` in every group.
+    """``T[g, c, i] = P(noisy = i | y = c) = n_i p_ic / sum_j n_j p_jc`` in
+    every group ``g`` of bags of proportions ``props`` (``(n_groups, m,
+    n_classes)``) and sizes ``sizes`` (``(n_groups, m)``); a class absent
+    from a group gets the row ``n_i / sum_j n_j``.
 
     Examples
     --------
@@ -52,21 +39,10 @@ def llpfc_transition_matrices(props, sizes):
 
 
 def forward_correction_loss(logits, transition_columns, weights=None):
-    """Forward-corrected cross-entropy ``-log(sum_c softmax(f(x))_c T[c, noisy])``
-    (Patrini et al. 2017), exact where ``T`` has zeros.
-
-    Parameters
-    ----------
-    logits : Tensor of shape (n, n_classes)
-    transition_columns : Tensor of shape (n, n_classes)
-        Column ``T[:, noisy_i]`` of every row.
-    weights : Tensor of shape (n,), default=None
-        If given, the weighted mean (0 when all weights are 0); else the loss
-        of every row.
-
-    Returns
-    -------
-    Tensor of shape (n,), or scalar with ``weights``
+    """Forward-corrected cross-entropy ``-log(sum_c softmax(f(x))_c T[c,
+    noisy])`` (Patrini et al. 2017) of every row from its column ``T[:,
+    noisy_i]``, exact where ``T`` has zeros; with ``weights``, their
+    weighted mean (0 when all are 0).
 
     Examples
     --------
@@ -88,10 +64,10 @@ class LLPFC(LLPMethod):
     """LLPFC (Zhang, Wang & Scott 2022): proportions as label noise.
 
     Bags are grouped at random by ``C`` (the classes); a row's noisy label is
-    its bag's position in the group, whose transition matrix follows from the
-    bags' sizes and proportions, and the network is trained with the
-    forward-corrected cross-entropy. Leftover bags weigh 0 until the next
-    regrouping. Needs disjoint bags; early stopping is on. See :ref:`llpfc`.
+    its bag's position in the group, trained with
+    :func:`~sklearn_llp.methods.functional.forward_correction_loss` through
+    the group's :func:`~sklearn_llp.methods.functional.llpfc_transition_matrices`.
+    Needs disjoint bags; early stopping is on. See :ref:`llpfc`.
 
     Parameters
     ----------
@@ -100,21 +76,12 @@ class LLPFC(LLPMethod):
 
     Attributes
     ----------
-    groups_ : ndarray of shape (n_bags,)
-        Group of every training bag, -1 for a leftover bag.
-    positions_ : ndarray of shape (n_bags,)
-        Position of every bag in its group: its rows' noisy label.
+    groups_, positions_ : ndarray of shape (n_bags,)
+        Group of every training bag (-1: left over, weight 0) and its
+        position there, its rows' noisy label.
     transitions_ : ndarray of shape (n_groups, n_classes, n_classes)
-        ``transitions_[g, c, i] = P(noisy = i | y = c)`` in group ``g``.
-    n_singular_groups_ : int
-        Groups whose transition matrix has rank below ``n_classes``.
-    n_regroupings_ : int
-        Groupings drawn so far in this fit.
-
-    References
-    ----------
-    J. Zhang, Y. Wang, C. Scott. Learning from label proportions by learning
-    with label noise. NeurIPS 2022 (arXiv:2203.02496).
+    n_singular_groups_, n_regroupings_ : int
+        Groups of rank below ``n_classes``; groupings drawn in this fit.
 
     Examples
     --------
@@ -131,13 +98,8 @@ class LLPFC(LLPMethod):
         self.regroup_every = regroup_every
 
     def prepare(self, bags, random_state):
-        """Draw the first grouping and its matrices.
-
-        Raises
-        ------
-        ValueError
-            If bags overlap or there are fewer bags than classes.
-        """
+        """Draw the first grouping; refuse overlapping bags and fewer bags
+        than classes."""
         if bags.overlapping:
             raise ValueError(
                 "method='llpfc' needs disjoint bags: an instance in several bags "
@@ -180,15 +142,14 @@ class LLPFC(LLPMethod):
             self._regroup()
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        logits = at_least_float32(logits)
+        logits, weights = bags.pairs(logits)
         group = self.bag_tensor("groups_", logits, bags)
         position = self.bag_tensor("positions_", logits, bags)
         transitions = self.bag_tensor("transitions_", logits)
         # column T[:, position] of every batch bag's group: (n_batch_bags, C)
         columns = transitions[group.clamp_min(0), :, position]
-        weights = (group >= 0).to(logits.dtype)[bags.segments]  # leftovers: 0
-        if bags.weights is not None:
-            weights = weights * bags.take(bags.weights).to(logits.dtype)
-        return forward_correction_loss(
-            bags.take(logits), columns[bags.segments], weights
-        )
+        # a bag weighs its full size (0 if left over), however many rows drawn
+        sizes = self.bag_tensor("bag_sizes_", logits, bags) * (group >= 0)
+        scale = _full_size_scale(bags.segments, sizes, weights)[bags.segments]
+        weights = scale if weights is None else scale * weights
+        return forward_correction_loss(logits, columns[bags.segments], weights)

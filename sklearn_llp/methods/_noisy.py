@@ -15,36 +15,16 @@ from ._segments import proportion_loss
 def noisy_proportion_weights(
     sizes, count_variance, label_variance, n_classes, weighting="likelihood"
 ):
-    """Weight of every bag's proportion loss under noise on its counts.
-
-    The reliability ``r_B = n_B tau / (n_B tau + (1 - 1/C) v)`` is the
-    share of label sampling variance in a published proportion's variance;
-    the Gaussian likelihood of the counts weighs a bag by ``n_B r_B``
-    (:ref:`noisy_proportions`).
-
-    Parameters
-    ----------
-    sizes : array-like of shape (n_bags,)
-        Size (or total sample weight) ``n_B`` of every bag, positive.
-    count_variance : float or array-like of shape (n_bags,)
-        Noise variance ``v`` of a count, in the units of ``sizes``.
-    label_variance : float
-        ``tau``, positive.
-    n_classes : int
-    weighting : {"likelihood", "reliability"}, default="likelihood"
-        ``n_B r_B`` or ``r_B``.
-
-    Returns
-    -------
-    weights : ndarray of shape (n_bags,)
+    """Weight of every bag's proportion loss under noise on its counts: the
+    reliability ``r_B = n_B tau / (n_B tau + (1 - 1/C) v)`` (size ``n_B``,
+    count noise variance ``v``, label variance ``tau``), or with
+    ``weighting="likelihood"`` ``n_B r_B`` (:ref:`noisy_proportions`).
 
     Examples
     --------
     >>> from sklearn_llp.methods.functional import noisy_proportion_weights
     >>> noisy_proportion_weights([1, 10, 100], 2.0, 0.25, 2, "reliability")
     array([0.2       , 0.71428571, 0.96153846])
-    >>> noisy_proportion_weights([1, 10, 100], 2.0, 0.25, 2)
-    array([ 0.2       ,  7.14285714, 96.15384615])
     """
     if weighting not in ("likelihood", "reliability"):
         raise ValueError(
@@ -60,25 +40,9 @@ def noisy_proportion_weights(
 def noisy_proportion_loss(
     logits, segments, bag_props, bag_weights, normaliser, weights=None
 ):
-    """``sum_B w_B CE(p_B, q_B) / (n_bags * normaliser)`` over a batch's bags:
-    with a fixed normaliser, a batch of unreliable bags takes a small step.
-
-    Parameters
-    ----------
-    logits : Tensor of shape (n_pairs, n_classes)
-    segments : LongTensor of shape (n_pairs,)
-        Bag of every row, in ``[0, n_bags)``.
-    bag_props : Tensor of shape (n_bags, n_classes)
-    bag_weights : Tensor of shape (n_bags,)
-        ``w_B`` of every bag of the batch.
-    normaliser : float
-        The mean weight over all training bags.
-    weights : Tensor of shape (n_pairs,), default=None
-        Sample weights: bag means are weighted means.
-
-    Returns
-    -------
-    loss : scalar Tensor
+    """``sum_B w_B CE(p_B, q_B) / (n_bags * normaliser)`` over a batch's bags,
+    ``CE`` DLLP's: with a fixed ``normaliser`` (the training bags' mean
+    ``w_B``), a batch of unreliable bags takes a small step.
 
     Examples
     --------
@@ -95,44 +59,32 @@ def noisy_proportion_loss(
 
 
 class NoisyProportions(LLPMethod):
-    """DLLP for noisy proportions: every bag weighed by what its counts tell.
-
-    Releases that add noise of known scale to every count make a small bag's
-    proportions mostly noise. DLLP's bag loss is weighed by the Gaussian
-    likelihood of the counts
+    """DLLP for noisy proportions: every bag weighed by what its counts tell
     (:func:`~sklearn_llp.methods.functional.noisy_proportion_weights`);
-    without noise ``weighting="reliability"`` is DLLP exactly. Proportions
+    without noise, ``weighting="reliability"`` is DLLP exactly. Proportions
     must be on the simplex. See :ref:`noisy_proportions`.
 
     Parameters
     ----------
     noise : {"laplace", "gaussian", "discrete_laplace", "discrete_gaussian"}, \
 default="laplace"
-        Distribution of the noise on every count (``attrs["noise"]`` of a
+        Noise on every count (``attrs["noise"]`` of a
         :func:`~sklearn_llp.privacy.dp_proportions` release).
     scale : float or dict or Series, default=1.0
-        Scale of the noise on a count (``attrs["noise_scale"]``; Laplace ``2
-        / epsilon``), in the units of the bag sizes, or one per bag id.
+        Its scale (``attrs["noise_scale"]``), or one per bag id.
     weighting : {"likelihood", "reliability"}, default="likelihood"
         ``w_B = n_B r_B`` or ``w_B = r_B``.
 
     Attributes
     ----------
-    bag_weights_ : ndarray of shape (n_bags,)
-        ``w_B`` of every training bag.
-    reliability_ : ndarray of shape (n_bags,)
-        ``r_B`` of every training bag.
+    bag_weights_, reliability_, count_variance_ : ndarray of shape (n_bags,)
+        ``w_B``, ``r_B`` and ``v`` of every training bag.
     label_variance_ : float
-        ``tau``.
-    count_variance_ : ndarray of shape (n_bags,)
-        ``v`` of every training bag.
 
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
-    >>> from sklearn_llp.privacy import dp_noise_scale
-    >>> scale = dp_noise_scale(0.1)  # an epsilon = 0.1 release: b = 2 / 0.1
-    >>> clf = LLPClassifier(method="noisy", method__scale=scale)
+    >>> clf = LLPClassifier(method="noisy", method__scale=20.0)  # epsilon = 0.1
     """
 
     _parameter_constraints = {
@@ -154,7 +106,7 @@ default="laplace"
                     f"The 'method__scale' parameter must be finite; got {self.scale}."
                 )
             return np.full(bags.n_bags, float(self.scale))
-        table = pd.Series(self.scale) if isinstance(self.scale, Mapping) else self.scale
+        table = pd.Series(self.scale)
         rows = table.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
         if np.any(rows < 0):
             shown = bags.ids[rows < 0][:5].tolist()
@@ -177,16 +129,12 @@ default="laplace"
         self.count_variance_ = np.asarray(
             noise_variance(self.noise, self._bag_scales(bags)), dtype=np.float64
         )
+        self.reliability_ = np.ones(bags.n_bags)  # one class: nothing to weigh
         if self.label_variance_ > 0:
+            variances = (self.count_variance_, self.label_variance_, bags.n_classes)
             self.reliability_ = noisy_proportion_weights(
-                sizes,
-                self.count_variance_,
-                self.label_variance_,
-                bags.n_classes,
-                "reliability",
+                sizes, *variances, "reliability"
             )
-        else:  # a single class present: nothing to learn, nothing to weigh
-            self.reliability_ = np.ones(bags.n_bags)
         weights = self.reliability_
         if bags.bag_weights is not None:
             # supervised rows (one bag each): DLLP weighs them by their

@@ -10,17 +10,15 @@ from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 
 
 def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
-    """Squared error between the fixed clean and the noisy-input probabilities.
-
-    Summed over classes; averaged over rows (``reduction="mean"``) or one
-    value per row (``"none"``).
+    """Squared error between the class probabilities of the fixed clean
+    ``target_logits`` and of the input plus Gaussian noise, summed over
+    classes; averaged over rows, or per row with ``reduction="none"``.
 
     Examples
     --------
     >>> import torch
     >>> from sklearn_llp.methods.functional import pi_loss
-    >>> net = torch.nn.Linear(3, 2)
-    >>> X = torch.randn(4, 3)
+    >>> net, X = torch.nn.Linear(3, 2), torch.randn(4, 3)
     >>> pi_loss(net, X, net(X).detach(), noise_std=0.0).item()
     0.0
     """
@@ -32,20 +30,17 @@ def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
 
 
 class PiModel(ConsistencyMethod):
-    """DLLP plus Pi-model consistency (Laine & Aila 2017).
-
-    ``L_prop + w(t) * L_pi``, ``L_pi`` the squared error between the class
-    probabilities of the clean input (held fixed) and of the input plus
-    Gaussian noise, ``w(t)`` ramped up as in :class:`VAT`.
+    """DLLP plus Pi-model consistency (Laine & Aila 2017), a
+    :class:`~sklearn_llp.methods.ConsistencyMethod` of consistency loss
+    :func:`~sklearn_llp.methods.functional.pi_loss`.
 
     Parameters
     ----------
-    alpha : float, default=1.0
-        Maximum weight of the consistency loss.
+    alpha, rampup : float, default=1.0, 0.4
+        Maximum weight of the consistency loss, and the fraction of the
+        planned optimizer steps it ramps up over.
     noise_std : float, default=0.15
         Standard deviation of the input noise, in input units.
-    rampup : float, default=0.4
-        Fraction of the planned optimizer steps over which the weight ramps up.
 
     Examples
     --------

@@ -1,8 +1,5 @@
-"""Method names of ``LLPClassifier(method=...)`` and ``LLPRegressor(method=...)``.
-
-Two registries, one per task: a name belongs to one task only; a subclass of
-:class:`~sklearn_llp.methods.RegressionMethod` is a regression method.
-"""
+"""Method names of ``LLPClassifier(method=...)`` and ``LLPRegressor(method=...)``:
+one registry per task, a name in one only."""
 
 from sklearn.base import clone
 
@@ -34,37 +31,22 @@ _REGISTRIES = {
 _ESTIMATORS = {"classification": "LLPClassifier", "regression": "LLPRegressor"}
 
 
-def _registry(task):
-    if task not in _REGISTRIES:
-        raise ValueError(f"task must be one of {tuple(_REGISTRIES)}; got {task!r}.")
-    return _REGISTRIES[task]
-
-
 def _task_of(method_class):
-    if issubclass(method_class, RegressionMethod):
-        return "regression"
-    return "classification"
+    return (
+        "regression" if issubclass(method_class, RegressionMethod) else "classification"
+    )
 
 
 def register_method(name, method_class):
-    """Make ``method=name`` build ``method_class``.
-
-    Registered for ``LLPRegressor`` if it subclasses
-    :class:`~sklearn_llp.methods.RegressionMethod`, else for ``LLPClassifier``.
-
-    Parameters
-    ----------
-    name : str
-        A name of the other task's registry is refused.
-    method_class : type
-        A subclass of :class:`LLPMethod`.
+    """Make ``method=name`` build ``method_class`` (an :class:`LLPMethod`) in
+    ``LLPRegressor`` if it is a :class:`RegressionMethod`, else in
+    ``LLPClassifier``; a name of the other task is refused.
 
     Examples
     --------
     >>> from sklearn_llp.methods import DLLP, register_method
     >>> class MyDLLP(DLLP):
     ...     pass
-    >>> register_method("my_dllp", MyDLLP)  # doctest: +SKIP
     >>> register_method("bag", MyDLLP)  # a regression method's name
     Traceback (most recent call last):
     ...
@@ -91,7 +73,9 @@ def available_methods(task="classification"):
     >>> available_methods("regression")
     ['bag', 'instance', 'interpolating']
     """
-    return sorted(_registry(task))
+    if task not in _REGISTRIES:
+        raise ValueError(f"task must be one of {tuple(_REGISTRIES)}; got {task!r}.")
+    return sorted(_REGISTRIES[task])
 
 
 def _method_class(method, task=None):
@@ -126,28 +110,15 @@ def method_params(method, task=None):
     >>> method_params("interpolating")
     {'rho': 0.5}
     """
-    if isinstance(method, LLPMethod):
-        _method_class(method, task)
-        return method.get_params(deep=False)
-    return _method_class(method, task)().get_params(deep=False)
+    method_class = _method_class(method, task)
+    built = method if isinstance(method, LLPMethod) else method_class()
+    return built.get_params(deep=False)
 
 
 def make_method(method, params=None, task=None):
-    """A fresh, validated method from a name or an object and overrides.
-
-    Parameters
-    ----------
-    method : str or LLPMethod
-        A registered name or an instance (cloned, never modified).
-    params : dict, default=None
-        Hyperparameters overriding the method's own (``method__*`` without
-        the prefix).
-    task : {"classification", "regression"}, default=None
-        Refuse a method of the other task; None accepts both.
-
-    Returns
-    -------
-    method : LLPMethod
+    """A fresh, validated method from ``method`` (a registered name, or an
+    instance, cloned and never modified) and ``params`` (``method__*``
+    overrides without the prefix); ``task`` refuses the other task's methods.
 
     Examples
     --------
@@ -166,7 +137,5 @@ def make_method(method, params=None, task=None):
             f"{['method__' + name for name in accepted] or 'none'}."
         )
     if isinstance(method, LLPMethod):
-        built = clone(method).set_params(**params)
-    else:
-        built = method_class(**params)
-    return built.validate()
+        return clone(method).set_params(**params).validate()
+    return method_class(**params).validate()

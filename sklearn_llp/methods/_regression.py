@@ -21,33 +21,13 @@ def regression_losses(
     bag_sizes=None,
     reduction="mean",
 ):
-    """The bag-level and instance-level squared losses of a batch of bags.
-
+    """The bag-level and instance-level squared losses of a batch of bags,
     ``sum_a W_a (y_a - f_a)^2`` and ``sum_a W_a mean_{i in a} (y_a - f_i)^2``
-    over ``sum_a W_a``: ``f_a`` the (weighted) mean prediction of the bag's
-    rows in the batch, ``W_a`` its total weight, from ``bag_sizes`` for a
-    bag of which the batch holds a sample.
-
-    Parameters
-    ----------
-    predictions : Tensor of shape (n,) or (n, 1)
-    segments : LongTensor of shape (n_pairs,)
-        Bag of every pair.
-    bag_means : Tensor of shape (n_bags,) or (n_bags, 1)
-    weights : Tensor of shape (n,), default=None
-        Sample weight of every row.
-    bag_weights : Tensor of shape (n_bags,), default=None
-        Extra weight of every bag, multiplying ``W_a``.
-    members : LongTensor of shape (n_pairs,), default=None
-        Row of every pair (overlapping bags); None: pair ``i`` is row ``i``.
-    bag_sizes : Tensor of shape (n_bags,), default=None
-        ``W_a``; None: the total weight of the bag's rows in the batch.
-    reduction : {"mean", "none"}, default="mean"
-        ``"none"``: the two terms of every bag, not divided by ``sum_a W_a``.
-
-    Returns
-    -------
-    bag_loss, instance_loss : Tensor
+    over ``sum_a W_a`` (:ref:`regression_losses`): ``f_a`` the weighted mean
+    prediction of the bag's rows in the batch, ``W_a`` its total weight
+    (``bag_sizes``, for a bag the batch holds a sample of) times
+    ``bag_weights``; ``members`` maps pairs to rows. ``reduction="none"``:
+    every bag's terms, not divided by ``sum_a W_a``.
 
     Examples
     --------
@@ -86,17 +66,9 @@ def regression_losses(
     return per_bag.sum() / denominator, per_bag_instance.sum() / denominator
 
 
-def interpolating_loss(
-    predictions,
-    segments,
-    bag_means,
-    rho,
-    weights=None,
-    bag_weights=None,
-    *,
-    members=None,
-):
-    """``(1 - rho) * bag_loss + rho * instance_loss`` of :func:`regression_losses`.
+def interpolating_loss(predictions, segments, bag_means, rho, *args, **kwargs):
+    """``(1 - rho) * bag_loss + rho * instance_loss`` of
+    :func:`regression_losses`, which takes the further arguments.
 
     Examples
     --------
@@ -108,10 +80,8 @@ def interpolating_loss(
     >>> round(float(loss), 4)  # (1.0 + 5 / 3) / 2
     1.3333
     """
-    bag, instance = regression_losses(
-        predictions, segments, bag_means, weights, bag_weights, members=members
-    )
-    return _interpolate(bag, instance, rho)
+    losses = regression_losses(predictions, segments, bag_means, *args, **kwargs)
+    return _interpolate(*losses, rho)
 
 
 def _interpolate(bag, instance, rho):
@@ -123,15 +93,11 @@ def _interpolate(bag, instance, rho):
 
 
 class RegressionMethod(LLPMethod):
-    """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`.
-
-    ``bags.bag_props`` hold one (standardised) mean per bag; subclasses
-    implement :meth:`get_loss`, with ``_losses`` giving a batch's bag and
-    instance losses. A bag weighs its full total weight ``bag_sizes_`` also
-    when ``max_bag_size`` subsamples it, and a batch's loss is divided by
-    its pairs times a training pair's mean weight, so that the batches of an
-    epoch add up to the loss of the training set. Early stopping is on by
-    default (:ref:`regression_early_stopping`).
+    """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`, from
+    one (standardised) mean per bag: ``self._losses(logits, bags)`` gives a
+    batch's bag and instance losses, bags weighing their full size and
+    batches adding up to the training set's loss (:ref:`regression_losses`).
+    Early stopping is on by default.
 
     Examples
     --------
@@ -152,12 +118,11 @@ class RegressionMethod(LLPMethod):
                 "(bag means); a classifier trained on label proportions takes a "
                 "classification method (see sklearn_llp.methods.available_methods())."
             )
-        self.bag_sizes_ = bags.total_weights()
+        super().prepare(bags, random_state)
         totals = self.bag_sizes_
         if bags.bag_weights is not None:
             totals = totals * bags.bag_weights
         self.pair_weight_ = float(np.sum(totals) / max(len(bags.members), 1))
-        self._device_cache = {}
         return self
 
     def _losses(self, logits, bags):
@@ -165,19 +130,19 @@ class RegressionMethod(LLPMethod):
         batch = (logits, bags.segments, bags.bag_props, bags.weights, bags.bag_weights)
         if not hasattr(self, "bag_sizes_"):  # not prepared: the batch is all
             return regression_losses(*batch, members=bags.members)
-        per_bag, per_bag_instance = regression_losses(
+        terms = regression_losses(
             *batch,
             members=bags.members,
             bag_sizes=self.bag_tensor("bag_sizes_", logits, bags),
             reduction="none",
         )
         denominator = bags.segments.shape[0] * self.pair_weight_
-        return per_bag.sum() / denominator, per_bag_instance.sum() / denominator
+        return tuple(term.sum() / denominator for term in terms)
 
 
 class BagLoss(RegressionMethod):
-    """Bag-level squared loss: every bag's mean prediction against its mean,
-    bags weighted by their size; the default of :class:`~sklearn_llp.LLPRegressor`.
+    """Bag-level squared loss, the default of :class:`~sklearn_llp.LLPRegressor`:
+    every bag's mean prediction against its mean, weighted by its size.
 
     Examples
     --------
@@ -191,8 +156,8 @@ class BagLoss(RegressionMethod):
 
 
 class InstanceLoss(RegressionMethod):
-    """Instance-level squared loss: every row regressed on its bag's mean
-    (the bag loss plus the within-bag variance of the predictions).
+    """Instance-level squared loss: every row regressed on its bag's mean (the
+    bag loss plus the within-bag variance of the predictions).
 
     Examples
     --------
@@ -205,8 +170,8 @@ class InstanceLoss(RegressionMethod):
 
 
 class InterpolatingLoss(RegressionMethod):
-    """``(1 - rho) * bag_loss + rho * instance_loss`` (Javanmard et al., ICLR 2024):
-    ``rho`` trades the instance loss's bias for its lower variance.
+    """``(1 - rho) * bag_loss + rho * instance_loss`` (Javanmard et al., ICLR
+    2024): ``rho`` trades the instance loss's bias for its lower variance.
 
     Parameters
     ----------
@@ -218,8 +183,6 @@ class InterpolatingLoss(RegressionMethod):
     --------
     >>> from sklearn_llp import LLPRegressor
     >>> reg = LLPRegressor(method="interpolating", method__rho=0.25)
-    >>> reg.get_params()["method__rho"]
-    0.25
     """
 
     _parameter_constraints = {"rho": [Interval(Real, 0, 1, closed="both")]}

@@ -13,44 +13,21 @@ from ._segments import _segment_plan, _sum_runs, segment_mean, weighted_mean
 def sinkhorn_pseudo_labels(
     log_probs, segments, bag_props, reg=1.0, n_iter=50, weights=None
 ):
-    """Soft labels of every row from entropic optimal transport within its bag.
-
-    Every bag's rows (mass 1 each) are transported to its class counts
-    ``|B| p_B`` at cost ``-log P`` with entropy ``reg``, as POT's
-    ``ot.sinkhorn`` does bag by bag, by log-domain Sinkhorn over all bags at
-    once. Rows are distributions; column sums converge to the counts.
-
-    Parameters
-    ----------
-    log_probs : Tensor of shape (n, k)
-        Log class probabilities of the rows; not differentiated through.
-    segments : LongTensor of shape (n,)
-        Bag of every row, in ``[0, n_bags)``.
-    bag_props : Tensor of shape (n_bags, k)
-        Rows are rescaled to sum to 1.
-    reg : float, default=1.0
-        Entropic regularisation, in nats.
-    n_iter : int, default=50
-    weights : Tensor of shape (n,), default=None
-        Mass of every row instead of 1.
-
-    Returns
-    -------
-    pseudo_labels : Tensor of shape (n, k)
-        Classes of zero proportion get zero mass.
+    """Soft labels of every row by entropic optimal transport within its bag:
+    a bag's rows (mass 1, or ``weights``) to its class counts ``|B| p_B``
+    (``bag_props`` rescaled to sum 1) at cost ``-log_probs`` (not
+    differentiated through), entropy ``reg``, as POT's ``ot.sinkhorn`` bag by
+    bag, by ``n_iter`` log-domain Sinkhorn steps over all bags at once. Rows
+    sum to 1; a class of proportion 0 gets none.
 
     Examples
     --------
     >>> import torch
     >>> from sklearn_llp.methods.functional import sinkhorn_pseudo_labels
-    >>> log_probs = torch.log_softmax(torch.randn(5, 3), dim=1)
-    >>> segments = torch.tensor([0, 0, 0, 1, 1])
-    >>> props = torch.tensor([[1 / 3, 2 / 3, 0.0], [0.5, 0.0, 0.5]])
-    >>> T = sinkhorn_pseudo_labels(log_probs, segments, props)
-    >>> bool(torch.allclose(T.sum(1), torch.ones(5)))
-    True
-    >>> T[3:, 1]  # the second bag holds no row of class 1
-    tensor([0., 0.])
+    >>> log_probs = torch.log_softmax(torch.randn(3, 2), dim=1)
+    >>> props = torch.tensor([[1.0, 0.0], [0.5, 0.5]])
+    >>> sinkhorn_pseudo_labels(log_probs, torch.tensor([0, 1, 1]), props)[0]
+    tensor([1., 0.])
     """
     if not reg > 0:
         raise ValueError(f"reg must be positive; got {reg}.")
@@ -105,8 +82,9 @@ class ROT(LLPMethod):
     """DLLP plus optimal-transport pseudo-labels (Dulac-Arnold et al. 2019).
 
     ``rot_alpha * L_prop + (1 - rot_alpha) * L_OT``, ``L_OT`` the
-    cross-entropy with optimal-transport pseudo-labels held fixed
-    (:func:`~sklearn_llp.methods.functional.sinkhorn_pseudo_labels`).
+    cross-entropy with the pseudo-labels of
+    :func:`~sklearn_llp.methods.functional.sinkhorn_pseudo_labels` held
+    fixed. See :ref:`rot`.
 
     Parameters
     ----------
@@ -117,17 +95,10 @@ class ROT(LLPMethod):
     n_iter : int, default=50
         Sinkhorn iterations per batch.
 
-    References
-    ----------
-    G. Dulac-Arnold, N. Zeghidour, M. Cuturi, L. Beyer, J.-P. Vert. Deep
-    multi-class learning from label proportions. arXiv:1905.12909, 2019.
-
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
-    >>> from sklearn_llp.methods import ROT
-    >>> clf = LLPClassifier(method=ROT(rot_alpha=0.7))
-    >>> clf = LLPClassifier(method="rot", method__rot_alpha=0.7)  # the same
+    >>> clf = LLPClassifier(method="rot", method__rot_alpha=0.7)
     """
 
     _parameter_constraints = {
@@ -145,27 +116,17 @@ class ROT(LLPMethod):
         if self.rot_alpha == 1:
             return bags.proportion_loss(logits)
         # pseudo-labels of (bag, row) pairs: one per bag a row is in
-        pair_logits = bags.take(logits)
-        weights = bags.take(bags.weights)
-        pseudo_labels = sinkhorn_pseudo_labels(
-            torch.log_softmax(pair_logits.detach(), dim=1),
-            bags.segments,
-            bags.bag_props,
-            self.reg,
-            self.n_iter,
-            weights,
+        pair_logits, weights = bags.pairs(logits)
+        log_probs = torch.log_softmax(pair_logits.detach(), dim=1)
+        structure = (bags.segments, bags.bag_props)
+        labels = sinkhorn_pseudo_labels(
+            log_probs, *structure, self.reg, self.n_iter, weights
         )
+        n_bags = len(bags.bag_props)
         ot_loss = pseudo_label_loss(
-            pair_logits,
-            bags.segments,
-            pseudo_labels,
-            len(bags.bag_props),
-            weights,
-            bags.bag_weights,
+            pair_logits, bags.segments, labels, n_bags, weights, bags.bag_weights
         )
         if self.rot_alpha == 0:
             return ot_loss
-        return (
-            self.rot_alpha * bags.proportion_loss(logits)
-            + (1 - self.rot_alpha) * ot_loss
-        )
+        proportion = bags.proportion_loss(logits)
+        return self.rot_alpha * proportion + (1 - self.rot_alpha) * ot_loss

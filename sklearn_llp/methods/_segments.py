@@ -1,11 +1,6 @@
-"""Segment reductions (bag means of a batch) and the losses built on them.
+"""Segment reductions (bag means of a batch) and the losses built on them,
+without atomic adds: reproducible on CUDA (:ref:`segment_reductions`)."""
 
-No reduction here uses atomic adds, whose order varies on a GPU: training is
-reproducible on CUDA without ``torch.use_deterministic_algorithms``
-(:ref:`segment_reductions`).
-"""
-
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -18,7 +13,7 @@ LOG_EPS = 1e-8
 
 
 def at_least_float32(tensor):
-    """``tensor`` in float32 or wider: losses are not computed in half precision."""
+    """``tensor`` in float32 or wider: no loss is computed in half precision."""
     return tensor.to(torch.promote_types(tensor.dtype, torch.float32))
 
 
@@ -44,9 +39,8 @@ def _segment_plan(segments, n_segments):
 
 
 def attach_plan(segments, offsets, counts, size, order=None):
-    """Give sorted ``segments`` their plan, computed in advance on the host:
-    the segment sums of a step then need no device sync. A tensor derived
-    from it (a slice, a copy) is planned afresh."""
+    """Give ``segments`` a plan computed in advance on the host, so that a
+    step's segment sums need no device sync (a derived tensor is replanned)."""
     ordered = segments if order is None else segments[order]
     segments._segment_plan = _Plan(order, ordered, offsets, counts, size)
     return segments
@@ -155,8 +149,8 @@ def _sum_runs(values, plan):
 
 def segment_sum(values, segments, n_segments):
     """Sums ``(n_segments, ...)`` of the rows of ``values`` ``(n, ...)`` by
-    their ``segments`` (in ``[0, n_segments)``, any order), in a fixed order:
-    deterministic on every device, differentiable any number of times.
+    their ``segments`` (in ``[0, n_segments)``, any order), in a fixed
+    order: deterministic on every device, differentiable any number of times.
 
     Examples
     --------
@@ -214,6 +208,15 @@ def segment_mean(values, segments, n_segments, weights=None):
     return _sum_runs(values, plan) / totals.unsqueeze(1)
 
 
+def _full_size_scale(segments, bag_sizes, weights=None):
+    """``W_B / (weight of B's pairs in the batch)`` of every bag (0 for a bag
+    of no weight in the batch): scaled so, a bag the batch holds a sample of
+    (``max_bag_size``) weighs its full (weighted) size ``bag_sizes``."""
+    w = torch.ones_like(segments, dtype=bag_sizes.dtype) if weights is None else weights
+    drawn = segment_sum(w.to(bag_sizes.dtype), segments, bag_sizes.shape[0])
+    return torch.where(drawn > 0, bag_sizes / drawn, torch.zeros_like(drawn))
+
+
 def weighted_mean(values, weights=None):
     """Mean of ``values``, weighted by ``weights`` if given.
 
@@ -232,23 +235,10 @@ def weighted_mean(values, weights=None):
 def proportion_loss(
     logits, segments, bag_props, weights=None, bag_weights=None, reduction="mean"
 ):
-    """DLLP's loss: cross-entropy between bag proportions and mean probabilities.
-
-    ``-sum_c p_c log(mean_{i in bag} softmax(f(x_i))_c)``, averaged over
-    bags; the ordinary cross-entropy for bags of one row.
-
-    Parameters
-    ----------
-    logits : Tensor of shape (n, k)
-    segments : LongTensor of shape (n,)
-        Bag of every row.
-    bag_props : Tensor of shape (n_bags, k)
-    weights : Tensor of shape (n,), default=None
-        Sample weights of the bag means.
-    bag_weights : Tensor of shape (n_bags,), default=None
-        Weights of the mean over bags (None: every bag once).
-    reduction : {"mean", "none"}, default="mean"
-        ``"none"``: the loss of every bag.
+    """DLLP's loss ``-sum_c p_c log(mean_{i in bag} softmax(f(x_i))_c)``: the
+    cross-entropy of every bag's proportions and its rows' (``weights``-)
+    weighted mean probabilities, averaged over bags (by ``bag_weights``), or
+    per bag with ``reduction="none"``; for bags of one row, the cross-entropy.
 
     Examples
     --------
@@ -303,18 +293,3 @@ def l2_normalize(d):
     tiny = torch.finfo(d.dtype).tiny
     d = d / d.flatten(1).abs().amax(dim=1).clamp_min(tiny).view(shape)
     return d / d.flatten(1).norm(dim=1).clamp_min(tiny).view(shape)
-
-
-def exp_rampup(step, rampup_steps):
-    """``exp(-5 (1 - t/T)^2)`` at step ``t``, 1 from ``T`` on (and for ``T <= 0``).
-
-    Examples
-    --------
-    >>> from sklearn_llp.methods.functional import exp_rampup
-    >>> round(exp_rampup(50, 100), 4), exp_rampup(100, 100)
-    (0.2865, 1.0)
-    """
-    if rampup_steps <= 0 or step >= rampup_steps:
-        return 1.0
-    phase = 1.0 - max(step, 0) / rampup_steps
-    return math.exp(-5.0 * phase * phase)

@@ -13,13 +13,6 @@ from ._segments import kl_divergence_with_logits, l2_normalize
 XI_SCALE = 3e-3
 
 
-def _finite_difference_step(X, xi):
-    if xi != "auto":
-        return xi
-    rms = X.detach().flatten(1).float().pow(2).sum(1).mean().sqrt()
-    return XI_SCALE * rms.clamp_min(torch.finfo(torch.float32).eps)
-
-
 def _autocast_enabled(device_type):
     try:
         return torch.is_autocast_enabled(device_type)
@@ -33,37 +26,24 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
     """Adversarial direction of L2 radius ``eps`` found by power iteration.
 
     Approximates ``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row
-    (Miyato et al. 2018), its finite difference above float32 rounding.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-    X : Tensor of shape (n, ...)
-    target_logits : Tensor of shape (n, k)
-        Logits of the clean input, without gradient.
-    eps : float
-    xi : float or "auto", default="auto"
-        Finite-difference step; ``"auto"`` is 3e-3 times the batch's RMS row
-        norm (the paper's 1e-6 is below float32 resolution).
-    n_power : int, default=1
-        Power iterations.
-
-    Returns
-    -------
-    r_adv : Tensor of the shape of ``X``, without gradient
+    (Miyato et al. 2018) from the clean ``target_logits`` with ``n_power``
+    iterations of finite-difference step ``xi``; ``"auto"`` is 3e-3 times the
+    batch's RMS row norm, above float32 rounding (:ref:`vat_xi`). Returns a
+    tensor of ``X``'s shape without gradient.
 
     Examples
     --------
     >>> import torch
     >>> from sklearn_llp.methods.functional import vat_perturbation
-    >>> net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(),
-    ...                           torch.nn.Linear(8, 2))
-    >>> X = torch.randn(5, 3)
+    >>> net, X = torch.nn.Linear(3, 2), torch.randn(5, 3)
     >>> r = vat_perturbation(net, X, net(X).detach(), eps=2.0)
     >>> torch.allclose(r.norm(dim=1), torch.full((5,), 2.0))
     True
     """
-    step = _finite_difference_step(X, xi)
+    step = xi
+    if xi == "auto":
+        rms = X.detach().flatten(1).float().pow(2).sum(1).mean().sqrt()
+        step = XI_SCALE * rms.clamp_min(torch.finfo(torch.float32).eps)
     d = l2_normalize(torch.randn_like(X))
     outer_autocast = _autocast_enabled(X.device.type)
     with torch.autocast(X.device.type, enabled=False):
@@ -84,16 +64,15 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
 
 
 def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mean"):
-    """``KL(f(x) || f(x + r_adv))`` with the clean prediction held fixed.
-
-    Averaged over rows (``reduction="mean"``) or one value per row (``"none"``).
+    """``KL(f(x) || f(x + r_adv))`` with the clean prediction held fixed, for
+    :func:`vat_perturbation`'s ``r_adv``; averaged over rows, or one value
+    per row with ``reduction="none"``.
 
     Examples
     --------
     >>> import torch
     >>> from sklearn_llp.methods.functional import vat_loss
-    >>> net = torch.nn.Linear(3, 2)
-    >>> X = torch.randn(5, 3)
+    >>> net, X = torch.nn.Linear(3, 2), torch.randn(5, 3)
     >>> vat_loss(net, X, net(X).detach(), eps=1.0).item() >= 0
     True
     """
@@ -105,11 +84,9 @@ def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mea
 
 
 class VAT(ConsistencyMethod):
-    """LLP-VAT (Tsai & Lin 2020): DLLP plus virtual adversarial training.
-
-    ``L_prop + w(t) * L_vat``, ``L_vat`` the mean of ``KL(f(x) || f(x +
-    r_adv))`` with ``r_adv`` adversarial of norm ``eps``, ``w(t)`` ramped
-    up as in :class:`ConsistencyMethod`. See :ref:`llp_vat`.
+    """LLP-VAT (Tsai & Lin 2020): DLLP plus virtual adversarial training, a
+    :class:`~sklearn_llp.methods.ConsistencyMethod` of consistency loss
+    :func:`~sklearn_llp.methods.functional.vat_loss`. See :ref:`llp_vat`.
 
     Parameters
     ----------
@@ -117,20 +94,16 @@ class VAT(ConsistencyMethod):
         Maximum weight of the consistency loss.
     eps : float, default=1.0
         L2 radius of the perturbation, in input units.
-    xi : float or "auto", default="auto"
-        Finite-difference step of the power iteration.
-    n_power : int, default=1
-        Power iterations.
+    xi, n_power : float or "auto", int, default="auto", 1
+        Finite-difference step and iterations of the power iteration.
     rampup : float, default=0.4
-        Fraction of the planned optimizer steps over which the weight ramps
-        up; 0 disables the ramp-up.
+        Fraction of the planned optimizer steps the weight ramps up over.
 
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
     >>> from sklearn_llp.methods import VAT
     >>> clf = LLPClassifier(method=VAT(alpha=0.1, eps=2.0))
-    >>> clf = LLPClassifier(method="vat", method__alpha=0.1, method__eps=2.0)
     """
 
     _parameter_constraints = {

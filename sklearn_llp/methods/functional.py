@@ -1,11 +1,8 @@
-"""The tensor operations the LLP methods are built from.
+"""The tensor operations the LLP methods are built from: bag means are
+deterministic segment reductions (:func:`segment_sum`, :func:`gather_rows`),
+each method's loss a function of logits and a batch's bag structure."""
 
-Bag means are deterministic segment reductions (:func:`segment_sum`,
-:func:`gather_rows`); each method's loss is a function of logits and a
-batch's bag structure.
-"""
-
-from ._base import clean_logits, perturbation_mode
+from ._base import perturbation_mode
 from ._easyllp import bag_spread, easyllp_loss
 from ._llpfc import forward_correction_loss, llpfc_transition_matrices
 from ._noisy import noisy_proportion_loss, noisy_proportion_weights
@@ -14,7 +11,6 @@ from ._regression import interpolating_loss, regression_losses
 from ._rot import pseudo_label_loss, sinkhorn_pseudo_labels
 from ._segments import attach_plan as attach_plan
 from ._segments import (
-    exp_rampup,
     gather_rows,
     kl_divergence_with_logits,
     l2_normalize,
@@ -27,9 +23,7 @@ from ._vat import vat_loss, vat_perturbation
 
 __all__ = [
     "bag_spread",
-    "clean_logits",
     "easyllp_loss",
-    "exp_rampup",
     "forward_correction_loss",
     "gather_rows",
     "interpolating_loss",
