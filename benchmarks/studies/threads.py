@@ -45,6 +45,16 @@ def with_load(work):
     return result, round(max(busy - (time.process_time() - own), 0.0) / wall, 2)
 
 
+def quiet(wait):
+    """Wait at most ``wait`` s for 5 s in which other processes keep less than
+    a fifth of a core busy; whether they came."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if with_load(lambda: time.sleep(5))[1] < 0.2:
+            return True
+    return False
+
+
 def timed(threads, rows, repeats, min_time):
     """The four engines of speed.py, torch at ``threads`` (LLPClassifier at
     ``n_threads="auto"``), interleaved epoch by epoch."""
@@ -70,8 +80,15 @@ def seeded_weights(X, bags, props, **params):
 
 
 def markdown(report):
+    m = report["machine"]
     lines = [
-        "| machine | torch threads | auto | method | bare s/epoch | LLP s/epoch "
+        f'# n_threads="auto" against a bare loop at the same threads\n\n'
+        f"{m['cpu']}, {m['usable_cpus']} usable CPUs, torch "
+        f"{m['versions']['torch']}; idle: {report['rows']} rows, busy (beside "
+        f"one busy process, 1 measured epoch): {report['busy_rows']} rows. "
+        "Epoch medians of benchmarks/speed.py's engines, interleaved; LLP/bare: "
+        "median over rounds of back-to-back epochs.\n",
+        "| scenario | torch threads | auto | method | bare s/epoch | LLP s/epoch "
         "| LLP/bare (paired) | other processes' busy cores |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -97,6 +114,7 @@ def main(argv=None):
     add("--repeats", type=int, default=3, help="measured epochs per engine")
     add("--min-time", type=float, default=4.0, help="more rounds until so long")
     add("--busy-rows", type=int, default=10_000, help="beside a busy process")
+    add("--wait-idle", type=float, default=0, help="s to wait for a quiet machine")
     add("--quick", action="store_true", help="10^4 rows (busy: 2,000), 1 epoch")
     add("--out", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
@@ -109,9 +127,11 @@ def main(argv=None):
     idle_weights = seeded_weights(X, bags, props)
     one_thread = seeded_weights(X, bags, props, n_threads=1)
     threads = sorted({1, DEFAULT_THREADS})
-    report["idle"] = {
-        t: timed(t, args.rows, args.repeats, args.min_time) for t in threads
-    }
+    report["idle"] = {}
+    for t in threads:
+        came = quiet(args.wait_idle)
+        report["idle"][t] = timed(t, args.rows, args.repeats, args.min_time)
+        report["idle"][t]["quiet_before"] = came
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(1.0)
