@@ -135,7 +135,7 @@ def main(argv=None):
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(1.0)
-        # 1 measured epoch: at 2 threads beside it an epoch takes 25-45x longer
+        # 1 measured epoch: at 2 threads beside it an epoch takes 2-45x longer
         report["busy"] = {t: timed(t, args.busy_rows, 1, 0.0) for t in threads}
         torch.set_num_threads(DEFAULT_THREADS)
         busy_weights = seeded_weights(X, bags, props)
