@@ -135,7 +135,12 @@ MORE_PARAMETERS = """
         Continue from the current weights on ``fit``.
     n_threads : int, "auto" or None, default="auto"
         Torch threads on the CPU during ``fit`` and ``predict``, restored
-        afterwards; see :ref:`reproducibility`. None leaves torch's setting.
+        afterwards. ``"auto"``: the cores this process may use (CPU affinity,
+        capped by a cgroup quota), at most ``torch.get_num_threads()``, and 1
+        inside a joblib, loky or Dask worker; it never reads the machine's
+        load, so a seeded fit gives the same model every time (beside busy
+        processes pass 1). None leaves torch's setting; see
+        :ref:`reproducibility`.
     precision : {"float32", "bfloat16", "float16"}, default="float32"
         Precision of the training passes (``torch.autocast``); weights, losses
         and bag means stay float32.
