@@ -274,21 +274,9 @@ class Bags:
         )
 
     def restrict(self, rows):
-        """The bags lying wholly within ``rows``, re-indexed to ``X[rows]``.
-
-        Parameters
-        ----------
-        rows : ndarray of shape (n_rows,)
-            Distinct row indices, e.g. one side of a split.
-
-        Returns
-        -------
-        bags : Bags
-            Over ``n_rows`` rows, with the weights of those rows; bags with a
-            member outside ``rows`` are dropped.
-        kept : ndarray
-            Indices of the kept bags in ``self``.
-        """
+        """``(bags, kept)``: the bags lying wholly within the distinct ``rows``
+        (one side of a split), re-indexed to ``X[rows]`` with those rows'
+        weights, and the indices of the kept bags in ``self``."""
         rows = np.asarray(rows, dtype=np.int64)
         position = np.full(self.n_samples, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
@@ -322,29 +310,11 @@ class Bags:
         )
 
     def with_weights(self, sample_weight):
-        """The same bags weighted by ``sample_weight``.
+        """The same bags weighted by ``sample_weight`` (None: ``self``).
 
-        A row of weight 0 leaves every bag it is in, and a bag left empty is
-        dropped, as a weight of 0 removes a row. Equal weights weigh nothing
-        (the bags stay unweighted).
-
-        Parameters
-        ----------
-        sample_weight : array-like of shape (n_samples,) or None
-            Finite, non-negative weight of every row, some positive; None
-            changes nothing.
-
-        Returns
-        -------
-        bags : Bags
-            A new object, or ``self`` when nothing changes.
-
-        Raises
-        ------
-        ValueError
-            If ``sample_weight`` is invalid, or the bags already carry other
-            weights (rows of weight 0 are gone from them: validate the bags
-            afresh from their ids with the new weights).
+        A row of weight 0 leaves its bags (a bag left empty is dropped);
+        equal weights weigh nothing. Bags that carry other weights refuse
+        new ones: validate them afresh from their ids.
         """
         weights = _check_weights(sample_weight, self.n_samples)
         if sample_weight is None:

@@ -69,13 +69,8 @@ from ._runtime import (
 # skorch parameters with no meaning here: the method is the loss, batches are
 # whole bags, validation holds out whole bags, the head owns the output.
 _UNUSED_SKORCH_PARAMS = (
-    "criterion",
-    "iterator_train",
-    "iterator_valid",
-    "dataset",
-    "train_split",
-    "predict_nonlinearity",
-)
+    "criterion iterator_train iterator_valid dataset train_split predict_nonlinearity"
+).split()
 # set by a fit from the data; restored if that fit is refused
 _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "_input_shape_")
 #: held-out fraction of early stopping, and the fewest held-out bags for "auto"
@@ -85,6 +80,7 @@ _MIN_HELD_OUT_BAGS = 5
 _MIN_BATCH_ROWS = 128
 _MAX_CPU_BATCH = 2048
 _BAGS_PER_STEP = 8
+_POSITIVE = Interval(Integral, 1, None, closed="left")
 
 KEY_PARAMETERS = """
     max_epochs : int, default=100
@@ -194,20 +190,10 @@ class _EstimatorAPI(type):
     a user makes and the hooks sklearn-llp adds; skorch's training plumbing
     (and the overrides of it) stays reachable but out of the listing."""
 
-    _API = {
-        "fit",
-        "partial_fit",
-        "predict",
-        "predict_proba",
-        "score",
-        "get_params",
-        "set_params",
-        "save_params",
-        "load_params",
-        "initialize",
-        "history",
-        "__init__",
-    }
+    _API = set(
+        "fit partial_fit predict predict_proba score get_params set_params "
+        "save_params load_params initialize history __init__".split()
+    )
 
     def __dir__(cls):
         ours, theirs = set(), set()
@@ -243,26 +229,19 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
     _parameter_constraints = {
         "module": [callable, None],
         "method": [str, LLPMethod],
-        "max_bag_size": [Interval(Integral, 1, None, closed="left"), None],
+        "max_bag_size": [_POSITIVE, None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [_POSITIVE],
         "random_state": ["random_state"],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "max_epochs": [Interval(Integral, 0, None, closed="left")],
-        "batch_size": [
-            Interval(Integral, 1, None, closed="left"),
-            StrOptions({"auto"}),
-        ],
-        "predict_batch_size": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [_POSITIVE, StrOptions({"auto"})],
+        "predict_batch_size": [_POSITIVE],
         "callbacks": [list, tuple, StrOptions({"disable"}), None],
         "device": [str, torch.device, None],
         "precision": [StrOptions({"float32", "bfloat16", "float16"})],
-        "n_threads": [
-            Interval(Integral, 1, None, closed="left"),
-            StrOptions({"auto"}),
-            None,
-        ],
+        "n_threads": [_POSITIVE, StrOptions({"auto"}), None],
     }
 
     def __init__(
@@ -596,9 +575,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
     # initialisation
     # ------------------------------------------------------------------
     def initialize_module(self):
-        """Build the module; a class is sized from the data, an instance is
-        a template whose reset copy is trained (skorch's rule: an instance
-        with ``module__*`` parameters is rebuilt from its class)."""
+        """A class is sized from the data; an instance is a template whose
+        reset copy is trained (with ``module__*``, rebuilt from its class)."""
         kwargs = self.get_params_for("module")
         module = MLP if self.module is None else self.module
         if isinstance(module, torch.nn.Module):
@@ -625,11 +603,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return self
 
     def _unsized_message(self):
-        outputs = (
-            "classes=[...] (or module__n_classes=<number of classes>)"
-            if self._task == "classification"
-            else "nothing else (the network has one output)"
-        )
+        outputs = "classes=[...] (or module__n_classes=<classes>)"
+        if self._n_outputs() == 1:  # a regressor
+            outputs = "nothing else (the network has one output)"
         return (
             f"{type(self).__name__} sizes its network from the data in fit. To "
             "initialize() a model that was never fitted (e.g. before "
@@ -778,17 +754,10 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return params
 
     def set_params(self, **kwargs):
-        """Set parameters; ``method__*`` apply from the next ``fit``.
-
-        ``device`` moves a fitted network and its optimizer state.
-        ``module__*`` (and ``module``, ``compile``) re-initialise a fitted
-        network, as in skorch, with a
-        :class:`~sklearn_llp.exceptions.ModelResetWarning`.
-
-        Returns
-        -------
-        self : estimator
-        """
+        """Set parameters: ``method__*`` apply from the next ``fit``,
+        ``device`` moves a fitted network, and ``module__*`` (``module``,
+        ``compile``) re-initialise it, as in skorch, with a
+        :class:`~sklearn_llp.exceptions.ModelResetWarning`."""
         for key in [k for k in kwargs if k == "method" or k.startswith("method__")]:
             setattr(self, key, kwargs.pop(key))
             if key != "method":
@@ -823,12 +792,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             return super().save_params(*args, **kwargs)
 
     def load_params(self, *args, checkpoint=None, **kwargs):
-        """Load parameters saved by ``save_params`` or a skorch ``Checkpoint``.
-
-        On a model never fitted, call ``initialize()`` first (with
-        ``module__n_features`` set and the outputs known) so that the network
-        can be built before its weights are loaded.
-        """
+        """Load parameters saved by ``save_params`` or a ``Checkpoint``
+        (``checkpoint=``); on a model never fitted, ``initialize()`` it first."""
         if checkpoint is not None:
             if not self.initialized_:
                 self.initialize()

@@ -168,14 +168,6 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     def _n_outputs(self):
         return 1
 
-    def _unsized_message(self):
-        return (
-            f"{type(self).__name__} sizes its network from the data in fit. To "
-            "initialize() a model that was never fitted, pass "
-            "module__n_features=<number of columns of X> (the network has one "
-            "output)."
-        )
-
     def _warn_if_unidentifiable(self, bags, X):
         same = constant_bag_mean_features(bags, X)
         if not len(same):

@@ -1,19 +1,9 @@
-"""Data-parallel training with Hugging Face Accelerate (skorch's ``AccelerateMixin``).
+"""Data-parallel training with Hugging Face Accelerate (skorch's mixin).
 
-skorch's mixin prepares the module and optimizer with the accelerator
-(``DistributedDataParallel`` across processes) and lets the accelerator
-shard every data loader. Bag batches cannot be sharded row by row, so this
-mixin keeps skorch's wrapping and replaces the sharding:
-
-* training batches (whole bags) are dealt to the processes by
-  :class:`~sklearn_llp.neural._data.ShardedBatchSampler`: disjoint bags, the same
-  number of steps on every process, one shuffle drawn alike everywhere;
-* held-out bags and prediction rows are not sharded: every process
-  evaluates all of them with the same weights, so the validation errors,
-  early stopping and the prior-matched threshold are the same everywhere
-  (no gather);
-* the estimator's own training step runs (device, ``augment_batch``, the
-  method's loss) with the accelerator's ``autocast`` and ``backward``.
+skorch's ``AccelerateMixin`` wraps the module for ``DistributedDataParallel``
+and shards every data loader row by row; bags cannot be cut, so here whole-bag
+training batches are dealt to the processes and held-out bags and predictions
+are not sharded (every process computes the same errors and decision rule).
 """
 
 import numpy as np
@@ -159,38 +149,24 @@ class LLPAccelerateMixin(AccelerateMixin):
 class AcceleratedLLPClassifier(LLPAccelerateMixin, LLPClassifier):
     """:class:`~sklearn_llp.LLPClassifier` trained data-parallel with Accelerate.
 
-    Run the script with ``accelerate launch --multi_gpu --num_processes N``
-    (or ``python -m torch.distributed.run --nproc_per_node N``): every
-    process fits the same estimator on the same ``X``, bags and
-    proportions; the network is wrapped in ``DistributedDataParallel`` and
-    each process trains on its own share of the bags.
-
-    * **Training batches** hold whole bags, dealt round robin to the
-      processes every epoch (disjoint bags, one shuffle drawn alike
-      everywhere): a step trains on ``N`` batches at once. Every process
-      makes the same number of steps; where the batches do not divide
-      evenly, the short processes repeat the epoch's first batches.
-    * **Validation** (``validation_fraction``, early stopping) and the
-      **prior-matched threshold** are computed by every process over all
-      held-out bags and all training rows, with the same weights: the same
-      numbers everywhere, at the cost of doing that work ``N`` times.
-    * **random_state=None** draws one seed on the main process for all.
-    * **Mixed precision** is the accelerator's
-      (``Accelerator(mixed_precision="bf16")``); ``precision`` must stay
-      ``"float32"``.
+    Launch the script with ``accelerate launch --multi_gpu --num_processes
+    N``: every process fits the same estimator on the same data, wrapped in
+    ``DistributedDataParallel``, and trains on its own share of whole bags
+    (a step trains on N batches; short processes repeat the epoch's first
+    batches). Held-out errors and the prior-matched threshold are computed
+    alike on every process; ``random_state=None`` draws one seed on the main
+    process; mixed precision is the accelerator's (``precision`` stays
+    ``"float32"``). See :ref:`gpu_scaling`.
 
     Parameters
     ----------
-    module : torch.nn.Module class or instance, default=None
-        As for :class:`~sklearn_llp.LLPClassifier`.
     accelerator : accelerate.Accelerator
-        The accelerator, made once per process before the estimator.
+        Made once per process before the estimator.
     device : None or str, default=None
-        None lets the accelerator place the network and the batches (its
-        ``device``); a device only with ``Accelerator(device_placement=False)``.
+        None lets the accelerator place the network and batches.
     unwrap_after_train : bool, default=True
-        Unwrap the network after training (skorch's parameter): the fitted
-        model then predicts and pickles without the accelerator's wrapper.
+        Unwrap the network after training, so the model predicts and pickles
+        without the accelerator.
     **kwargs
         The parameters of :class:`~sklearn_llp.LLPClassifier`.
 
