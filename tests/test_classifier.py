@@ -124,20 +124,27 @@ def test_fitted_attributes_history_and_probabilities(small_bags):
 # forms of X, pipelines, parameters
 # ----------------------------------------------------------------------
 @pytest.mark.parametrize("form", ["frame", "sparse"])
-@pytest.mark.parametrize("task", [C, R])
+@pytest.mark.parametrize("task", [C, R, "MeanMapClassifier"])
 def test_a_frame_or_sparse_X_gives_the_dense_fit(small_bags, task, form):
-    X, bags, values, _ = task_data(small_bags, task)
-    dense = output(small(task, max_epochs=2).fit(X, bags, values), X)
+    X, bags, values, _ = task_data(small_bags, R if task == R else C)
+    make = (
+        MeanMapClassifier
+        if task not in ESTIMATOR
+        else lambda: small(task, max_epochs=2)
+    )
+    dense = output(make().fit(X, bags, values), X)
     if form == "sparse":
-        est = small(task, max_epochs=2).fit(sp.csr_matrix(X), bags, values)
-        np.testing.assert_allclose(output(est, X), dense, rtol=1e-5)
+        est = make().fit(sp.csr_matrix(X), bags, values)
+        np.testing.assert_allclose(output(est, sp.csc_matrix(X)), dense, rtol=1e-5)
         return
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-    est = small(task, max_epochs=2).fit(frame, pd.Series(bags), values)
+    est = make().fit(frame, pd.Series(bags), values)
     assert est.feature_names_in_.tolist() == ["a", "b", "c", "d"]
     np.testing.assert_allclose(output(est, frame), dense, rtol=1e-5)
     with pytest.warns(UserWarning, match="feature names"):
-        est.predict(X)
+        est.predict(X)  # fitted with names, given none
+    with pytest.raises(ValueError, match="feature names"):
+        est.predict(frame[["b", "a", "c", "d"]])
 
 
 @pytest.mark.parametrize("task", [C, R])
