@@ -134,14 +134,15 @@ def unstructured():
 @pytest.mark.parametrize(
     "make",
     [
+        lambda seed: UniformBagGenerator(7, random_state=seed),
         lambda seed: UniformBagGenerator(7, drop_last=False, random_state=seed),
         lambda seed: KMeansBagGenerator(12, random_state=seed, minibatch=False),
         lambda seed: KMeansBagGenerator(12, random_state=seed, minibatch=True),
+        lambda seed: KMeansBagGenerator(12, n_components=2, random_state=seed),
     ],
-    ids=["uniform-keep-last", "kmeans", "minibatch-kmeans"],
+    ids=["uniform", "uniform-keep-last", "kmeans", "minibatch-kmeans", "pca-kmeans"],
 )
 def test_random_generators_repeat_under_one_seed_and_differ_across(unstructured, make):
-    # (uniform bags dropping the last, K-means after PCA: tests/test_bags.py)
     X, y = unstructured
     bags, props = make(0).make_bags(X, y)
     again_bags, again_props = make(0).make_bags(X, y)
