@@ -1,7 +1,8 @@
 """Model selection without instance labels: bag splitters, the bag scorers
-in ``GridSearchCV``/``cross_validate`` (metadata routing on and off), the
-real ``LLPClassifier`` selected on bagged digits, ``BagShuffleSplit`` sizes,
-and the same search on a local Dask cluster."""
+in ``GridSearchCV`` (metadata routing on and off), the real
+``LLPClassifier`` selected on bagged digits, ``BagShuffleSplit`` sizes, and
+the same search on a local Dask cluster (``cross_validate`` with routing on
+and off: ``tests/test_conformance.py``)."""
 
 import importlib.util
 import json
@@ -17,7 +18,6 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import (
     GridSearchCV,
     GroupShuffleSplit,
-    cross_validate,
 )
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback, Checkpoint, EarlyStopping
@@ -111,7 +111,7 @@ def test_splitters_never_split_a_bag(layout, shuffle):
 
 
 # --------------------------------------------------------------------------
-# GridSearchCV and cross_validate, routing on and off.
+# GridSearchCV, routing on and off.
 # --------------------------------------------------------------------------
 def test_grid_search_routing_on_with_groups_and_several_metrics():
     X, bags, props = make_bag_data()
@@ -236,42 +236,6 @@ def test_grid_search_routing_on_and_off_agree(digits):
         routed.best_estimator_.predict_proba(X[:50]),
         plain.best_estimator_.predict_proba(X[:50]),
     )
-
-
-# --------------------------------------------------------------------------
-# cross_validate in worker processes
-# --------------------------------------------------------------------------
-def test_cross_validate_in_parallel_routing_on_and_off_agree(digits):
-    X, bags, props, _ = digits
-    results = []
-    for routing in (True, False):
-        if routing:  # props reach the scorers through routing
-            scoring = {"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer}
-        else:  # the scorers look the test bags up in their table
-            scoring = {
-                metric: make_bag_scorer(metric, bags=bags, props=props)
-                for metric in ["hard_l1", "soft_kl"]
-            }
-        with sklearn.config_context(enable_metadata_routing=routing):
-            results.append(
-                cross_validate(
-                    small_llp(lr=1e-2),
-                    X,
-                    bags,
-                    params={"props": props},
-                    scoring=scoring,
-                    cv=BagKFold(3),
-                    n_jobs=2,
-                    error_score="raise",
-                )
-            )
-    for key in ["test_hard_l1", "test_soft_kl"]:
-        assert results[0][key].shape == (3,)
-        np.testing.assert_allclose(results[0][key], results[1][key])
-    # it learned something, but does not fit the test bags perfectly
-    hard_l1 = results[0]["test_hard_l1"]
-    assert np.all((hard_l1 > -1.0) & (hard_l1 < -0.02))
-    assert np.all(results[0]["test_soft_kl"] < -1e-3)
 
 
 # --------------------------------------------------------------------------
