@@ -553,16 +553,6 @@ def test_every_form_of_the_same_bags_validates_to_the_same_bags(form, b):
             assert validated.ids.tolist() == b.ids, (form, kind)
 
 
-@pytest.mark.parametrize("form", BAG_FORM_NAMES)
-@HYPOTHESIS
-@given(b=bag_problems(permute_columns=False))
-def test_true_labels_have_zero_hard_l1_error_in_every_form(form, b):
-    for kind in PROPS_KINDS:
-        bags, props = _bags_form(b, form, kind)
-        error = hard_l1_error(bags, props, _truth(b), classes=b.classes)
-        assert error == pytest.approx(0.0, abs=1e-12), (form, kind)
-
-
 @HYPOTHESIS
 @given(b=bag_problems(permute_columns=True))
 def test_class_columns_are_matched_to_classes_by_name_in_any_order(b):
