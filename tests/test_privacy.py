@@ -23,6 +23,7 @@ from sklearn_llp.privacy import (
     dp_proportions,
     noise_variance,
     project_to_simplex,
+    released_rows,
 )
 from sklearn_llp.privacy._mechanisms import (
     REPLACE_ONE_SENSITIVITY,
@@ -313,6 +314,10 @@ def test_unbagged_rows_and_classes():
     table = dp_proportions(keys, [1, 0, 1, 1, 0], np.inf)
     assert list(table.index) == [("a", 1), ("b", 2)]
     np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5], [1 / 3, 2 / 3]])
+    # ... suppressed and selected by their ids
+    table = dp_proportions(keys, [1, 0, 1, 1, 0], np.inf, min_bag_size=3)
+    assert table.attrs["suppressed"] == [("a", 1)]
+    np.testing.assert_array_equal(released_rows(keys, table), [1, 0, 1, 0, 1])
 
 
 @pytest.mark.parametrize(
