@@ -1,19 +1,13 @@
-"""The numbers the docs quote are the numbers the examples print.
+"""The numbers the docs quote are those the examples printed in full runs.
 
-Every example with quoted results writes what it prints as JSON next to its
-PNG (``--out``); ``examples/results/`` holds the JSON of the full runs.
-``QUOTES`` renders, per example, the phrases quoting those files, with the
-rounding the text shows, by the file that quotes them: the example's
-docstring (its gallery page), the README and the user guide -- milliseconds,
-no training. ``tests/test_examples.py`` checks, in the reduced runs it
-already makes, that the examples still write JSON with the same fields; set
-``SKLEARN_LLP_CHECK_EXAMPLE_RESULTS=1`` to re-run the examples in full
-(minutes) and compare their numbers with the committed ones.
-
-After changing an example, re-run it in full with
-``--out examples/results`` (and delete the PNG there) and update the quoted
-numbers until these tests pass. Timings are quoted as measured ranges with
-their conditions and are not tested.
+``examples/results/`` holds the JSON each quoting example writes next to
+its PNG (``--out``); ``QUOTES`` renders the phrases quoting it, rounded as
+the text shows them, per quoting file (the example's docstring, the README,
+the user guide). ``tests/test_examples.py`` checks the reduced runs still
+write the same fields; ``SKLEARN_LLP_CHECK_EXAMPLE_RESULTS=1`` re-runs the
+examples in full (minutes) against the committed numbers. After changing an
+example, re-run it with ``--out examples/results`` (delete the PNG there)
+and update the quotes. Timings are quoted as measured ranges, untested.
 """
 
 import ast

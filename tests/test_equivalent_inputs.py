@@ -1,32 +1,15 @@
 """Equivalent inputs: what must not depend on how the same data is written down.
 
-Properties of the bag data model over random bag layouts (bag sizes 1..k,
-2..8 bags, 2..5 classes, int or string ids, per-bag tables or sample-aligned
-props, shuffled rows, overlapping bags), then the accepted forms of ``props``
-on one small example. Malformed inputs, which must be refused, are in
-``tests/test_input_validation.py``.
-
-What is invariant, and why:
-
-* The *validated structure* -- the set of bags as (member rows,
-  proportions), from :func:`~sklearn_llp.core.check_bags` -- is
-  invariant under any relabelling of the bag ids (ints to strings, permuted
-  ids), any row order (members mapped through the permutation) and any form
-  of ``props`` (sample-aligned, DataFrame, dict). Only the *order* of the
-  bags follows the sorted ids, so the structures are compared as sets.
-* A *fitted model* depends on that order: the batch sampler shuffles bag
-  indices ``0..n_bags-1`` and ``validation_fraction`` holds out bag indices,
-  so a relabelling that reorders the sorted ids gives the same random draws
-  to other bags -- an equally valid but different fit -- and a row shuffle
-  changes the order of instances too. A relabelling that *preserves the
-  sorted order* of the ids (``k -> 10k + 3``, ``k -> "bag-%04d" % k``), and
-  the choice between a per-bag table and sample-aligned props, leave the
-  validated arrays bit-identical, hence the fit bit-identical on the CPU:
-  here the validated arrays are compared; the fits of every estimator from
-  every form, in ``tests/test_conformance.py``.
-* Bag metrics are invariant under everything above up to float rounding
-  (the members of a bag are summed in another order), so they are compared
-  within 1e-12.
+Properties of the bag reader and the metrics over random bag layouts (sizes,
+counts of bags and classes, id kinds, shuffled rows, overlapping bags, every
+form of the bags and of ``props``), then one small example per form. The
+validated structure -- the bags as (member rows, proportions) -- is
+invariant under any relabelling of the ids, any row order and any form of
+``props``; only the order of the bags follows the sorted ids, so structures
+are compared as sets. A relabelling that keeps the sorted order leaves the
+validated arrays bit-identical, hence every fit (``tests/test_conformance.py``
+fits every estimator from every form). Metrics agree up to float rounding
+(1e-12). Malformed inputs are in ``tests/test_input_validation.py``.
 """
 
 import math
