@@ -56,12 +56,9 @@ def test_uniform_bag_sizes(data, bag_size, drop_last):
 
 
 def test_uniform_random_state_images_and_frames(data):
+    # (the same draw under one seed, another under another: test_reproducibility)
     X, _ = data
     first = UniformBagGenerator(10, random_state=3).fit_transform(X)
-    again = UniformBagGenerator(10, random_state=3).fit_transform(X)
-    other = UniformBagGenerator(10, random_state=4).fit_transform(X)
-    np.testing.assert_array_equal(first, again)
-    assert not np.array_equal(first, other)
     # shuffled, not consecutive chunks of rows
     assert not np.array_equal(first[:100], np.repeat(np.arange(10), 10))
     assert not hasattr(UniformBagGenerator(4), "transform")
@@ -104,9 +101,6 @@ def test_clone_and_params(data, gen):
     assert twin is not gen and twin.get_params() == params
     np.testing.assert_array_equal(twin.fit_transform(X), gen.fit_transform(X))
     assert not hasattr(clone(gen), "labels_")
-    key = next(iter(params))
-    gen.set_params(**{key: params[key]})
-    assert gen.get_params() == params
 
 
 def test_set_params_changes_result(data):
@@ -145,18 +139,11 @@ def test_kmeans_groups_similar_rows():
     assert gen.n_bags_ <= 5 and same_partition(gen.labels_, np.repeat([0, 1], 10))
 
 
-def test_kmeans_pca_and_random_state(data):
+def test_kmeans_pca(data):
     X, _ = data
     gen = KMeansBagGenerator(5, n_components=2, random_state=0).fit(X)
     assert gen.pca_.n_components_ == 2
     assert gen.kmeans_.cluster_centers_.shape == (5, 2)
-    again = KMeansBagGenerator(5, n_components=2, random_state=0).fit(X)
-    np.testing.assert_array_equal(gen.labels_, again.labels_)
-    other = [
-        KMeansBagGenerator(5, n_components=2, random_state=s).fit_transform(X)
-        for s in range(1, 4)
-    ]
-    assert any(not np.array_equal(gen.labels_, o) for o in other)
     frac = KMeansBagGenerator(5, n_components=0.5, random_state=0).fit(X)
     assert 1 <= frac.pca_.n_components_ <= 3
 

@@ -1,32 +1,23 @@
-"""Tests of ``benchmarks/accuracy.py``: the ``--quick`` smoke run (digits,
-seconds), the bookkeeping, and that ``batch_size="auto"`` repeats the batch
-the grid used to set by hand."""
+"""Tests of ``benchmarks/accuracy.py``: one ``--quick`` run (digits, seconds),
+continued with ``--resume`` on few large bags and re-rendered from its JSON;
+the committed records against the script and the docs."""
 
 import importlib.util
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sklearn_llp.methods import method_params
-
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "accuracy.py"
 COMMITTED = SCRIPT.parent / "results" / "accuracy.json"
 
-#: The grid's hand rule before ``batch_size="auto"``: a base batch per data
-#: set, and random bags at least as large packed 8 to a batch.
-OLD_BASE_BATCH = {"digits": 128, "mnist5k": 128, "fashion": 128, "adult": 256}
 
-
-def old_batch(dataset, bagging):
-    base = OLD_BASE_BATCH[dataset]
-    if bagging.startswith("uniform-"):
-        size = int(bagging.split("-")[1])
-        if size >= base:
-            return 8 * size
-    return base
+def old_batch(bagging):
+    """The batch the grid set by hand before ``batch_size="auto"`` (digits):
+    random bags of 128 rows or more packed 8 to a batch, else 128 rows."""
+    size = int(bagging.split("-")[1]) if bagging.startswith("uniform-") else 0
+    return 8 * size if size >= 128 else 128
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +28,18 @@ def accuracy_module():
     return module
 
 
-def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
-    output = accuracy_module.main(["--quick", "--quiet", "--out", str(tmp_path)])
+def test_quick_run_resume_and_markdown_only(accuracy_module, tmp_path, monkeypatch):
+    m, fitted = accuracy_module, []
+    fit = m.LLPClassifier.fit
+
+    def spy(self, *args, **kwargs):
+        fit(self, *args, **kwargs)
+        fitted.append(self)
+        return self
+
+    monkeypatch.setattr(m.LLPClassifier, "fit", spy)
+    out = ["--quick", "--quiet", "--out", str(tmp_path)]
+    output = m.main(out)
 
     data = json.loads((tmp_path / "accuracy.json").read_text())
     assert data["records"] == output["records"]
@@ -88,7 +89,7 @@ def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
         assert record["decision"] == "argmax"  # 10 classes
         if record["method"] == "meanmap-laplacian":
             assert hp["laplacian"] == "held-out"
-            assert record["laplacian_"] in accuracy_module.LAPLACIAN_GRID
+            assert record["laplacian_"] in m.LAPLACIAN_GRID
             continue
         if record["method"] == "meanmap":
             assert hp["C"] == 1e-3  # the package default
@@ -105,7 +106,11 @@ def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
         else:
             # "auto": 8 bags of 256 a step, 128 rows for smaller bags
             assert hp["batch_size"] == "auto"
-            assert record["batch_size_"] == old_batch("digits", record["bagging"])
+            assert record["batch_size_"] == old_batch(record["bagging"])
+    # the recorded cosine schedule is the one applied: every fit ends at lr ~0
+    networks = [r for r in records if "error" not in r and "meanmap" not in r["method"]]
+    assert len(fitted) == len(networks)
+    assert all(g["lr"] < 1e-6 for c in fitted for g in c.optimizer_.param_groups)
     # 10 classes: a trained model beats guessing on the supervised run
     supervised = next(r for r in records if r["method"] == "supervised")
     assert supervised["accuracy"] > 0.5
@@ -128,219 +133,69 @@ def test_quick_run_writes_json_and_markdown(accuracy_module, tmp_path):
     assert "| DLLP, batch 128 | 128 / 2048 |" in table
     assert "## Fit time" in table
 
-
-def test_resume_skips_finished_runs(accuracy_module, tmp_path):
-    args = ["--quick", "--quiet", "--out", str(tmp_path), "--methods", "dllp"]
-    first = accuracy_module.main([*args, "--bag-sizes", "16"])
-    assert len(first["records"]) == 1
-    second = accuracy_module.main([*args, "--bag-sizes", "16", "64", "--resume"])
-    assert second["invocations"][-1]["n_runs"] == 1  # only the new bag size
-    assert len(second["records"]) == 2
-    assert second["records"][0] == first["records"][0]
-
-    (tmp_path / "accuracy.md").unlink()
-    accuracy_module.main(["--markdown-only", "--quiet", "--out", str(tmp_path)])
-    table = (tmp_path / "accuracy.md").read_text()
-    assert "| random 16 |" in table and "| random 64 |" in table
-    assert table.count("* `python benchmarks/accuracy.py") == 2  # 2 invocations
-
-
-def test_few_large_bags_on_adult(accuracy_module, tmp_path):
-    """count-N baggings: N bags of n_train // N rows; Mean Map and the F1 /
-    AUC of two classes; the few-bags table."""
-    args = ["--quick", "--quiet", "--out", str(tmp_path), "--datasets", "adult"]
-    output = accuracy_module.main(
-        [*args, "--bag-sizes", "count-10", "--methods", "dllp", "meanmap"]
+    # --resume runs what is missing only: count-N bags (N random bags of
+    # n_train // N rows) on digits and Adult, random bags of 16 on Adult
+    more = m.main(
+        [*out, "--resume", "--datasets", "digits", "adult"]
+        + ["--bag-sizes", "16", "count-10", "--methods", "dllp", "meanmap"]
     )
-    records = output["records"]
-    assert len(records) == 2
-    for record in records:
+    assert more["invocations"][-1]["n_runs"] == 6  # of 8: 2 done before
+    assert len(more["records"]) == len(records) + 6
+    kept = {m.identity(r): r for r in more["records"]}
+    assert all(kept[m.identity(r)] == r for r in records)
+    few = [r for r in more["records"] if r["bagging"] == "count-10"]
+    assert len(few) == 4
+    for record in few:
         assert record["bags"]["n_bags"] == 10
         assert record["bags"]["bag_size"] == 600 // 10
+    adult = [r for r in few if r["dataset"] == "adult"]
+    for record in adult:  # the F1 and AUC of two classes
         assert 0.0 <= record["f1"] <= 1.0 and 0.0 <= record["roc_auc"] <= 1.0
         assert "accuracy_argmax" in record and "f1_argmax" in record
-    dllp = next(r for r in records if r["method"] == "dllp")
+    dllp = next(r for r in adult if r["method"] == "dllp")
     assert dllp["decision"] == "prior"  # two classes, fitted on bags
     assert 0.0 < dllp["threshold_"] < 1.0
     assert dllp["fit_warnings"].get("IdentifiabilityWarning", 0) >= 1
+
+    # --markdown-only writes the same tables from the JSON
     table = (tmp_path / "accuracy.md").read_text()
     assert "in few large bags (%)" in table
     assert "random, 10 bags of 60: F1" in table
+    assert table.count("* `python benchmarks/accuracy.py") == 2  # 2 invocations
+    (tmp_path / "accuracy.md").unlink()
+    m.main(["--markdown-only", "--quiet", "--out", str(tmp_path)])
+    assert (tmp_path / "accuracy.md").read_text() == table
 
 
-def test_training_for_multiplies_epochs_of_large_bags(accuracy_module):
-    base = {"max_epochs": 20, "lr": 1e-3}
-    training_for = accuracy_module.training_for
-    assert training_for(base, "supervised") == base
-    assert training_for(base, "uniform-16") == base
-    assert training_for(base, "uniform-64") == base
-    assert training_for(base, "uniform-128") == base
-    assert training_for(base, "uniform-256") == {**base, "max_epochs": 40}
-    assert training_for(base, "kmeans") == base
-    # Adult's few bags: 10 of 3,256 rows, 25 of 1,302 rows
-    assert training_for(base, "count-10", 32561)["max_epochs"] == 20 * 25
-    assert training_for(base, "count-25", 32561)["max_epochs"] == 20 * 10
-    assert training_for(base, "count-10", 600) == base  # bags of 60
+def test_count_bags_are_n_bags_of_n_train_over_n_rows(accuracy_module):
+    gen, settings = accuracy_module.bag_generator("count-10", 1003, 2, 0)
+    assert gen.bag_size == settings["bag_size"] == 100
+    assert settings["n_bags_wanted"] == 10
+    bags, _ = gen.make_bags(np.zeros((1003, 2)), np.arange(1003) % 2)
+    assert len(np.unique(bags[bags >= 0])) == 10  # the 3 rows left over: none
 
 
-def test_bag_generator_count_bags(accuracy_module):
-    gen, settings = accuracy_module.bag_generator("count-25", 32561, 108, 0)
-    assert gen.bag_size == 32561 // 25 == settings["bag_size"]
-    assert settings["n_bags_wanted"] == 25
-    X = np.zeros((1003, 2), dtype=np.float32)
-    y = np.arange(1003) % 2
-    gen, _ = accuracy_module.bag_generator("count-10", len(X), 2, 0)
-    bags, _ = gen.make_bags(X, y)
-    assert len(np.unique(bags[bags >= 0])) == 10
-
-
-def test_variants_run_on_their_cells_only(accuracy_module):
-    args = accuracy_module.parse_args(
-        ["--datasets", "digits", "adult", "--seeds", "0", "--max-train", "2000"]
-    )
-    cells = {}
-    for task in accuracy_module.make_tasks(args):
-        cells.setdefault(task["method"], set()).add((task["dataset"], task["bagging"]))
-    for variant in ("dllp-batch128", "vat-batch128"):
-        assert cells[variant] == {("digits", "uniform-256"), ("adult", "uniform-256")}
-    assert cells["vat-batch256"] == {
-        ("adult", "uniform-16"),
-        ("adult", "uniform-64"),
-        ("adult", "kmeans"),
-    }
-    # few bags on Adult only, every method there
-    count_cells = {c for c in cells["meanmap"] if c[1].startswith("count-")}
-    assert count_cells == {("adult", "count-10"), ("adult", "count-25")}
-    assert all(
-        {("adult", "count-10"), ("adult", "count-25")} <= cells[m]
-        for m in accuracy_module.LLP_METHODS
-    )
-    task = next(
-        t for t in accuracy_module.make_tasks(args) if t["method"] == "vat-batch128"
-    )
-    params = accuracy_module.hyperparameters(task)
-    assert params["method"] == "vat" and params["batch_size"] == 128
-
-
-def test_auto_batch_is_the_old_hand_rule_on_digits(accuracy_module):
-    """``LLPClassifier(batch_size="auto")`` resolves, on every digits cell,
-    to the batch the grid set by hand."""
+def test_the_committed_records_are_what_the_script_runs(accuracy_module):
+    """The settings the script builds for every cell (epochs, batches, the
+    variants and the selected settings of their cells only, from the
+    package's defaults) are those of every committed record: a changed
+    default or setting would make ``--resume`` rerun them, and the committed
+    table would no longer be what the script computes. And the methods of a
+    row are compared on the same bags: within a data set, bagging and seed
+    every record has the same bag statistics (records kept from an earlier
+    run once had other K-means bags than the rest of their row)."""
     m = accuracy_module
-    X_train, _, y_train, _ = m.load_dataset("digits")
-    for bagging in ("uniform-16", "uniform-64", "uniform-256", "kmeans"):
-        bags, props, info = m.make_bags("digits", None, str(m.FASHION_DIR), bagging, 0)
-        keep = bags >= 0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            clf = m.LLPClassifier(method="dllp", max_epochs=0, verbose=0, device="cpu")
-            clf.fit(X_train[keep], bags[keep], props[keep])
-        assert clf.batch_size_ == old_batch("digits", bagging)
-    clf = m.LLPClassifier(method="dllp", max_epochs=0, verbose=0, device="cpu")
-    clf.fit(X_train, y_train)
-    assert clf.batch_size_ == old_batch("digits", "supervised") == 128
-
-
-def test_resume_recognises_every_committed_record(accuracy_module):
-    """The settings the script builds from the package's defaults are those
-    of every committed record: a changed default (or a hand-typed value
-    drifting from it) would make ``--resume`` rerun them, and the committed
-    table would no longer be what the script computes."""
-    m = accuracy_module
-    output = json.loads((m.RESULTS_DIR / "accuracy.json").read_text())
-    done = {m.identity(r): r for r in output["records"]}
+    records = json.loads(COMMITTED.read_text())["records"]
+    done = {m.identity(r): r for r in records}
     args = m.parse_args(["--datasets", "digits", "mnist5k", "fashion", "adult"])
     tasks = m.make_tasks(args)
-    assert len(tasks) == len(output["records"]) == 465
+    assert len(tasks) == len(records) == 465
     stale = [
         m.identity(t)
         for t in tasks
         if m.identity(t) not in done or not m.settings_match(done[m.identity(t)], t)
     ]
     assert stale == []
-
-
-def test_cosine_schedule_reaches_zero(accuracy_module, monkeypatch):
-    """The recorded schedule is the one applied: lr ends near 0."""
-    task = accuracy_module.make_tasks(
-        accuracy_module.parse_args(
-            ["--quick", "--methods", "dllp", "--bag-sizes", "16", "--out", "x"]
-        )
-    )[0]
-    fitted = []
-    original = accuracy_module.LLPClassifier.fit
-
-    def spy(self, *args, **kwargs):
-        fitted.append(self)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(accuracy_module.LLPClassifier, "fit", spy)
-    accuracy_module.run_task(task)
-    (clf,) = fitted
-    lrs = [group["lr"] for group in clf.optimizer_.param_groups]
-    assert max(lrs) < 1e-6
-
-
-def test_selected_settings_apply_to_their_cell_only(accuracy_module):
-    args = accuracy_module.parse_args(
-        ["--datasets", "fashion", "digits", "--methods", "vat", "--seeds", "0"]
-    )
-    alphas = {
-        (t["dataset"], t["bagging"]): accuracy_module.hyperparameters(t)[
-            "method__alpha"
-        ]
-        for t in accuracy_module.make_tasks(args)
-    }
-    assert alphas.pop(("fashion", "uniform-16")) == 0.1
-    assert set(alphas.values()) == {method_params("vat")["alpha"]}
-
-
-def test_selected_training_applies_to_every_method_of_its_cell(accuracy_module):
-    args = accuracy_module.parse_args(["--datasets", "fashion", "--seeds", "0"])
-    settings = {
-        (t["bagging"], t["method"]): accuracy_module.hyperparameters(t)
-        for t in accuracy_module.make_tasks(args)
-    }
-    for method in accuracy_module.NETWORK_METHODS:
-        # bags of 256: the pilots' 80 epochs at lr 5e-4 (8 bags a step: auto)
-        cell = settings.pop(("uniform-256", method))
-        assert (cell["batch_size"], cell["max_epochs"], cell["lr"]) == (
-            "auto",
-            80,
-            5e-4,
-        )
-    for variant in ("dllp-batch128", "vat-batch128"):
-        cell = settings.pop(("uniform-256", variant))
-        assert (cell["batch_size"], cell["max_epochs"], cell["lr"]) == (128, 80, 5e-4)
-    # bags of 16: VAT and the Pi-model were selected 40 epochs
-    for method in ("vat", "pi"):
-        assert settings.pop(("uniform-16", method))["max_epochs"] == 40
-    # Mean Map has no epochs
-    for bagging in ("uniform-16", "uniform-64", "uniform-256", "kmeans"):
-        assert "max_epochs" not in settings.pop((bagging, "meanmap"))
-    # every other cell, the supervised bound included, keeps the base settings
-    assert {(p["max_epochs"], p["lr"]) for p in settings.values()} == {(20, 1e-3)}
-
-
-@pytest.mark.skipif(not COMMITTED.exists(), reason="no committed results")
-def test_readme_accuracy_tables_are_the_committed_ones():
-    """Every table row of the README's accuracy section is a row of the
-    committed ``accuracy.md``, so the README cannot drift from the JSON."""
-    readme = (SCRIPT.parents[1] / "README.md").read_text()
-    section = readme.split("<!-- accuracy-results -->")[1]
-    section = section.split("<!-- /accuracy-results -->")[0]
-    rows = [line for line in section.splitlines() if line.startswith("| ")]
-    assert len(rows) >= 20
-    table = (COMMITTED.parent / "accuracy.md").read_text().splitlines()
-    missing = [row for row in rows if row not in table]
-    assert not missing, missing
-
-
-def test_every_method_of_a_cell_saw_the_same_bags():
-    """The methods of a row are compared on the same bags: within a data
-    set, bagging and seed every committed record has the same bag
-    statistics (records kept from an earlier run once had other K-means
-    bags than the rest of their row)."""
-    records = json.loads(COMMITTED.read_text())["records"]
     bags = {}
     for record in records:
         if record["bagging"] == "supervised" or record.get("bags") is None:
@@ -357,6 +212,19 @@ def test_every_method_of_a_cell_saw_the_same_bags():
     assert differing == {}
 
 
+def test_readme_accuracy_tables_are_the_committed_ones():
+    """Every table row of the README's accuracy section is a row of the
+    committed ``accuracy.md``, so the README cannot drift from the JSON."""
+    readme = (SCRIPT.parents[1] / "README.md").read_text()
+    section = readme.split("<!-- accuracy-results -->")[1]
+    section = section.split("<!-- /accuracy-results -->")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    assert len(rows) >= 20
+    table = (COMMITTED.parent / "accuracy.md").read_text().splitlines()
+    missing = [row for row in rows if row not in table]
+    assert not missing, missing
+
+
 MANY_BAG_CELLS = [
     (dataset, bagging)
     for dataset in ("digits", "mnist5k", "fashion", "adult")
@@ -368,7 +236,6 @@ def _normalised(path):
     return " ".join(path.read_text().split())
 
 
-@pytest.mark.skipif(not COMMITTED.exists(), reason="no committed results")
 def test_grid_summaries_in_the_docs_are_the_committed_ones(accuracy_module):
     """The prose that sums up the grid (best counts, how far DLLP, Π and ROT
     are from VAT) is recomputed from the committed records with the means

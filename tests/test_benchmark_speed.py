@@ -1,4 +1,5 @@
-"""Smoke test of benchmarks/speed.py: ``--quick`` writes the expected report."""
+"""Smoke test of benchmarks/speed.py: ``--quick`` and ``--scale`` write the
+expected reports, and ``--resummarise`` renders the same tables from them."""
 
 import json
 import os
@@ -13,16 +14,21 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
 # the CPU memory probe resets the peak RSS through /proc/self/clear_refs
 MEASURABLE = os.access("/proc/self/clear_refs", os.W_OK)
 ENGINES = ("llp-dllp", "bare-dllp", "llp-vat", "bare-vat")
+TABLES = ("speed.md", "speed_scale.md")
 
 
-def test_speed_quick_writes_report(tmp_path):
+def speed(*args, out):
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path)],
+        [sys.executable, str(SCRIPT), *args, "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_quick_and_scale_runs_write_reports_that_resummarise_renders(tmp_path):
+    speed("--quick", out=tmp_path)
     report = json.loads((tmp_path / "speed.json").read_text())
     assert (tmp_path / "speed.md").read_text().startswith("# Training speed")
 
@@ -78,15 +84,8 @@ def test_speed_quick_writes_report(tmp_path):
     assert "with_max_bag_size_1024" in summary["memory_flat_in_bag_size"]
     assert report["wall_s"] < 120
 
-
-def test_scale_at_defaults_writes_its_table(tmp_path):
-    """``--scale``: one fit per variant, the table rendered from the JSON."""
-    subprocess.run(
-        [sys.executable, str(SCRIPT), "--scale", "2e4", "--out", str(tmp_path)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    # --scale: one fit per variant, the table rendered from the JSON
+    speed("--scale", "2e4", out=tmp_path)
     report = json.loads((tmp_path / "speed_scale.json").read_text())
     table = (tmp_path / "speed_scale.md").read_text()
     assert [r["variant"] for r in report["records"]][0] == "defaults"
@@ -98,3 +97,6 @@ def test_scale_at_defaults_writes_its_table(tmp_path):
         )
         # 4 balanced-ish classes: a model that learned nothing is near 0.25
         assert r["accuracy"] > 0.5
+    tables = {name: (tmp_path / name).read_text() for name in TABLES}
+    speed("--resummarise", out=tmp_path)
+    assert {name: (tmp_path / name).read_text() for name in TABLES} == tables

@@ -1,19 +1,13 @@
-"""The numbers the docs quote are the numbers the examples print.
+"""The numbers the docs quote are those the examples printed in full runs.
 
-Every example with quoted results writes what it prints as JSON next to its
-PNG (``--out``); ``examples/results/`` holds the JSON of the full runs. The
-tests here render the quoted phrases from those files, with the rounding the
-text shows, and look for them in the example docstrings (the gallery pages),
-the README and the user guide -- milliseconds, no training.
-``tests/test_examples.py`` checks, in the reduced runs it already makes,
-that the examples still write JSON with the same fields; set
-``SKLEARN_LLP_CHECK_EXAMPLE_RESULTS=1`` to re-run the examples in full
-(minutes) and compare their numbers with the committed ones.
-
-After changing an example, re-run it in full with
-``--out examples/results`` (and delete the PNG there) and update the quoted
-numbers until these tests pass. Timings are quoted as measured ranges with
-their conditions and are not tested.
+``examples/results/`` holds the JSON each quoting example writes next to
+its PNG (``--out``); ``QUOTES`` renders the phrases quoting it, rounded as
+the text shows them, per quoting file (the example's docstring, the README,
+the user guide). ``tests/test_examples.py`` checks the reduced runs still
+write the same fields; ``SKLEARN_LLP_CHECK_EXAMPLE_RESULTS=1`` re-runs the
+examples in full (minutes) against the committed numbers. After changing an
+example, re-run it with ``--out examples/results`` (delete the PNG there)
+and update the quotes. Timings are quoted as measured ranges, untested.
 """
 
 import ast
@@ -27,29 +21,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 RESULTS = EXAMPLES / "results"
-README = ROOT / "README.md"
-FEW_LABELS_PAGE = ROOT / "docs" / "user_guide" / "few_labels.rst"
-#: Examples whose printed numbers are committed and quoted.
-QUOTED = [
-    "census_quickstart",
-    "grid_search_census",
-    "plot_few_labels",
-    "plot_aggregate_regression",
-]
+README = "README.md"
+METHODS_PAGE = "docs/user_guide/methods.rst"
+FEW_LABELS_PAGE = "docs/user_guide/few_labels.rst"
 
 
 def flat(text):
     """``text`` with every run of whitespace one space (wrapped lines)."""
     return " ".join(text.split())
-
-
-def docstring(name):
-    tree = ast.parse((EXAMPLES / f"{name}.py").read_text(encoding="utf-8"))
-    return flat(ast.get_docstring(tree))
-
-
-def readme():
-    return flat(README.read_text(encoding="utf-8"))
 
 
 def results(name):
@@ -65,31 +44,19 @@ def pct(value):
     return f"{100 * value:.1f} %"
 
 
-def assert_quoted(phrases, text, where):
-    missing = [phrase for phrase in phrases if flat(phrase) not in text]
-    assert not missing, f"{where} does not quote (update it): {missing}"
-
-
-@pytest.mark.parametrize("name", QUOTED)
-def test_committed_results_are_full_runs(name):
-    numbers = results(name)
-    assert numbers["quick"] is False, f"{name}.json holds a --quick run"
-
-
-def census_phrases():
-    numbers = results("census_quickstart")
+def census_quickstart(numbers):
     test, decision = numbers["test"], numbers["decision"]
     llp = test["LLP-VAT from group proportions"]
     supervised = test["same pipeline, individual labels"]
     majority = test["majority class"]
-    return numbers, llp, supervised, majority, decision
-
-
-def test_census_quickstart_docstring():
-    numbers, llp, supervised, majority, decision = census_phrases()
     held_out = numbers["held_out_hard_l1"]
-    assert_quoted(
-        [
+    rule = (
+        f"{pct(decision['predicted_positive'])} of test people called >50K "
+        f"against {pct(decision['argmax_positive'])} at 0.5, and F1 "
+        f"{f3(llp['F1 (>50K)'])} against {f3(decision['argmax_f1'])}"
+    )
+    return {
+        "examples/census_quickstart.py": [
             f"test accuracy {f3(llp['accuracy'])}, F1 (>50K) "
             f"{f3(llp['F1 (>50K)'])}, ROC AUC {f3(llp['ROC AUC'])} from group "
             "proportions",
@@ -107,64 +74,30 @@ def test_census_quickstart_docstring():
             f"hard L1 error {f3(held_out['LLP-VAT'])} for LLP-VAT, "
             f"{f3(held_out['supervised'])} for the supervised model",
         ],
-        docstring("census_quickstart"),
-        "examples/census_quickstart.py",
-    )
-
-
-def test_readme_quickstart():
-    numbers, llp, supervised, majority, decision = census_phrases()
-    rows = [
-        f"| {name} | {f3(s['accuracy'])} | {f3(s['F1 (>50K)'])} | {f3(s['ROC AUC'])} |"
-        for name, s in numbers["test"].items()
-    ]
-    assert_quoted(
-        [
-            *rows,
+        README: [
+            *[
+                f"| {name} | {f3(s['accuracy'])} | {f3(s['F1 (>50K)'])} | "
+                f"{f3(s['ROC AUC'])} |"
+                for name, s in test.items()
+            ],
             f"age band × sex × education: {numbers['n_groups']} groups",
-            f"P(>50K) ≥ {f3(decision['threshold'])}, "
-            f"{pct(decision['predicted_positive'])} of test people called >50K "
-            f"against {pct(decision['argmax_positive'])} at 0.5, and F1 "
-            f"{f3(llp['F1 (>50K)'])} against {f3(decision['argmax_f1'])}",
+            f"P(>50K) ≥ {f3(decision['threshold'])}, {rule}",
             f"the bag calibration of {numbers['n_held_out_groups']} held-out groups",
         ],
-        readme(),
-        "README.md (quickstart, examples)",
-    )
+        METHODS_PAGE: [f"P(>50K) >= {f3(decision['threshold'])}: {rule}"],
+    }
 
 
-def test_user_guide_quotes_the_census_quickstart():
-    _, llp, _, _, decision = census_phrases()
-    page = flat((ROOT / "docs" / "user_guide" / "methods.rst").read_text("utf-8"))
-    assert_quoted(
-        [
-            f"P(>50K) >= {f3(decision['threshold'])}: "
-            f"{pct(decision['predicted_positive'])} of test people called >50K "
-            f"against {pct(decision['argmax_positive'])} at 0.5, and F1 "
-            f"{f3(llp['F1 (>50K)'])} against {f3(decision['argmax_f1'])}",
-        ],
-        page,
-        "docs/user_guide/methods.rst",
-    )
-
-
-def grid_phrases():
-    numbers = results("grid_search_census")
-    cv = {name: scores for name, scores in numbers["cv"].items()}
+def grid_search_census(numbers):
+    cv, test = numbers["cv"], numbers["test"]
     errors = [scores["hard_l1"] for scores in cv.values()]
     vat = [scores["hard_l1"] for name, scores in cv.items() if "VAT" in name]
-    return numbers, cv, errors, vat
-
-
-def test_grid_search_census_docstring():
-    numbers, cv, errors, vat = grid_phrases()
-    assert numbers["selected"] == "DLLP, 30 ep"
     best = cv["DLLP, 30 ep"]
+    assert numbers["selected"] == "DLLP, 30 ep"
     assert cv["DLLP, 10 ep"]["hard_l1"] <= best["hard_l1"] + best["std"]
-    test = numbers["test"]
-    _, llp, *_ = census_phrases()
-    assert_quoted(
-        [
+    llp = results("census_quickstart")["test"]["LLP-VAT from group proportions"]
+    return {
+        "examples/grid_search_census.py": [
             f"held-out hard L1 errors between {f3(min(errors))} and {f3(max(errors))}",
             f"selects DLLP for 30 epochs ({f3(best['hard_l1'])} +- "
             f"{f3(best['std'])}), DLLP for 10 epochs "
@@ -176,40 +109,22 @@ def test_grid_search_census_docstring():
             # the quickstart's LLP-VAT, to two decimals
             f"({llp['accuracy']:.2f}, {llp['F1 (>50K)']:.2f}, {llp['ROC AUC']:.2f})",
         ],
-        docstring("grid_search_census"),
-        "examples/grid_search_census.py",
-    )
-
-
-def test_readme_grid_search():
-    numbers, cv, _, _ = grid_phrases()
-    test = numbers["test"]
-    assert_quoted(
-        [
+        README: [
             f"on {numbers['n_train']:,} census people in {numbers['n_groups']} groups",
-            "selects DLLP, 30 epochs (held-out hard L1 "
-            f"{f3(cv['DLLP, 30 ep']['hard_l1'])}); test accuracy "
-            f"{f3(test['accuracy'])}, F1 {f3(test['F1 (>50K)'])}, AUC "
-            f"{f3(test['ROC AUC'])}",
+            f"selects DLLP, 30 epochs (held-out hard L1 {f3(best['hard_l1'])}); "
+            f"test accuracy {f3(test['accuracy'])}, F1 {f3(test['F1 (>50K)'])}, "
+            f"AUC {f3(test['ROC AUC'])}",
         ],
-        readme(),
-        "README.md (examples)",
-    )
+    }
 
 
-def few_labels():
-    numbers = results("plot_few_labels")
+def plot_few_labels(numbers):
     by_n = dict(zip(numbers["n_labelled"], numbers["bags + labelled rows"]))
     alone = dict(zip(numbers["n_labelled"], numbers["labelled rows only"]))
-    return numbers, by_n, alone
-
-
-def test_plot_few_labels_docstring():
-    numbers, by_n, alone = few_labels()
     assert numbers["n_labelled"] == [0, 10, 25, 50, 100]
     first_clean = numbers["n_labelled"][numbers["identifiability_warning"].index(False)]
-    assert_quoted(
-        [
+    return {
+        "examples/plot_few_labels.py": [
             f"bags alone reach {f3(by_n[0])} test accuracy; with 10, 25, 50 "
             f"and 100 labelled rows {f3(by_n[10])}, {f3(by_n[25])}, "
             f"{f3(by_n[50])} and {f3(by_n[100])}, against {f3(alone[10])}, "
@@ -221,15 +136,7 @@ def test_plot_few_labels_docstring():
             f"10 labelled rows add {by_n[10] - by_n[0]:.2f} to the bags",
             f"cut into random bags of 128 ({numbers['n_bags']} bags",
         ],
-        docstring("plot_few_labels"),
-        "examples/plot_few_labels.py",
-    )
-
-
-def test_readme_and_user_guide_few_labels():
-    _, by_n, alone = few_labels()
-    assert_quoted(
-        [
+        README: [
             f"reach {f3(by_n[0])} test accuracy with DLLP, {f3(by_n[10])} with "
             f"10 labelled rows added and {f3(by_n[50])} with 50, against "
             f"{f3(alone[10])} and {f3(alone[50])} from those rows alone",
@@ -238,30 +145,52 @@ def test_readme_and_user_guide_few_labels():
             f"{f3(alone[10])} / {f3(alone[25])} / {f3(alone[50])} / "
             f"{f3(alone[100])})",
         ],
-        readme(),
-        "README.md (data model, examples)",
-    )
-    page = flat(FEW_LABELS_PAGE.read_text(encoding="utf-8"))
-    rows = [
-        f"{n} {f3(by_n[n])} {'--' if alone[n] is None else f3(alone[n])}" for n in by_n
-    ]
-    assert_quoted(rows, page, "docs/user_guide/few_labels.rst")
+        FEW_LABELS_PAGE: [
+            f"{n} {f3(by_n[n])} {'--' if alone[n] is None else f3(alone[n])}"
+            for n in by_n
+        ],
+    }
 
 
-def test_plot_aggregate_regression_docstring():
-    numbers = results("plot_aggregate_regression")
+def plot_aggregate_regression(numbers):
     r2 = numbers["test_r2"]
-    assert_quoted(
-        [
+    return {
+        "examples/plot_aggregate_regression.py": [
             f"test R² {f3(r2['LLPRegressor from group means'])} from group means, "
             f"{f3(r2['group-average lookup'])} for the group-average lookup and "
             f"{f3(r2['same pipeline, individual hours'])} with individual hours",
             f"on the {numbers['held_out_groups']} held-out groups the predicted "
             f"means have R² {f3(numbers['held_out_bag_r2'])}",
         ],
-        docstring("plot_aggregate_regression"),
-        "examples/plot_aggregate_regression.py",
-    )
+    }
+
+
+#: Examples whose printed numbers are committed, and what quotes them where.
+QUOTES = {
+    "census_quickstart": census_quickstart,
+    "grid_search_census": grid_search_census,
+    "plot_few_labels": plot_few_labels,
+    "plot_aggregate_regression": plot_aggregate_regression,
+}
+QUOTED = list(QUOTES)
+
+
+def quoting(where):
+    """The text of a file that quotes numbers: an example's docstring (its
+    gallery page), else the whole file."""
+    text = (ROOT / where).read_text(encoding="utf-8")
+    if where.startswith("examples/"):
+        text = ast.get_docstring(ast.parse(text))
+    return flat(text)
+
+
+@pytest.mark.parametrize("name", QUOTED)
+def test_the_docs_quote_the_committed_full_run(name):
+    numbers = results(name)
+    assert numbers["quick"] is False, f"{name}.json holds a --quick run"
+    for where, phrases in QUOTES[name](numbers).items():
+        missing = [phrase for phrase in phrases if flat(phrase) not in quoting(where)]
+        assert not missing, f"{where} does not quote (update it): {missing}"
 
 
 # ------------------------------------------------------------- opt-in

@@ -19,13 +19,10 @@ def _run(*args, timeout=120):
     )
 
 
-def test_help():
+def test_help_and_a_dry_run_that_writes_the_report(tmp_path):
     done = _run("--help")
     assert done.returncode == 0, done.stderr
     assert "--dry-run" in done.stdout and "SKLEARN_LLP_TEST_DEVICE" in done.stdout
-
-
-def test_dry_run_writes_the_report(tmp_path):
     done = _run("--dry-run", "--out", str(tmp_path))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads((tmp_path / "gpu_check.json").read_text())

@@ -130,19 +130,26 @@ def test_effective_dimension_by_hand():
     assert _effective_dimension(values, 1000) == pytest.approx(expected, rel=0.05)
 
 
-def test_dataframe_features_count_levels():
+def test_dataframe_features_count_levels_and_missing_categories():
     X = pd.DataFrame(
         {
             "a": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-            "colour": pd.Categorical(["r", "g", "b", "r", "g", "b"]),
+            "colour": pd.Categorical(["r", "g", "b", "r", "g", None]),
             "flag": [True, False, True, False, True, False],
         }
     )
     report = check_identifiability(
         [0, 0, 1, 1, 2, 2], [0.1, 0.1, 0.5, 0.5, 0.9, 0.9], X
     )
-    assert report.n_features == 1 + 3 + 2
-    assert report.effective_dimension > 1
+    assert report.n_features == 1 + 3 + 2  # a missing category: no level
+    assert 1 < report.effective_dimension < np.inf
+    ints = np.random.RandomState(1).randint(0, 5, (6, 2))
+    assert (
+        check_identifiability(
+            [0, 0, 1, 1, 2, 2], [0.1] * 2 + [0.5] * 4, ints
+        ).n_features
+        == 2
+    )
 
 
 # ----------------------------------------------------------------------
@@ -342,27 +349,3 @@ def test_integer_weights_act_as_copies_except_kish():
     weights = np.where(bags == bags[0], 0.0, 1.0)  # a bag of weight 0 is dropped
     dropped = check_identifiability(bags, table, X, sample_weight=weights)
     assert dropped.n_bags == weighted.n_bags - 1
-
-
-# ---------------------------------------------------------------------------
-# check_identifiability: X must be finite
-# ---------------------------------------------------------------------------
-def identifiable_bags(n_bags=40, size=20, seed=0):
-    rng = np.random.RandomState(seed)
-    bags = np.repeat(np.arange(n_bags), size)
-    props = rng.uniform(0.1, 0.9, n_bags)[bags]
-    X = rng.normal(size=(len(bags), 3))
-    return bags, props, X
-
-
-def test_identifiability_accepts_finite_X_and_missing_categories():
-    bags, props, X = identifiable_bags()
-    report = check_identifiability(bags, props, X)
-    assert report.effective_dimension == pytest.approx(3, abs=0.3)
-    frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    frame["group"] = pd.Categorical(np.where(np.arange(len(X)) % 7 == 0, None, "x"))
-    frame["flag"] = np.arange(len(X)) % 2 == 0
-    again = check_identifiability(bags, props, frame)
-    assert math.isfinite(again.effective_dimension)
-    ints = np.random.RandomState(1).randint(0, 5, (len(bags), 2))
-    assert check_identifiability(bags, props, ints).n_features == 2

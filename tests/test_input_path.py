@@ -14,7 +14,7 @@ import pytest
 from sklearn_llp.bags import label_proportions
 from sklearn_llp.core import Bags, check_bags, check_fit_inputs
 from sklearn_llp.linear import MeanMapClassifier
-from sklearn_llp.metrics import bag_table, hard_l1_error, soft_l1_error
+from sklearn_llp.metrics import bag_table, soft_l1_error
 from sklearn_llp.model_selection import cross_val_predict
 
 FIELDS = [field.name for field in dataclasses.fields(Bags)]
@@ -176,22 +176,8 @@ def test_cross_val_predict_refuses_wrong_weights_before_fitting(data):
 
 
 # ----------------------------------------------------------------------
-# 5. bag ids as one column
+# 5. bag ids as one column: one-element lists
 # ----------------------------------------------------------------------
-def test_a_column_of_ids_is_read_as_ids(data):
-    # (as a one-column list or frame: tests/test_conformance.py)
-    X, y, bags, props, _ = data
-    column = bags[:, None]  # shape (120, 1)
-    truth = np.eye(2)[y]
-    assert hard_l1_error(column, props, truth) == 0.0
-    validated = check_bags(column, props)
-    assert validated.n_bags == 12 and not validated.overlapping
-    np.testing.assert_array_equal(
-        MeanMapClassifier().fit(X, column, props).coef_,
-        MeanMapClassifier().fit(X, bags, props).coef_,
-    )
-
-
 def test_one_element_lists_that_read_two_ways_are_refused():
     # ids 0..n-1 shuffled: row i in bag ids[i], or bag j holding row ids[j]
     with pytest.raises(ValueError, match="reads both as a column of bag ids"):
@@ -232,25 +218,6 @@ def test_python_integer_ids_beyond_64_bits_stay_distinct():
     assert check_bags(huge).sizes.tolist() == [1, 2, 1]
     with pytest.raises(ValueError, match="holds the id -1"):
         check_bags([2**70, -1])
-
-
-# ----------------------------------------------------------------------
-# 9 and 13. zero weights
-# ----------------------------------------------------------------------
-def test_rows_of_zero_weight_leave_their_bags(data):
-    # (and the estimators' fits: tests/test_conformance.py)
-    _, _, bags, props, w = data
-    w = w.copy()
-    w[[0, 1, 2, 15]] = 0.0
-    validated = check_bags(bags, props, sample_weight=w)
-    assert not np.isin([0, 1, 2, 15], validated.members).any()
-    assert validated.sizes[:2].tolist() == [7, 9]
-    kept = w > 0
-    proba = np.random.RandomState(1).dirichlet([1, 1], size=120)
-    np.testing.assert_allclose(
-        hard_l1_error(bags, props, proba, sample_weight=w),
-        hard_l1_error(bags[kept], props[kept], proba[kept], sample_weight=w[kept]),
-    )
 
 
 def test_bool_ids_with_a_bool_indexed_table_are_looked_up_by_label():

@@ -4,10 +4,7 @@ regression, learning on real data, and scikit-learn citizenship."""
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
-import scipy.sparse as sp
-import sklearn
 from scipy.special import expit
 from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.datasets import load_breast_cancer
@@ -27,7 +24,7 @@ from sklearn_llp.bags import (
 )
 from sklearn_llp.datasets import load_adult
 from sklearn_llp.linear import MeanMapClassifier
-from sklearn_llp.metrics import hard_l1_error, hard_l1_scorer, make_bag_scorer
+from sklearn_llp.metrics import make_bag_scorer
 from sklearn_llp.model_selection import BagKFold
 
 # ----------------------------------------------------------------------
@@ -343,43 +340,6 @@ def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
 
-def test_grid_search_with_bag_folds_routing_on_and_off(small_bags):
-    X, bags, props, _ = small_bags
-    grid = {"C": [1e-3, 1e-2, 1.0]}
-    scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
-    search = GridSearchCV(MeanMapClassifier(), grid, scoring=scorer, cv=BagKFold(3))
-    search.fit(X, bags, props=props)
-    scores = search.cv_results_["mean_test_score"]
-    assert np.all(np.isfinite(scores)) and np.all(scores <= 0)
-    assert search.best_params_["C"] == grid["C"][int(np.argmax(scores))]
-    assert search.best_estimator_.classes_.tolist() == [0, 1, 2]
-    # each fold's fit equals a fresh fit on the training bags of the fold
-    train, test = next(BagKFold(3).split(X, bags))
-    fold = MeanMapClassifier(C=1.0).fit(X[train], bags[train], props[train])
-    expected = -hard_l1_error(bags[test], props[test], fold.predict_proba(X[test]))
-    np.testing.assert_allclose(search.cv_results_["split0_test_score"][-1], expected)
-    with sklearn.config_context(enable_metadata_routing=True):
-        routed = GridSearchCV(
-            MeanMapClassifier(), grid, scoring=hard_l1_scorer, cv=BagKFold(3)
-        ).fit(X, bags, props=props)
-        # the default scoring is score(X, bags, props) = 1 - hard_L1 / 2
-        default = GridSearchCV(MeanMapClassifier(), grid, cv=BagKFold(3))
-        default.fit(X, bags, props=props)
-    np.testing.assert_allclose(routed.cv_results_["mean_test_score"], scores)
-    np.testing.assert_allclose(default.cv_results_["mean_test_score"], 1 + scores / 2)
-
-
-def test_score_needs_props_after_a_fit_on_bags(small_bags):
-    X, bags, props, y = small_bags
-    clf = MeanMapClassifier().fit(X, bags, props)
-    with pytest.raises(ValueError, match=r"score\(X, bags, props\)"):
-        clf.score(X, bags)
-    expected = 1 - hard_l1_error(bags, props, clf.predict_proba(X)) / 2
-    assert clf.score(X, bags, props) == pytest.approx(expected)
-    supervised = MeanMapClassifier().fit(X, y)
-    assert supervised.score(X, y) == pytest.approx(np.mean(supervised.predict(X) == y))
-
-
 def test_a_class_absent_from_every_bag_is_never_predicted(small_bags):
     X, bags, props, _ = small_bags
     clf = MeanMapClassifier(classes=["a", "b", "c", "d"])
@@ -407,32 +367,6 @@ def test_bad_parameters_are_refused_in_fit(small_bags, params):
     clf = MeanMapClassifier(**params)  # __init__ only stores them
     with pytest.raises(InvalidParameterError):
         clf.fit(X, bags, props)
-
-
-def test_feature_names_of_a_dataframe(small_bags):
-    # (every form of the bags and of props: tests/test_conformance.py)
-    X, bags, props, _ = small_bags
-    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-    clf = MeanMapClassifier().fit(frame, bags, props)
-    assert clf.feature_names_in_.tolist() == ["a", "b", "c", "d"]
-    assert clf.n_features_in_ == 4
-    np.testing.assert_allclose(clf.coef_, MeanMapClassifier().fit(X, bags, props).coef_)
-    with pytest.warns(UserWarning, match="feature names"):
-        clf.predict(X)  # fitted with names, given none
-    with pytest.raises(ValueError, match="feature names"):
-        clf.predict(frame[["b", "a", "c", "d"]])
-
-
-def test_sparse_X_gives_the_dense_fit(small_bags):
-    X, bags, props, _ = small_bags
-    X = np.where(np.abs(X) > 1.0, X, 0.0)
-    dense = MeanMapClassifier().fit(X, bags, props)
-    sparse = MeanMapClassifier().fit(sp.csr_matrix(X), bags, props)
-    np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-10)
-    np.testing.assert_allclose(sparse.class_means_, dense.class_means_, atol=1e-12)
-    np.testing.assert_allclose(
-        sparse.predict_proba(sp.csc_matrix(X)), dense.predict_proba(X), atol=1e-10
-    )
 
 
 def test_overlapping_bags_count_every_row_once(small_bags):

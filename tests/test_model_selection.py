@@ -1,7 +1,8 @@
 """Model selection without instance labels: bag splitters, the bag scorers
-in ``GridSearchCV``/``cross_validate`` (metadata routing on and off), the
-real ``LLPClassifier`` selected on bagged digits, ``BagShuffleSplit`` sizes,
-and the same search on a local Dask cluster."""
+in ``GridSearchCV`` (metadata routing on and off), the real
+``LLPClassifier`` selected on bagged digits, ``BagShuffleSplit`` sizes, and
+the same search on a local Dask cluster (``cross_validate`` with routing on
+and off: ``tests/test_conformance.py``)."""
 
 import importlib.util
 import json
@@ -14,13 +15,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_digits
-from sklearn.metrics import accuracy_score
 from sklearn.model_selection import (
     GridSearchCV,
     GroupShuffleSplit,
-    StratifiedKFold,
-    check_cv,
-    cross_validate,
 )
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback, Checkpoint, EarlyStopping
@@ -82,8 +79,8 @@ def bag_layouts(draw):
 
 
 @settings(max_examples=60, deadline=None, database=None)
-@given(bag_layouts(), st.booleans(), st.booleans())
-def test_splitters_never_split_a_bag(layout, use_groups, shuffle):
+@given(bag_layouts(), st.booleans())
+def test_splitters_never_split_a_bag(layout, shuffle):
     bags, n_splits, seed = layout
     X = np.zeros((len(bags), 1))
     splitters = [
@@ -91,10 +88,12 @@ def test_splitters_never_split_a_bag(layout, use_groups, shuffle):
         BagShuffleSplit(n_splits, random_state=seed),
     ]
     for splitter in splitters:
-        if use_groups:  # y deliberately unrelated to the bags
-            splits = list(splitter.split(X, np.zeros(len(bags)), groups=bags))
-        else:
-            splits = list(splitter.split(X, bags))
+        splits = list(splitter.split(X, bags))
+        # the bags as groups, y deliberately unrelated: the same folds
+        from_groups = splitter.split(X, np.zeros(len(bags)), groups=bags)
+        for (train, test), (g_train, g_test) in zip(splits, from_groups, strict=True):
+            np.testing.assert_array_equal(train, g_train)
+            np.testing.assert_array_equal(test, g_test)
         assert len(splits) == splitter.get_n_splits() == n_splits
         for train, test in splits:
             assert len(test) > 0 and len(train) > 0
@@ -111,32 +110,8 @@ def test_splitters_never_split_a_bag(layout, use_groups, shuffle):
                 assert len(test) < 0.1 * len(bags) + largest
 
 
-def test_bags_from_y_or_groups_give_the_same_folds():
-    X, bags, _ = make_bag_data()
-    for splitter in (BagKFold(4), BagShuffleSplit(3, random_state=1)):
-        from_y = list(splitter.split(X, bags))
-        from_groups = list(splitter.split(X, None, groups=bags))
-        for (a_train, a_test), (b_train, b_test) in zip(from_y, from_groups):
-            np.testing.assert_array_equal(a_train, b_train)
-            np.testing.assert_array_equal(a_test, b_test)
-
-
-def test_integer_cv_splits_bags_and_bag_kfold_does_not():
-    X, bags, _ = make_bag_data(n_bags=10, bag_size=10)
-    trap = check_cv(5, bags, classifier=True)
-    assert isinstance(trap, StratifiedKFold)  # stratified over the bag ids
-    # every bag is spread over all 5 folds
-    for train, test in trap.split(X, bags):
-        assert split_bags(bags, train, test) == set(bags)
-    folds = list(check_cv(BagKFold(5), bags, classifier=True).split(X, bags))
-    assert len(folds) == 5
-    assert not any(split_bags(bags, train, test) for train, test in folds)
-    tested = np.concatenate([test for _, test in folds])
-    np.testing.assert_array_equal(np.sort(tested), np.arange(len(X)))
-
-
 # --------------------------------------------------------------------------
-# GridSearchCV and cross_validate, routing on and off.
+# GridSearchCV, routing on and off.
 # --------------------------------------------------------------------------
 def test_grid_search_routing_on_with_groups_and_several_metrics():
     X, bags, props = make_bag_data()
@@ -154,29 +129,6 @@ def test_grid_search_routing_on_with_groups_and_several_metrics():
         assert np.all(np.isfinite(scores)) and np.all(scores <= 0)
     assert np.isfinite(best_score)
 
-
-@pytest.mark.filterwarnings("ignore:One or more of the test scores are non-finite")
-def test_plain_scorer_with_routing_off_fails_loudly():
-    X, bags, props = make_bag_data()
-    search = GridSearchCV(
-        MeanMapClassifier(),
-        GRID,
-        scoring=hard_l1_scorer,
-        cv=BagKFold(3),
-        error_score="raise",
-    )
-    with pytest.raises(ValueError, match="enable_metadata_routing=True"):
-        search.fit(X, bags, props=props)
-    # scikit-learn's default error_score=np.nan turns the error into warnings
-    # that carry the message; the scorer itself never returns NaN.
-    default = GridSearchCV(
-        MeanMapClassifier(), GRID, scoring=hard_l1_scorer, cv=BagKFold(3)
-    )
-    with pytest.warns(UserWarning, match="received no label proportions"):
-        default.fit(X, bags, props=props)
-
-
-torch.set_num_threads(1)
 
 BAG_SIZE = 16
 BENCHMARK = (
@@ -197,7 +149,7 @@ def digits():
     return X[keep], bags[keep], props[keep], y[keep]
 
 
-def small_llp(cls=LLPClassifier, **params):
+def small_llp(**params):
     """A small, fast, seeded LLPClassifier."""
     defaults = {
         "module__hidden_sizes": (32,),
@@ -205,43 +157,24 @@ def small_llp(cls=LLPClassifier, **params):
         "verbose": 0,
         "random_state": 0,
     }
-    return cls(**{**defaults, **params})
+    return LLPClassifier(**{**defaults, **params})
 
 
 # An lr of 1e-5 barely moves the network, 1e-2 learns: a clear best.
 GRID_model_selection_llp = {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]}
 
 
-def split_bags(bags, train, test):
-    """Bag ids that have rows on both sides of a split."""
-    return set(bags[train]) & set(bags[test])
-
-
 # --------------------------------------------------------------------------
 # GridSearchCV
 # --------------------------------------------------------------------------
-class RecordingLLP(LLPClassifier):
-    """LLPClassifier that records the bag ids and sizes every fit receives."""
-
-    seen = []
-
-    def fit(self, X, y=None, props=None, **fit_params):
-        RecordingLLP.seen.append(np.unique(y, return_counts=True))
-        return super().fit(X, y, props, **fit_params)
-
-
 def test_grid_search_routing_on_and_off_agree(digits):
+    # (BagKFold's folds hold whole bags: test_splitters_never_split_a_bag)
     X, bags, props, _ = digits
     cv = BagKFold(3)
-    for train, test in cv.split(X, bags):
-        assert not split_bags(bags, train, test)
-        assert len(np.unique(bags[test])) >= 30
-
-    RecordingLLP.seen = []
     with sklearn.config_context(enable_metadata_routing=True):
         # no set_fit_request / set_score_request needed: props is requested
         routed = GridSearchCV(
-            small_llp(RecordingLLP),
+            small_llp(),
             GRID_model_selection_llp,
             scoring=hard_l1_scorer,
             cv=cv,
@@ -250,20 +183,6 @@ def test_grid_search_routing_on_and_off_agree(digits):
         # the default scoring, score = 1 - hard_L1 / 2: the same ranking
         by_score = GridSearchCV(small_llp(), GRID_model_selection_llp, cv=cv)
         by_score.fit(X, bags, props=props)
-    # every fit of the search, the refit included, got whole bags only
-    assert len(RecordingLLP.seen) == 3 * 4 + 1
-    for _, counts in RecordingLLP.seen:
-        assert np.all(counts == BAG_SIZE)
-    held_out = [
-        set(np.unique(bags)) - set(ids.tolist()) for ids, _ in RecordingLLP.seen[:-1]
-    ]
-    assert all(len(ids) >= 30 for ids in held_out)
-    # the test folds of a candidate partition the bags (candidate-major order)
-    first = held_out[:3]
-    assert set().union(*first) == set(np.unique(bags))
-    assert sum(len(ids) for ids in first) == len(np.unique(bags))
-    assert held_out[3:6] == first
-
     assert sklearn.get_config()["enable_metadata_routing"] is False
     table_scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
     plain = GridSearchCV(
@@ -289,42 +208,6 @@ def test_grid_search_routing_on_and_off_agree(digits):
         routed.best_estimator_.predict_proba(X[:50]),
         plain.best_estimator_.predict_proba(X[:50]),
     )
-
-
-# --------------------------------------------------------------------------
-# cross_validate in worker processes
-# --------------------------------------------------------------------------
-def test_cross_validate_in_parallel_routing_on_and_off_agree(digits):
-    X, bags, props, _ = digits
-    results = []
-    for routing in (True, False):
-        if routing:  # props reach the scorers through routing
-            scoring = {"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer}
-        else:  # the scorers look the test bags up in their table
-            scoring = {
-                metric: make_bag_scorer(metric, bags=bags, props=props)
-                for metric in ["hard_l1", "soft_kl"]
-            }
-        with sklearn.config_context(enable_metadata_routing=routing):
-            results.append(
-                cross_validate(
-                    small_llp(lr=1e-2),
-                    X,
-                    bags,
-                    params={"props": props},
-                    scoring=scoring,
-                    cv=BagKFold(3),
-                    n_jobs=2,
-                    error_score="raise",
-                )
-            )
-    for key in ["test_hard_l1", "test_soft_kl"]:
-        assert results[0][key].shape == (3,)
-        np.testing.assert_allclose(results[0][key], results[1][key])
-    # it learned something, but does not fit the test bags perfectly
-    hard_l1 = results[0]["test_hard_l1"]
-    assert np.all((hard_l1 > -1.0) & (hard_l1 < -0.02))
-    assert np.all(results[0]["test_soft_kl"] < -1e-3)
 
 
 # --------------------------------------------------------------------------
@@ -412,24 +295,6 @@ def test_validation_fraction_logs_bag_errors_to_stop_and_checkpoint_on(
     assert hard_l1_error(
         bags[rows], props[rows], restored.predict_proba(X[rows])
     ) == pytest.approx(values.min(), abs=1e-9)
-
-
-# --------------------------------------------------------------------------
-# score
-# --------------------------------------------------------------------------
-def test_score_is_one_minus_half_the_hard_l1(digits):
-    X, bags, props, y = digits
-    clf = small_llp(max_epochs=2, lr=3e-3).fit(X, bags, props)
-    proba = clf.predict_proba(X)
-    expected = 1 - hard_l1_error(bags, props, proba, classes=clf.classes_) / 2
-    assert 0.3 < expected < 0.999
-    assert clf.score(X, bags, props) == pytest.approx(expected, abs=1e-12)
-
-    # bags of one row: the accuracy (without props: tests/test_classifier.py)
-    singletons = np.arange(len(X)) + 1000
-    accuracy = accuracy_score(y, clf.predict(X))
-    assert 0.3 < accuracy < 0.999
-    assert clf.score(X, singletons, np.eye(10)[y]) == pytest.approx(accuracy)
 
 
 # --------------------------------------------------------------------------

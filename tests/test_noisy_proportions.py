@@ -1,10 +1,8 @@
 """NoisyProportions against hand computations and its reduction to DLLP
-without noise; dp_proportions (simplex rows, seeds, errors; its calibration
-is in test_privacy.py); project_to_simplex against a brute-force reference;
-learning from a noisy release; the benchmark study."""
+without noise; learning from a noisy release; the benchmark study (the
+release itself: test_privacy.py, test_release_formats.py)."""
 
 import importlib.util
-import itertools
 import json
 import math
 from pathlib import Path
@@ -21,7 +19,7 @@ from sklearn_llp.methods.functional import (
     noisy_proportion_loss,
     noisy_proportion_weights,
 )
-from sklearn_llp.privacy import dp_noise_scale, dp_proportions, project_to_simplex
+from sklearn_llp.privacy import dp_noise_scale, dp_proportions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = dict(max_epochs=2, random_state=0, verbose=0)
@@ -162,166 +160,6 @@ def test_per_bag_scales_are_looked_up_by_bag_id(small_bags):
     assert np.isfinite(clf.history[-1, "valid_loss"])
 
 
-# --- dp_proportions and dp_noise_scale ---
-def census(n_bags=40, seed=0):
-    """Bags of 5 to 200 rows, three classes in bag-specific mixes."""
-    rng = np.random.RandomState(seed)
-    sizes = rng.randint(5, 201, n_bags)
-    ids = np.repeat(np.arange(n_bags), sizes)
-    mixes = rng.dirichlet([1.0, 1.0, 1.0], n_bags)
-    y = np.array(["a", "b", "c"])[
-        [rng.choice(3, p=mixes[b]) for b in ids]  # one draw per row
-    ]
-    return ids, y, sizes
-
-
-GAUSSIANS = ("analytic_gaussian", "gaussian")
-
-
-def true_counts(ids, y):
-    return pd.crosstab(ids, y).to_numpy(dtype=float)
-
-
-def test_noise_scales():
-    # the calibrations are checked in test_privacy.py; here what is left
-    assert dp_noise_scale(np.inf) == 0.0
-    for epsilon in (0.1, 0.5):  # the analytic Gaussian needs less noise
-        scales = [dp_noise_scale(epsilon, m, delta=1e-5) for m in GAUSSIANS]
-        assert scales[0] < scales[1]
-
-
-@pytest.mark.parametrize("post_processing", ["project", "clip"])
-@pytest.mark.parametrize("epsilon", [0.01, 0.3, np.inf])
-def test_rows_on_the_simplex_and_accepted_as_props(post_processing, epsilon):
-    ids, y, _ = census()
-    table = dp_proportions(
-        ids, y, epsilon, post_processing=post_processing, random_state=0
-    )
-    assert list(table.columns) == ["a", "b", "c"]
-    assert table.index.name == "bag" and list(table.index) == list(range(40))
-    values = table.to_numpy()
-    assert np.all(values >= 0)
-    np.testing.assert_allclose(values.sum(axis=1), 1.0, atol=1e-12)
-    bags = check_bags(ids, table)  # a per-bag props table
-    if np.isinf(epsilon):
-        exact = true_counts(ids, y)
-        np.testing.assert_allclose(bags.props, exact / exact.sum(1, keepdims=True))
-
-
-def test_projection_halves_the_binary_noise():
-    # a bag of n with share p: projected share has noise variance b^2 / n^2
-    ids = np.repeat(np.arange(400), 100)
-    y = np.tile(np.r_[np.zeros(50), np.ones(50)], 400)
-    table = dp_proportions(ids, y, 2.0, random_state=0)  # b = 2 / 2
-    shares = table[1.0].to_numpy()
-    assert shares.var() == pytest.approx((1.0 / 100) ** 2, rel=0.2)
-    assert shares.mean() == pytest.approx(0.5, abs=0.002)
-
-
-def test_seeded_reproducibility():
-    ids, y, _ = census()
-    release = [dp_proportions(ids, y, 0.2, random_state=seed) for seed in (3, 3, 4)]
-    pd.testing.assert_frame_equal(release[0], release[1])
-    assert not np.allclose(release[0].to_numpy(), release[2].to_numpy())
-    rng = np.random.RandomState(7)  # a generator advances
-    first, second = (dp_proportions(ids, y, 0.2, random_state=rng) for _ in "ab")
-    assert not np.allclose(first.to_numpy(), second.to_numpy())
-
-
-def test_unbagged_rows_and_classes():
-    ids = np.array([0, 0, 1, 1, -1, 1])
-    y = np.array(["x", "y", "y", "y", "z", "y"])
-    table = dp_proportions(ids, y, np.inf, classes=["y", "x", "z"])
-    assert list(table.index) == [0, 1] and list(table.columns) == ["y", "x", "z"]
-    np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
-    # composite ids (tuples), bags of sizes 2 and 3: sizes in the table's order
-    keys = [("b", 2), ("a", 1), ("b", 2), ("a", 1), ("b", 2)]
-    table = dp_proportions(keys, [1, 0, 1, 1, 0], np.inf)
-    assert list(table.index) == [("a", 1), ("b", 2)]
-    np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5], [1 / 3, 2 / 3]])
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        *[({"epsilon": bad}, "epsilon") for bad in (0, -1.0, np.nan, "1", True)],
-        ({"epsilon": 1.0, "delta": 1e-5}, "delta"),  # Laplace takes no delta
-        *[
-            ({"epsilon": 0.5, "mechanism": m, "delta": bad}, "delta")
-            for m, bad in [("gaussian", None), ("gaussian", 0.0), ("gaussian", 1.0)]
-            + [("analytic_gaussian", -1)]
-        ],
-        ({"epsilon": 2.0, "mechanism": "gaussian", "delta": 1e-5}, "epsilon"),
-        ({"epsilon": 1.0, "mechanism": "exponential"}, "mechanism"),
-        ({"epsilon": 1.0, "mechanism": None}, "mechanism"),
-        ({"epsilon": 1.0, "post_processing": "round"}, "post_processing"),
-    ],
-)
-def test_errors_name_the_argument(kwargs, name):
-    ids, y, _ = census(n_bags=3)
-    with pytest.raises(ValueError, match=name):
-        dp_proportions(ids, y, **kwargs)
-    if "post_processing" not in kwargs:
-        with pytest.raises(ValueError, match=name):
-            dp_noise_scale(**kwargs)
-
-
-# --- project_to_simplex ---
-def brute_force_projection(v):
-    """The nearest point of the simplex: the best of all supports."""
-    best, best_distance = None, np.inf
-    n = len(v)
-    for k in range(1, n + 1):
-        for support in itertools.combinations(range(n), k):
-            support = list(support)
-            x = np.zeros(n)
-            x[support] = v[support] - (v[support].sum() - 1) / k
-            if np.all(x >= -1e-12):
-                distance = np.sum((x - v) ** 2)
-                if distance < best_distance:
-                    best, best_distance = np.maximum(x, 0), distance
-    return best
-
-
-def test_projection_matches_brute_force():
-    rng = np.random.RandomState(0)
-    for n_classes in (1, 2, 3, 5):
-        v = np.concatenate(
-            [
-                rng.normal(0.3, 1.0, (200, n_classes)),
-                rng.normal(0.0, 30.0, (50, n_classes)),  # large noise
-                rng.randint(-2, 3, (50, n_classes)) / 2.0,  # ties
-            ]
-        )
-        projected = project_to_simplex(v)
-        reference = np.array([brute_force_projection(row) for row in v])
-        np.testing.assert_allclose(projected, reference, atol=1e-12)
-        assert np.all(projected >= 0)
-        np.testing.assert_allclose(projected.sum(axis=1), 1.0, atol=1e-12)
-
-
-def test_projection_keeps_simplex_rows_and_shapes():
-    rng = np.random.RandomState(1)
-    on_simplex = rng.dirichlet([0.5, 1.0, 2.0], 100)
-    np.testing.assert_allclose(project_to_simplex(on_simplex), on_simplex, atol=1e-15)
-    stack = rng.normal(size=(4, 6, 3))
-    np.testing.assert_array_equal(
-        project_to_simplex(stack),
-        project_to_simplex(stack.reshape(-1, 3)).reshape(4, 6, 3),
-    )
-    np.testing.assert_allclose(project_to_simplex([0.7, 0.5]), [0.6, 0.4])
-    raw = pd.DataFrame([[1.2, -0.4], [0.3, 0.3]], [0, 1], ["no", "yes"])
-    projected = project_to_simplex(raw)
-    pd.testing.assert_frame_equal(
-        projected, pd.DataFrame([[1.0, 0.0], [0.5, 0.5]], [0, 1], ["no", "yes"])
-    )
-    # the result is accepted by check_bags (negative shares, rows not summing
-    # to 1 are not)
-    with pytest.raises(ValueError):
-        check_bags([0, 0, 1, 1], raw)
-    check_bags([0, 0, 1, 1], projected)
-
-
 # --- Learning ---
 def test_learns_from_a_moderately_noisy_release():
     """Two classes in 4-D, bags of very different sizes (3 to 300), their
@@ -351,40 +189,55 @@ def test_learns_from_a_moderately_noisy_release():
     assert accuracy > np.mean(dllp.predict(X_test) == y_test) + 0.05
 
 
-def load_benchmark():
+def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_path):
+    """The quick runs of both studies, each table re-rendered from its JSON;
+    the committed Adult run used Laplace scale 1 / epsilon at epsilon 0.05 ..
+    10 (sensitivity 1): the new grid has the same scales at twice the
+    epsilon, dp_proportions draws the same noise there (same seed, same
+    scale), and --resummarise relabels a JSON written before the fix."""
     script = ROOT / "benchmarks" / "studies" / "noisy_proportions.py"
     spec = importlib.util.spec_from_file_location("benchmark_noisy", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
-
-
-def test_benchmark_script_quick(tmp_path):
-    module = load_benchmark()
-    module.main(["--quick", "--epsilons", "0.1,inf", "--out", str(tmp_path)])
+    out = ["--out", str(tmp_path)]
+    module.main(["--quick", "--epsilons", "0.1,inf", *out])
     payload = json.loads((tmp_path / "noisy_proportions.json").read_text())
     assert {r["method"] for r in payload["runs"]} == {"dllp", "size", "noisy"}
     assert {r["epsilon"] for r in payload["runs"]} == {0.1, "inf"}
-    assert (tmp_path / "noisy_proportions.png").stat().st_size > 0
-    assert "| inf (exact) |" in (tmp_path / "noisy_proportions.md").read_text()
     assert payload["meta"]["sensitivity"] == 2.0  # replace-one accounting
-    module.main(["--resummarise", "--out", str(tmp_path)])
-    assert "earlier accounting" not in (tmp_path / "noisy_proportions.md").read_text()
+    assert (tmp_path / "noisy_proportions.png").stat().st_size > 0
+    # the release-formats study: integer noise, suppression, rows dropped
+    digits = module.main(["--study", "digits", "--quick", *out])
+    meta = digits["meta"]
+    assert meta["mechanism"] == "discrete_laplace" and meta["sensitivity"] == 2.0
+    suppression = digits["suppression_sweep"]
+    assert {r["min_bag_size"] for r in suppression} == {1, 10}
+    sizes = np.array(meta["sizes"])
+    for r in suppression:  # the rows of the withheld bags were dropped
+        assert r["rows_kept"] == pytest.approx(
+            sizes[sizes >= r["min_bag_size"]].sum() / sizes.sum()
+        )
+    assert {r["method"] for r in digits["epsilon_sweep"]} == {"dllp", "size", "noisy"}
+    assert (tmp_path / "noisy_proportions.digits.png").stat().st_size > 0
+    tables = {}
+    for stem, study, rows in [
+        ("noisy_proportions", "adult", ["| inf (exact) |"]),
+        ("noisy_proportions.digits", "digits", ["| 10 | ", "| inf (exact) |"]),
+    ]:
+        tables[stem] = (tmp_path / f"{stem}.md").read_text()
+        assert all(row in tables[stem] for row in rows)
+        module.main(["--resummarise", "--study", study, *out])
+        assert (tmp_path / f"{stem}.md").read_text() == tables[stem]
+    assert "earlier accounting" not in tables["noisy_proportions"]
 
-
-def test_benchmark_relabels_the_committed_run_of_the_earlier_accounting(tmp_path):
-    """The committed run used Laplace scale 1 / epsilon at epsilon 0.05 .. 10
-    (sensitivity 1); the new grid has the same scales at twice the epsilon,
-    dp_proportions draws the same noise there (same seed, same scale), and
-    --resummarise relabels a json written before the fix."""
-    module = load_benchmark()
     old = [0.05, 0.1, 0.3, 1.0, 3.0, 10.0]
     new = [e for e in module.EPSILONS if math.isfinite(e)]
     assert new == pytest.approx([2 * e for e in old])
     for e_old, e_new in zip(old, new):
         assert dp_noise_scale(e_new) == pytest.approx(1 / e_old)
-    ids, y, _ = census(n_bags=5)
-    counts = true_counts(ids, y)
+    ids = np.repeat(np.arange(5), 20)
+    y = np.random.RandomState(0).randint(0, 3, 100)
+    counts = pd.crosstab(ids, y).to_numpy(dtype=float)
     _, noisy = dp_proportions(ids, y, 0.2, return_counts=True, random_state=1)
     old_release = counts + np.random.RandomState(1).laplace(0, 1 / 0.1, counts.shape)
     np.testing.assert_allclose(noisy.to_numpy(), old_release, rtol=1e-12)
@@ -393,7 +246,7 @@ def test_benchmark_relabels_the_committed_run_of_the_earlier_accounting(tmp_path
     payload["meta"].pop("sensitivity", None)  # as written before the fix
     payload["meta"].pop("relabelled_from_sensitivity", None)
     (tmp_path / "noisy_proportions.json").write_text(json.dumps(payload))
-    relabelled = module.main(["--resummarise", "--out", str(tmp_path)])
+    relabelled = module.main(["--resummarise", *out])
     old = sorted({r["epsilon"] for r in payload["summary"]}, key=float)
     new = sorted({r["epsilon"] for r in relabelled["summary"]})
     assert new == [2 * float(e) for e in old]  # "inf" * 2 = inf
@@ -402,25 +255,6 @@ def test_benchmark_relabels_the_committed_run_of_the_earlier_accounting(tmp_path
     for e in old:  # the same noise: share sd 1 / (50 e) = 2 / (50 (2 e))
         if e != "inf":
             assert f"| {2 * float(e):g} | {1 / (50 * float(e)):.3f} |" in text
-
-
-def test_benchmark_digits_study_quick(tmp_path):
-    """The release-formats study: integer noise, suppression, rows dropped."""
-    module = load_benchmark()
-    payload = module.main(["--study", "digits", "--quick", "--out", str(tmp_path)])
-    meta = payload["meta"]
-    assert meta["mechanism"] == "discrete_laplace" and meta["sensitivity"] == 2.0
-    suppression = payload["suppression_sweep"]
-    assert {r["min_bag_size"] for r in suppression} == {1, 10}
-    sizes = np.array(meta["sizes"])
-    for r in suppression:  # the rows of the withheld bags were dropped
-        assert r["rows_kept"] == pytest.approx(
-            sizes[sizes >= r["min_bag_size"]].sum() / sizes.sum()
-        )
-    assert {r["method"] for r in payload["epsilon_sweep"]} == {"dllp", "size", "noisy"}
-    text = (tmp_path / "noisy_proportions.digits.md").read_text()
-    assert "| 10 | " in text and "| inf (exact) |" in text
-    assert (tmp_path / "noisy_proportions.digits.png").stat().st_size > 0
 
 
 def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import torch
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
@@ -75,13 +74,3 @@ def test_overlapping_bags_learn_digits(digits_bags):
     clf = LLPClassifier(method="vat", random_state=0, verbose=0)
     clf.fit(X_train, lists, props)
     assert np.mean(clf.predict(X_test) == y_test) >= 0.90
-
-
-def test_overlapping_bags_with_rot_and_validation(small_bags):
-    X, _, _, y = small_bags
-    lists = _random_overlapping(len(X), 30, seed=2)
-    props = np.stack([np.bincount(y[rows], minlength=3) / len(rows) for rows in lists])
-    clf = LLPClassifier(method="rot", max_epochs=2, verbose=0, validation_fraction=0.2)
-    clf.fit(X, lists, props)
-    assert np.isfinite(clf.history[-1, "valid_hard_l1"])
-    assert torch.isfinite(torch.tensor(clf.history[-1, "train_loss"]))

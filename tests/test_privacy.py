@@ -13,14 +13,17 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.special import ndtr
 
+from sklearn_llp.core import check_bags
 from sklearn_llp.privacy import (
     dp_noise_scale,
     dp_proportions,
     noise_variance,
     project_to_simplex,
+    released_rows,
 )
 from sklearn_llp.privacy._mechanisms import (
     REPLACE_ONE_SENSITIVITY,
@@ -99,6 +102,7 @@ def test_sensitivity_of_the_table_by_enumeration(changes, l1, l2):
 
 
 def test_every_mechanism_is_calibrated_to_the_replace_one_sensitivity():
+    assert dp_noise_scale(np.inf) == 0.0
     for epsilon in (0.1, 0.5, 1.0, 4.0):
         assert dp_noise_scale(epsilon) == 2.0 / epsilon
         assert dp_noise_scale(epsilon, "discrete_laplace") == 2.0 / epsilon
@@ -115,6 +119,8 @@ def test_every_mechanism_is_calibrated_to_the_replace_one_sensitivity():
         assert delta == pytest.approx(1e-5, rel=1e-6)
         unit = dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5, sensitivity=1)
         assert sigma == pytest.approx(SQRT2 * unit, rel=1e-9)
+        if epsilon < 1:  # less noise than the classical bound
+            assert sigma < dp_noise_scale(epsilon, "gaussian", delta=1e-5)
     for epsilon, delta in ((0.5, 1e-5), (2.0, 1e-6)):
         sigma = dp_noise_scale(epsilon, "discrete_gaussian", delta=delta)
         # rho = Delta_2**2 / (2 sigma**2) converts to exactly the delta asked
@@ -257,6 +263,89 @@ def test_released_noise_has_the_stated_scale(mechanism, epsilon, delta, k):
 
 
 # ---------------------------------------------------------------------------
+# The released table: simplex rows, seeds, rows in no bag, classes, errors
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("post_processing", ["project", "clip"])
+@pytest.mark.parametrize("epsilon", [0.01, 0.3, np.inf])
+def test_rows_on_the_simplex_accepted_as_props_and_seeded(post_processing, epsilon):
+    ids, y = census(n_bags=40)
+    kw = dict(post_processing=post_processing)
+    table = dp_proportions(ids, y, epsilon, random_state=0, **kw)
+    assert list(table.columns) == [0, 1, 2]
+    assert table.index.name == "bag" and list(table.index) == list(range(40))
+    values = table.to_numpy()
+    assert np.all(values >= 0)
+    np.testing.assert_allclose(values.sum(axis=1), 1.0, atol=1e-12)
+    bags = check_bags(ids, table)  # a per-bag props table
+    pd.testing.assert_frame_equal(
+        dp_proportions(ids, y, epsilon, random_state=0, **kw), table
+    )
+    if np.isinf(epsilon):
+        exact = counts_of(ids, y)
+        np.testing.assert_allclose(bags.props, exact / exact.sum(1, keepdims=True))
+        return
+    other = dp_proportions(ids, y, epsilon, random_state=1, **kw)
+    assert not np.allclose(other.to_numpy(), values)
+    rng = np.random.RandomState(7)  # a generator advances
+    first, second = (
+        dp_proportions(ids, y, epsilon, random_state=rng, **kw) for _ in "ab"
+    )
+    assert not np.allclose(first.to_numpy(), second.to_numpy())
+
+
+def test_projection_halves_the_binary_noise():
+    # a bag of n with share p: projected share has noise variance b^2 / n^2
+    ids = np.repeat(np.arange(400), 100)
+    y = np.tile(np.r_[np.zeros(50), np.ones(50)], 400)
+    table = dp_proportions(ids, y, 2.0, random_state=0)  # b = 2 / 2
+    shares = table[1.0].to_numpy()
+    assert shares.var() == pytest.approx((1.0 / 100) ** 2, rel=0.2)
+    assert shares.mean() == pytest.approx(0.5, abs=0.002)
+
+
+def test_unbagged_rows_and_classes():
+    ids = np.array([0, 0, 1, 1, -1, 1])
+    y = np.array(["x", "y", "y", "y", "z", "y"])
+    table = dp_proportions(ids, y, np.inf, classes=["y", "x", "z"])
+    assert list(table.index) == [0, 1] and list(table.columns) == ["y", "x", "z"]
+    np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
+    # composite ids (tuples), bags of sizes 2 and 3: sizes in the table's order
+    keys = [("b", 2), ("a", 1), ("b", 2), ("a", 1), ("b", 2)]
+    table = dp_proportions(keys, [1, 0, 1, 1, 0], np.inf)
+    assert list(table.index) == [("a", 1), ("b", 2)]
+    np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5], [1 / 3, 2 / 3]])
+    # ... suppressed and selected by their ids
+    table = dp_proportions(keys, [1, 0, 1, 1, 0], np.inf, min_bag_size=3)
+    assert table.attrs["suppressed"] == [("a", 1)]
+    np.testing.assert_array_equal(released_rows(keys, table), [1, 0, 1, 0, 1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        *[({"epsilon": bad}, "epsilon") for bad in (0, -1.0, np.nan, "1", True)],
+        ({"epsilon": 1.0, "delta": 1e-5}, "delta"),  # Laplace takes no delta
+        *[
+            ({"epsilon": 0.5, "mechanism": m, "delta": bad}, "delta")
+            for m, bad in [("gaussian", None), ("gaussian", 0.0), ("gaussian", 1.0)]
+            + [("analytic_gaussian", -1)]
+        ],
+        ({"epsilon": 2.0, "mechanism": "gaussian", "delta": 1e-5}, "epsilon"),
+        ({"epsilon": 1.0, "mechanism": "exponential"}, "mechanism"),
+        ({"epsilon": 1.0, "mechanism": None}, "mechanism"),
+        ({"epsilon": 1.0, "post_processing": "round"}, "post_processing"),
+    ],
+)
+def test_errors_name_the_argument(kwargs, name):
+    ids, y = census(n_bags=3)
+    with pytest.raises(ValueError, match=name):
+        dp_proportions(ids, y, **kwargs)
+    if "post_processing" not in kwargs:
+        with pytest.raises(ValueError, match=name):
+            dp_noise_scale(**kwargs)
+
+
+# ---------------------------------------------------------------------------
 # The privacy loss of the release
 # ---------------------------------------------------------------------------
 def neighbour_pairs(n_bags):
@@ -340,7 +429,7 @@ def test_discrete_gaussian_release_is_within_its_delta_exactly(k):
 
 
 # ---------------------------------------------------------------------------
-# Extremes: tiny epsilon, huge values
+# Extremes: tiny epsilon, huge values; the projection
 # ---------------------------------------------------------------------------
 def test_small_but_representable_epsilon_gives_a_valid_release():
     ids = np.repeat(np.arange(50), 5)
@@ -380,3 +469,58 @@ def test_projection_of_huge_values_stays_on_the_simplex():
         np.testing.assert_allclose(projected.sum(axis=1), 1.0, atol=1e-12)
         # a share of 1 on every row's largest entry (the others are far below)
         np.testing.assert_array_equal(projected.argmax(1), rows.argmax(1))
+
+
+def brute_force_projection(v):
+    """The nearest point of the simplex: the best of all supports."""
+    best, best_distance = None, np.inf
+    n = len(v)
+    for k in range(1, n + 1):
+        for support in itertools.combinations(range(n), k):
+            support = list(support)
+            x = np.zeros(n)
+            x[support] = v[support] - (v[support].sum() - 1) / k
+            if np.all(x >= -1e-12):
+                distance = np.sum((x - v) ** 2)
+                if distance < best_distance:
+                    best, best_distance = np.maximum(x, 0), distance
+    return best
+
+
+def test_projection_matches_brute_force():
+    rng = np.random.RandomState(0)
+    for n_classes in (1, 2, 3, 5):
+        v = np.concatenate(
+            [
+                rng.normal(0.3, 1.0, (200, n_classes)),
+                rng.normal(0.0, 30.0, (50, n_classes)),  # large noise
+                rng.randint(-2, 3, (50, n_classes)) / 2.0,  # ties
+            ]
+        )
+        projected = project_to_simplex(v)
+        reference = np.array([brute_force_projection(row) for row in v])
+        np.testing.assert_allclose(projected, reference, atol=1e-12)
+        assert np.all(projected >= 0)
+        np.testing.assert_allclose(projected.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_projection_keeps_simplex_rows_and_shapes():
+    rng = np.random.RandomState(1)
+    on_simplex = rng.dirichlet([0.5, 1.0, 2.0], 100)
+    np.testing.assert_allclose(project_to_simplex(on_simplex), on_simplex, atol=1e-15)
+    stack = rng.normal(size=(4, 6, 3))
+    np.testing.assert_array_equal(
+        project_to_simplex(stack),
+        project_to_simplex(stack.reshape(-1, 3)).reshape(4, 6, 3),
+    )
+    np.testing.assert_allclose(project_to_simplex([0.7, 0.5]), [0.6, 0.4])
+    raw = pd.DataFrame([[1.2, -0.4], [0.3, 0.3]], [0, 1], ["no", "yes"])
+    projected = project_to_simplex(raw)
+    pd.testing.assert_frame_equal(
+        projected, pd.DataFrame([[1.0, 0.0], [0.5, 0.5]], [0, 1], ["no", "yes"])
+    )
+    # the result is accepted by check_bags (negative shares, rows not summing
+    # to 1 are not)
+    with pytest.raises(ValueError):
+        check_bags([0, 0, 1, 1], raw)
+    check_bags([0, 0, 1, 1], projected)

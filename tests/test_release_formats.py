@@ -85,15 +85,6 @@ def test_rows_of_suppressed_bags_are_never_given_proportions():
         released_rows(ids, table.to_numpy())
 
 
-def test_composite_bag_ids_are_suppressed_and_selected():
-    keys = [("a", 1)] * 5 + [("b", 2)] * 2 + [("c", 3)] * 6
-    table = dp_proportions(keys, [0, 1] * 6 + [0], np.inf, min_bag_size=3)
-    assert table.attrs["suppressed"] == [("b", 2)]
-    np.testing.assert_array_equal(
-        released_rows(keys, table), [True] * 5 + [False] * 2 + [True] * 6
-    )
-
-
 @pytest.mark.parametrize(
     "mechanism, delta",
     [("laplace", None), ("analytic_gaussian", 1e-5)]

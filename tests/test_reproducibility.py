@@ -29,7 +29,6 @@ from sklearn_llp.bags import (
 from sklearn_llp.methods import _segments as _losses
 from sklearn_llp.methods import available_methods
 from sklearn_llp.methods._segments import gather_rows, segment_sum
-from sklearn_llp.methods.functional import proportion_loss, segment_mean
 from sklearn_llp.neural._runtime import deterministic
 
 METHODS = available_methods()  # every registered method
@@ -134,14 +133,15 @@ def unstructured():
 @pytest.mark.parametrize(
     "make",
     [
+        lambda seed: UniformBagGenerator(7, random_state=seed),
         lambda seed: UniformBagGenerator(7, drop_last=False, random_state=seed),
         lambda seed: KMeansBagGenerator(12, random_state=seed, minibatch=False),
         lambda seed: KMeansBagGenerator(12, random_state=seed, minibatch=True),
+        lambda seed: KMeansBagGenerator(12, n_components=2, random_state=seed),
     ],
-    ids=["uniform-keep-last", "kmeans", "minibatch-kmeans"],
+    ids=["uniform", "uniform-keep-last", "kmeans", "minibatch-kmeans", "pca-kmeans"],
 )
 def test_random_generators_repeat_under_one_seed_and_differ_across(unstructured, make):
-    # (uniform bags dropping the last, K-means after PCA: tests/test_bags.py)
     X, y = unstructured
     bags, props = make(0).make_bags(X, y)
     again_bags, again_props = make(0).make_bags(X, y)
@@ -224,30 +224,6 @@ def test_out_of_range_segments_raise_and_no_rows_sum_to_zeros(segments):
         segment_sum(torch.ones(3, 2), torch.tensor(segments), 3)
     none = segment_sum(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long), 3)
     assert torch.equal(none, torch.zeros(3, 2))
-
-
-@pytest.mark.parametrize("weighted", [False, True])
-def test_segment_mean_and_proportion_loss_equal_the_index_add_version(weighted):
-    rng = np.random.RandomState(1)
-    segments = _segments(rng, 30, rng.randint(1, 20, size=30), shuffle=True)
-    n = len(segments)
-    logits = torch.randn(n, 5, dtype=torch.float64, requires_grad=True)
-    props = torch.softmax(torch.randn(30, 5, dtype=torch.float64), 1)
-    weights = torch.rand(n, dtype=torch.float64) + 0.1 if weighted else None
-    w = torch.ones(n, dtype=torch.float64) if weights is None else weights
-    probs = torch.softmax(logits, 1)
-    expected = (
-        index_add_sum(probs * w[:, None], segments, 30)
-        / index_add_sum(w, segments, 30)[:, None]
-    )
-    means = segment_mean(probs, segments, 30, weights)
-    torch.testing.assert_close(means, expected)
-    loss = proportion_loss(logits, segments, props, weights)
-    ref = -(props * torch.log(expected + 1e-8)).sum(1).mean()
-    torch.testing.assert_close(loss, ref)
-    torch.testing.assert_close(
-        torch.autograd.grad(loss, logits)[0], torch.autograd.grad(ref, logits)[0]
-    )
 
 
 def test_gather_gradient_equals_indexing(device):
