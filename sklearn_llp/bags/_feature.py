@@ -67,12 +67,10 @@ class _ColumnEncoder:
         if n_bins is not None:
             numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
             finite = numbers[~np.isnan(numbers)]
-            if len(finite) == 0:
-                edges = np.empty(0)
-            else:
+            edges = np.empty(0)
+            if len(finite):
                 edges = np.unique(np.quantile(finite, np.linspace(0, 1, n_bins + 1)))
-                if len(edges) == 1:
-                    edges = np.repeat(edges, 2)
+                edges = np.repeat(edges, 2 if len(edges) == 1 else 1)
             self.edges = edges
             self.levels = [
                 pd.Interval(lo, hi, closed="both" if i == 0 else "right")
@@ -99,18 +97,12 @@ class _ColumnEncoder:
             else:
                 levels = _uniques(values)
                 kinds = np.full(len(levels), booleans.any())
-            self.levels = levels
-            positions = np.arange(len(levels))
+            self.levels, self._indexes = levels, {}
             # one index per kind: where a boolean, or another value, is in levels
-            self._indexes = {
-                kind: (
-                    pd.Index(
-                        [levels[i] for i in positions[kinds == kind]], dtype=object
-                    ),
-                    positions[kinds == kind],
-                )
-                for kind in (False, True)
-            }
+            for kind in (False, True):
+                at = np.flatnonzero(kinds == kind)
+                index = pd.Index([levels[i] for i in at], dtype=object)
+                self._indexes[kind] = index, at
         self.n_levels = len(self.levels)
 
     def encode(self, values):

@@ -100,13 +100,11 @@ def plot_bag_calibration(
     bags, y_proba = check_bags_and_proba(
         bags, props, y_proba, classes=classes, sample_weight=sample_weight
     )
-    n_samples = bags.n_samples
     columns = _class_columns(bags.classes, class_index)
-
     pred = None
     if y_pred is not None:
         pred = pd.Index(bags.classes).get_indexer(np.asarray(y_pred))
-        if len(pred) != n_samples or np.any(pred < 0):
+        if len(pred) != bags.n_samples or np.any(pred < 0):
             raise ValueError(
                 f"y_pred must hold one label of {bags.classes.tolist()} per row "
                 "of y_proba."
@@ -131,10 +129,8 @@ def plot_bag_calibration(
                 colour = "tab:orange" if hollow else "tab:blue"
                 label = "fraction predicted" if hollow else "mean probability"
             else:
-                colour, label = (
-                    colours[k],
-                    None if hollow else str(bags.classes[column]),
-                )
+                colour = colours[k]
+                label = None if hollow else str(bags.classes[column])
             if hollow:
                 style = dict(facecolors="none", edgecolors=colour, linewidths=1.0)
             else:

@@ -35,8 +35,6 @@ def read_bags(bags, n_samples=None, *, rows=None, release=False):
     rows in no bag (id ``-1``) of code ``-1``. ``rows`` (of ``y``) goes only
     to forms that need a count (row-index lists), so that the caller blames
     a ``y`` of the wrong length; ``n_samples`` (the user's) must match."""
-    if bags is None:
-        raise TypeError("bags is None: pass one bag id per row.")
     rows = rows if n_samples is None else n_samples
     try:
         validated = check_bags(bags, min_bags=0, allow_unbagged=True)
@@ -213,13 +211,9 @@ def dp_proportions(
     exact = label_proportions(validated.codes, y, classes=classes)
     columns, exact = exact.columns, exact.to_numpy()
     sizes = validated.sizes.astype(np.float64)[:, None]
+    counts = np.rint(exact * sizes)
     noisy, kept, index, attrs = _noisy(
-        validated,
-        np.rint(exact * sizes),
-        checked,
-        sensitivity,
-        min_bag_size,
-        random_state,
+        validated, counts, checked, sensitivity, min_bag_size, random_state
     )
     if attrs["clamp"]:
         noisy = np.clip(noisy, 0, sizes.astype(noisy.dtype))
@@ -334,16 +328,11 @@ def dp_bag_means(
     noisy, kept, index, attrs = _noisy(
         validated, sums, checked, sensitivity, min_bag_size, random_state
     )
-    means = noisy / validated.sizes
+    means, sizes = noisy / validated.sizes, validated.sizes
     attrs.update(bounds=(lo, hi), neighbours=SUM_NEIGHBOURS)
-    table = pd.DataFrame(
-        {
-            "mean": np.clip(means, lo, hi) if attrs["clamp"] else means,
-            "std": attrs["noise_std"] / validated.sizes,
-            "size": validated.sizes,
-        },
-        index=index,
-    )[kept]
+    means = np.clip(means, lo, hi) if attrs["clamp"] else means
+    columns = dict(mean=means, std=attrs["noise_std"] / sizes, size=sizes)
+    table = pd.DataFrame(columns, index=index)[kept]
     table.attrs.update(attrs)
     return table
 
