@@ -78,13 +78,8 @@ def load_adult(*, as_frame=True, return_X_y=False):
     if as_frame:
         data, target = frame[feature_names], frame[_TARGET]
     else:
-        data = np.empty((len(frame), len(feature_names)), dtype=object)
-        for j, name in enumerate(feature_names):
-            column = frame[name]
-            values = np.array(column.astype(object), dtype=object)
-            values[column.isna().to_numpy()] = np.nan
-            data[:, j] = values
-        target = np.array(frame[_TARGET].astype(object), dtype=object)
+        data = frame[feature_names].astype(object).to_numpy()  # missing: NaN
+        target = frame[_TARGET].astype(object).to_numpy()
         frame = None
     if return_X_y:
         return data, target

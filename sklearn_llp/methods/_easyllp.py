@@ -29,11 +29,10 @@ def _class_losses(logits, loss):
 def easyllp_loss(
     logits, segments, bag_props, bag_sizes, prior, weights=None, loss="log"
 ):
-    """EasyLLP's loss ``sum_c y~_c l(f(x), c)``, averaged over rows, with the
-    soft label ``y~ = k (alpha - p) + p`` of a row of a bag of ``k =
-    bag_sizes`` rows (its full size, however many the batch holds; ``W /
-    w_i`` with weights), proportions ``alpha`` and class prior ``p``;
-    ``loss`` as in :class:`~sklearn_llp.methods.EasyLLP`.
+    """EasyLLP's loss ``sum_c y~_c l(f(x), c)``, averaged over rows: soft label
+    ``y~ = k (alpha - p) + p`` for a bag of full size ``k`` (``bag_sizes``),
+    proportions ``alpha`` and prior ``p``; ``loss`` as in
+    :class:`~sklearn_llp.methods.EasyLLP`.
 
     Examples
     --------
@@ -68,8 +67,7 @@ def _effective_sizes(bags):
 def bag_spread(props, sizes, prior=None):
     """How many times more the bags' proportions vary than random bags' would,
     and the p-value: the chi-square statistic ``sum_b k_b sum_c (alpha_bc -
-    p_c)^2 / p_c`` of bags of ``sizes`` rows (Kish's effective sizes when
-    weighted) over its expectation for random bags, ``n_bags (C - 1)``;
+    p_c)^2 / p_c`` over its expectation ``n_bags (C - 1)`` (:ref:`easyllp`);
     ``prior`` defaults to the size-weighted mean proportions.
 
     Examples
@@ -97,10 +95,9 @@ class EasyLLP(LLPMethod):
     """EasyLLP (Busa-Fekete et al. 2023): every row trained on a soft label
     whose expected loss, for bags of random draws, is the instance loss with
     the true labels (:func:`~sklearn_llp.methods.functional.easyllp_loss`).
-    Soft labels can be negative: the default loss is bounded and early
-    stopping is on. :meth:`prepare` warns
-    (:class:`~sklearn_llp.exceptions.NonRandomBagsWarning`) when the bags do
-    not look random. See :ref:`easyllp`.
+    The default loss is bounded (soft labels can be negative), early stopping
+    is on and :meth:`prepare` warns when bags do not look random
+    (:ref:`easyllp`).
 
     Parameters
     ----------
@@ -126,9 +123,8 @@ class EasyLLP(LLPMethod):
         self.loss = loss
 
     def prepare(self, bags, random_state):
-        """Bag sizes and prior; warn when the spread of the proportions
-        (:func:`~sklearn_llp.methods.functional.bag_spread`) says the bags
-        are not random."""
+        """Bag sizes and prior; a NonRandomBagsWarning when the bags'
+        proportions spread too much to be random (``bag_spread``)."""
         super().prepare(bags, random_state)
         ratio, p_value = bag_spread(
             bags.props, _effective_sizes(bags), self.class_prior_

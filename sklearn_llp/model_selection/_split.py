@@ -1,10 +1,6 @@
-"""Cross-validation splitters that keep every bag on one side of a split.
-
-The bags come from ``groups`` or, without it, from ``y`` (where LLP keeps
-them), so the splitters work in GridSearchCV with or without metadata
-routing. Overlapping bags are split by connected components: bags sharing
-a row, directly or through other bags, stay on one side.
-"""
+"""Splitters that keep every bag (every connected group of overlapping bags)
+on one side; the bags come from ``groups``, else from ``y`` (where LLP keeps
+them), so they work in GridSearchCV with or without metadata routing."""
 
 from numbers import Integral, Real
 

@@ -138,16 +138,11 @@ def plot_bag_calibration(
                 style = dict(color=colour, alpha=0.6, edgecolors=edges, linewidths=0.5)
             x, y = bags.props[:, column], estimate[:, column]
             ax.scatter(x, y, s=area, label=label, **style)
-    if one_class:
-        what = f"class {bags.classes[columns[0]]!s}"
-        ax.set_xlabel(f"Given proportion of {what} in the bag")
-        ax.set_ylabel(f"Predicted proportion of {what}")
-    else:
-        ax.set_xlabel("Given proportion of the class in the bag")
-        ax.set_ylabel("Predicted proportion (mean probability)")
-    ax.set_xlim(-0.03, 1.03)
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_aspect("equal")
+    what = f"class {bags.classes[columns[0]]!s}" if one_class else "the class"
+    predicted = f"of {what}" if one_class else "(mean probability)"
+    ax.set_xlabel(f"Given proportion of {what} in the bag")
+    ax.set_ylabel(f"Predicted proportion {predicted}")
+    ax.set(xlim=(-0.03, 1.03), ylim=(-0.03, 1.03), aspect="equal")
     ax.grid(alpha=0.3)
     if show_hard or not one_class:
         title = None if one_class else "class"

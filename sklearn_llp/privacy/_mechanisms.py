@@ -260,15 +260,6 @@ def _analytic_gaussian_delta(sigma, epsilon, sensitivity):
     return ndtr(a - b) - np.exp(epsilon + log_ndtr(-a - b))
 
 
-def _analytic_gaussian_sigma(epsilon, delta, sensitivity):
-    """The smallest sigma whose delta is at most ``delta``."""
-    precision = _largest(
-        lambda p: _analytic_gaussian_delta(1 / p, epsilon, sensitivity) <= delta,
-        1 / sensitivity,
-    )
-    return 1 / precision
-
-
 def _noise_scale(epsilon, mechanism, delta, sensitivity):
     """The scale of :func:`dp_noise_scale`, arguments validated."""
     if mechanism in _PURE:
@@ -284,7 +275,9 @@ def _noise_scale(epsilon, mechanism, delta, sensitivity):
         return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
     if mechanism == "discrete_gaussian":
         return sensitivity / math.sqrt(2.0 * _zcdp_rho(epsilon, delta))
-    return _analytic_gaussian_sigma(epsilon, delta, sensitivity)
+    # the smallest sigma whose delta is at most ``delta``
+    ok = lambda p: _analytic_gaussian_delta(1 / p, epsilon, sensitivity) <= delta  # noqa: E731
+    return 1 / _largest(ok, 1 / sensitivity)
 
 
 def _checked_scale(epsilon, mechanism, delta, sensitivity):
