@@ -75,9 +75,7 @@ def _check_finite_X(X):
                 )
         return
     values = X.data if sp.issparse(X) else np.asarray(X)
-    if values.dtype.kind in "biu":
-        return
-    if values.dtype.kind not in "fc":
+    if values.dtype.kind not in "biufc":  # numbers are checked as they are
         try:
             values = values.astype(np.float64)
         except (TypeError, ValueError) as exc:
@@ -349,18 +347,14 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
     weakest = (scaled @ vt[n_contrasts - 1]) ** 2 if full_rank else np.zeros(n_bags)
     pairs, weights = validated.members, validated.weights  # Kish's rows:
     n_rows = _participation(np.ones(len(pairs)) if weights is None else weights[pairs])
-    n_features = effective_dimension = None
-    if X is not None:
-        n_features = _n_columns(X)
-        effective_dimension = _effective_dimension(X, validated.n_samples)
     report = IdentifiabilityReport(
         n_samples=int(np.count_nonzero(np.bincount(validated.members, minlength=1))),
         n_bags=int(n_bags),
         n_classes=int(n_classes),
         classes=tuple(validated.classes.tolist()),
         positional_classes=bool(validated.positional_classes),
-        n_features=n_features,
-        effective_dimension=effective_dimension,
+        n_features=None if X is None else _n_columns(X),
+        effective_dimension=None if X is None else _effective_dimension(X, n_samples),
         prior=tuple(prior.tolist()),
         proportion_std=tuple(std.tolist()),
         relative_spread=tuple(relative.tolist()),

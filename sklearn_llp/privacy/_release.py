@@ -62,39 +62,18 @@ def read_bags(bags, n_samples=None, *, rows=None, release=False):
     return validated
 
 
-def _check_min_bag_size(min_bag_size, sizes):
-    """``min_bag_size`` and the mask of the bags kept (all without one)."""
-    min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
-    if min_bag_size is None:
-        return None, np.ones(len(sizes), dtype=bool)
-    kept = sizes >= min_bag_size
-    if not kept.any():
-        raise ValueError(
-            f"min_bag_size={min_bag_size} withholds every bag (the largest has "
-            f"{int(sizes.max())} rows); nothing would be released."
-        )
-    return min_bag_size, kept
-
-
-def _check_bounds(bounds):
-    try:
-        lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        lo = hi = math.nan
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(
-            f"bounds must be a pair (lo, hi) of finite numbers with lo < hi; got "
-            f"{bounds!r}."
-        )
-    return lo, hi
-
-
 def _noisy(validated, totals, checked, sensitivity, min_bag_size, random_state):
     """Every bag's ``totals`` plus noise (drawn before suppression), the mask
     of the bags kept, the bag ids and the release's ``attrs``."""
     mechanism, epsilon, delta, contributions, clamp = checked
     scale = _checked_scale(epsilon, mechanism, delta, sensitivity)
-    min_bag_size, kept = _check_min_bag_size(min_bag_size, validated.sizes)
+    min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
+    kept = validated.sizes >= (min_bag_size or 0)
+    if not kept.any():
+        raise ValueError(
+            f"min_bag_size={min_bag_size} withholds every bag (the largest has "
+            f"{int(validated.sizes.max())} rows); nothing would be released."
+        )
     noise = MECHANISMS[mechanism]
     if noise.startswith("discrete"):
         totals = totals.astype(np.int64)
@@ -303,7 +282,15 @@ def dp_bag_means(
     checked = _check_arguments(
         mechanism, epsilon, delta, max_contributions, clamp, _SUM_MECHANISMS
     )
-    lo, hi = _check_bounds(bounds)
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        lo = hi = math.nan
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(
+            f"bounds must be a pair (lo, hi) of finite numbers with lo < hi; got "
+            f"{bounds!r}."
+        )
     try:
         values = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
