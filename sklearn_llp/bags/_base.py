@@ -101,11 +101,8 @@ class _BaseBagGenerator(BaseEstimator):
             raise ValueError("y contains NaN or infinite values.")
         bags = self.fit_transform(X)
         vars(self).pop("classes_", None)
-        validated = id_bags(bags)
-        kept = validated.codes >= 0
-        means = np.full(len(bags), np.nan)
-        means[kept] = bag_means(validated, y)[validated.codes[kept], 0]
-        return bags, means
+        validated = id_bags(bags)  # code -1 (no bag): NaN
+        return bags, np.append(bag_means(validated, y), np.nan)[validated.codes]
 
 
 def _check_y(X, y):

@@ -89,7 +89,7 @@ default="laplace"
 
     _parameter_constraints = {
         "noise": [StrOptions(set(NOISE_NORMS))],
-        "scale": [Interval(Real, 0, None, closed="left"), Mapping, pd.Series],
+        "scale": [Interval(Real, 0, np.inf, closed="left"), Mapping, pd.Series],
         "weighting": [StrOptions({"likelihood", "reliability"})],
     }
 
@@ -101,10 +101,6 @@ default="laplace"
     def _bag_scales(self, bags):
         """The scale of every training bag, looked up by bag id if per bag."""
         if not isinstance(self.scale, (Mapping, pd.Series)):
-            if not np.isfinite(self.scale):
-                raise ValueError(
-                    f"The 'method__scale' parameter must be finite; got {self.scale}."
-                )
             return np.full(bags.n_bags, float(self.scale))
         table = pd.Series(self.scale)
         rows = table.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))

@@ -152,9 +152,8 @@ def _draw(rng, noise, scale, shape):
 
 
 def noise_variance(noise, scale):
-    """Variance of the noise of a given scale on one released count (or sum).
-
-    What :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by.
+    """Variance of the noise of a given scale on one released count (or sum),
+    which :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by.
 
     Parameters
     ----------
@@ -317,10 +316,8 @@ def dp_noise_scale(
         Privacy budget, positive; ``np.inf`` gives 0 (no noise).
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
-        Laplace ``b = sensitivity / epsilon``; the classical Gaussian bound
-        (``epsilon < 1``); the analytic Gaussian (Balle & Wang 2018); the
-        discrete Laplace ``t = sensitivity / epsilon``; the discrete
-        Gaussian through zCDP (Canonne et al. 2020).
+        Calibrated as in :ref:`privacy_accounting` (the classical Gaussian
+        bound for ``epsilon < 1`` only).
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
