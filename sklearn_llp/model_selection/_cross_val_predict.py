@@ -104,8 +104,5 @@ def cross_val_predict(
         )
         for train, test in splits
     )
-    first = np.asarray(results[0])  # columns: the classes, the same in every fold
-    predictions = np.empty((n_samples, *first.shape[1:]), dtype=first.dtype)
-    for (_, test), result in zip(splits, results):
-        predictions[test] = result
-    return predictions
+    # columns: the classes, the same in every fold; rows back in their order
+    return np.concatenate(results)[np.argsort(tested)]
