@@ -9,21 +9,6 @@ from ..core import bag_estimates_of, check_bags_and_proba
 _MAX_MARKER_AREA, _MIN_MARKER_AREA = 250.0, 12.0
 
 
-def _class_columns(classes, class_index):
-    """Columns to plot: one for ``class_index`` (a label), else the default."""
-    labels = list(classes)
-    if class_index is None:
-        return [1] if len(labels) == 2 else list(range(len(labels)))
-    matches = [k for k, label in enumerate(labels) if label == class_index]
-    if not matches:
-        raise ValueError(
-            f"class_index={class_index!r} is not one of the classes {labels}; "
-            "pass a class label (with classes=None, the labels are the column "
-            "indices 0..n_classes-1)."
-        )
-    return matches[:1]
-
-
 def plot_bag_calibration(
     bags,
     props,
@@ -100,7 +85,16 @@ def plot_bag_calibration(
     bags, y_proba = check_bags_and_proba(
         bags, props, y_proba, classes=classes, sample_weight=sample_weight
     )
-    columns = _class_columns(bags.classes, class_index)
+    labels = list(bags.classes)
+    columns = [1] if len(labels) == 2 else list(range(len(labels)))
+    if class_index is not None:
+        columns = [k for k, label in enumerate(labels) if label == class_index][:1]
+        if not columns:
+            raise ValueError(
+                f"class_index={class_index!r} is not one of the classes {labels}; "
+                "pass a class label (with classes=None, the labels are the column "
+                "indices 0..n_classes-1)."
+            )
     pred = None
     if y_pred is not None:
         pred = pd.Index(bags.classes).get_indexer(np.asarray(y_pred))
