@@ -49,18 +49,12 @@ def bag_graph(bag_means, n_neighbors):
 
     n_bags = len(bag_means)
     k = min(n_neighbors, n_bags - 1)
-    distances, neighbors = (
-        NearestNeighbors(n_neighbors=k + 1).fit(bag_means).kneighbors(bag_means)
-    )
+    nearest = NearestNeighbors(n_neighbors=k + 1).fit(bag_means)
+    distances, neighbors = nearest.kneighbors(bag_means)
     squared = distances[:, 1:] ** 2  # column 0 is the bag itself
-    bandwidth = max(float(np.median(squared)), _TINY)
-    links = sp.csr_matrix(
-        (
-            np.exp(-squared / bandwidth).ravel(),
-            (np.repeat(np.arange(n_bags), k), neighbors[:, 1:].ravel()),
-        ),
-        shape=(n_bags, n_bags),
-    )
+    weights = np.exp(-squared / max(float(np.median(squared)), _TINY)).ravel()
+    cells = (np.repeat(np.arange(n_bags), k), neighbors[:, 1:].ravel())
+    links = sp.csr_matrix((weights, cells), shape=(n_bags, n_bags))
     links = links.maximum(links.T)
     degrees = np.asarray(links.sum(axis=1)).ravel()
     return (sp.diags(degrees) - links) / n_bags
@@ -79,9 +73,8 @@ def bag_class_means_laplacian(
     # unknowns bag-major (row j * n_classes + k): the data term is block
     # diagonal, the smoothing term L kron I
     rows = np.repeat(np.arange(n_bags * n_classes), n_classes)
-    cols = (np.arange(n_bags)[:, None] * n_classes + np.arange(n_classes)).repeat(
-        n_classes, axis=0
-    )
+    slots = np.arange(n_bags * n_classes).reshape(n_bags, n_classes)
+    cols = slots.repeat(n_classes, axis=0)
     blocks = weights[:, None, None] * props[:, :, None] * props[:, None, :]
     data = sp.csr_matrix(
         (blocks.ravel(), (rows, cols.ravel())), shape=(n_bags * n_classes,) * 2

@@ -256,11 +256,14 @@ def _analytic_gaussian_delta(sigma, epsilon, sensitivity):
     return ndtr(a - b) - np.exp(epsilon + log_ndtr(-a - b))
 
 
-def _noise_scale(epsilon, mechanism, delta, sensitivity):
-    """The scale of :func:`dp_noise_scale`, arguments validated."""
+def _checked_scale(epsilon, mechanism, delta, sensitivity):
+    """The scale of :func:`dp_noise_scale` for validated arguments (calibrated
+    as in :ref:`privacy_accounting`), refusing one that overflows."""
+    if math.isinf(epsilon):
+        return 0.0
     if mechanism in _PURE:
-        return sensitivity / epsilon
-    if mechanism == "gaussian":
+        scale = sensitivity / epsilon
+    elif mechanism == "gaussian":
         if epsilon >= 1:
             raise ValueError(
                 f"epsilon={epsilon} with mechanism='gaussian': the classical bound "
@@ -268,19 +271,12 @@ def _noise_scale(epsilon, mechanism, delta, sensitivity):
                 "epsilon < 1 only; use mechanism='analytic_gaussian' for larger "
                 "epsilon."
             )
-        return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-    if mechanism == "discrete_gaussian":
-        return sensitivity / math.sqrt(2.0 * _zcdp_rho(epsilon, delta))
-    # the smallest sigma whose delta is at most ``delta``
-    ok = lambda p: _analytic_gaussian_delta(1 / p, epsilon, sensitivity) <= delta  # noqa: E731
-    return 1 / _largest(ok, 1 / sensitivity)
-
-
-def _checked_scale(epsilon, mechanism, delta, sensitivity):
-    """The scale for validated arguments, refusing one that overflows."""
-    if math.isinf(epsilon):
-        return 0.0
-    scale = _noise_scale(epsilon, mechanism, delta, sensitivity)
+        scale = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+    elif mechanism == "discrete_gaussian":
+        scale = sensitivity / math.sqrt(2.0 * _zcdp_rho(epsilon, delta))
+    else:  # the smallest sigma whose delta is at most ``delta``
+        ok = lambda p: _analytic_gaussian_delta(1 / p, epsilon, sensitivity) <= delta  # noqa: E731
+        scale = 1 / _largest(ok, 1 / sensitivity)
     # the variance of scale 1 (an upper bound for the integer noises)
     unit_variance = 2.0 if _norm(mechanism) == "L1" else 1.0
     with np.errstate(over="ignore"):
