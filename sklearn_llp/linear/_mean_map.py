@@ -6,9 +6,11 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg, optimize
+from scipy.sparse.linalg import splu
 from scipy.special import expit, logsumexp, softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.neighbors import NearestNeighbors
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -45,8 +47,6 @@ def bag_graph(bag_means, n_neighbors):
     """Laplacian ``(D - V) / n_bags`` of the symmetric k-nearest-neighbour
     graph of the bag means, weights ``exp(-d^2 / h)`` with ``h`` the median
     squared distance of the links (on the scale of the least squares)."""
-    from sklearn.neighbors import NearestNeighbors
-
     n_bags = len(bag_means)
     k = min(n_neighbors, n_bags - 1)
     nearest = NearestNeighbors(n_neighbors=k + 1).fit(bag_means)
@@ -65,8 +65,6 @@ def bag_class_means_laplacian(
 ):
     """Class means ``(n_bags, n_classes, n_features)`` of every bag, smoothed
     over the graph of similar bags: the Laplacian Mean Map (:ref:`mean_map`)."""
-    from scipy.sparse.linalg import splu
-
     n_bags, n_classes = props.shape
     weights = bag_weights / bag_weights.sum()
     center = weights @ bag_means
@@ -156,7 +154,6 @@ def _fit_logistic(X, row_weights, totals, means, params):
     n_outputs = targets.shape[0]
     n_coef = n_outputs * n_features
     penalty = 1.0 / (C * total)
-
     # logits as (n_outputs, n_samples): reductions over the classes are then
     # element-wise operations between rows, not short strided reductions
     if sp.issparse(X):

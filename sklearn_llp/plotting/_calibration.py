@@ -108,7 +108,6 @@ def plot_bag_calibration(
     hard_l1 = float(np.abs(bags.props - hard).sum(axis=1).mean())
     sizes = bags.sizes
     area = np.maximum(_MAX_MARKER_AREA * sizes / sizes.max(), _MIN_MARKER_AREA)
-
     if ax is None:
         _, ax = plt.subplots()
     one_class = len(columns) == 1
