@@ -285,11 +285,10 @@ def _findings(report):
 def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=None):
     """Check whether bags and their proportions can identify a classifier.
 
-    Milliseconds for 10^5 rows: it compares how much the proportions vary
-    from bag to bag, and how many bags carry that variation, with the
-    number of classes and the effective dimension of ``X``. The four
-    problems it flags, and how its thresholds were measured, are in
-    :ref:`identifiability_report`. A clean report is no guarantee.
+    Milliseconds for 10^5 rows: how much the proportions vary from bag to
+    bag, and in how many bags, against the classes and the effective
+    dimension of ``X`` (:ref:`identifiability_report`). A clean report is no
+    guarantee.
 
     Parameters
     ----------

@@ -32,10 +32,8 @@ def _data_file(name):
 def load_adult(*, as_frame=True, return_X_y=False):
     """Load the UCI Adult (Census Income) data set (classification).
 
-    All 48,842 rows, bundled so that it loads offline: the first 32,561 are
-    the original ``adult.data``, the rest ``adult.test``. 14 features (6
-    integer, 8 categorical), target ``income``: 37,155 ``<=50K``, 11,687
-    ``>50K``. Licensed CC BY 4.0 (see ``DESCR`` and the ``NOTICE`` file).
+    All 48,842 rows (``adult.data``, then ``adult.test``), bundled so that it
+    loads offline; licensed CC BY 4.0 (``DESCR`` describes it).
 
     Parameters
     ----------

@@ -23,14 +23,10 @@ def plot_bag_calibration(
 ):
     """Plot every bag's predicted against its given class proportion.
 
-    One point per bag, its area growing with the bag's size: the mean
-    predicted probability of a class over the bag's rows against the bag's
-    given proportion. A calibrated model puts the points on the diagonal; a
-    cloud flatter than it separates the bags too little. Judge a model on
-    bags it did not train on. The title gives the soft and hard L1 errors,
-    as :func:`~sklearn_llp.metrics.soft_l1_error` and
-    :func:`~sklearn_llp.metrics.hard_l1_error` compute them. Requires
-    matplotlib.
+    One point per bag (area growing with its size): a calibrated model puts
+    them on the diagonal, a flatter cloud separates the bags too little; judge
+    it on bags it did not train on. The title gives the soft and hard L1
+    errors of :mod:`sklearn_llp.metrics`. Requires matplotlib.
 
     Parameters
     ----------

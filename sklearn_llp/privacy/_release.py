@@ -115,12 +115,10 @@ def dp_proportions(
 ):
     """Differentially private label proportions of every bag (a simulated release).
 
-    Noise on every class count of every bag, optionally clamped to ``[0,
-    n_B]``, bags under ``min_bag_size`` withheld, shares computed with the
-    public bag sizes. (epsilon, delta)-DP for neighbours that differ in one
-    person's label, same people in the same bags (:ref:`privacy_accounting`);
-    numpy's floating-point samplers make it a simulation, not a hardened
-    release.
+    Noise on every class count, shares over the public bag sizes:
+    (epsilon, delta)-DP for neighbours that differ in one person's label, same
+    people in the same bags (:ref:`privacy_accounting`); numpy's samplers make
+    it a simulation, not a hardened release.
 
     Parameters
     ----------
