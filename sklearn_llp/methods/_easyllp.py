@@ -11,10 +11,6 @@ from ..exceptions import NonRandomBagsWarning
 from ._base import LLPMethod
 from ._segments import _full_size_scale
 
-#: Bags whose proportions spread this many times more than random bags', at a
-#: chi-square p-value below ``_SPREAD_P_VALUE``, are reported as not random.
-_SPREAD_RATIO, _SPREAD_P_VALUE = 1.5, 1e-3
-
 
 def _class_losses(logits, loss):
     """``l(f(x), c)`` for every row and class: (n, n_classes)."""
@@ -129,7 +125,7 @@ class EasyLLP(LLPMethod):
         ratio, p_value = bag_spread(
             bags.props, _effective_sizes(bags), self.class_prior_
         )
-        if ratio > _SPREAD_RATIO and p_value < _SPREAD_P_VALUE:
+        if ratio > 1.5 and p_value < 1e-3:  # the thresholds of :ref:`easyllp`
             warnings.warn(
                 f"method='easyllp' assumes bags of random draws of the "
                 f"population, but the bags' proportions vary {ratio:.1f} times "

@@ -4,9 +4,6 @@ import numpy as np
 
 from ..bags import id_bags
 
-#: Up to this many distinct sizes, every integer size gets its own bar.
-_MAX_INTEGER_BINS = 50
-
 
 def plot_bag_sizes(bags, ax=None, **hist_kwargs):
     """Plot the histogram of the bag sizes (requires matplotlib).
@@ -49,7 +46,7 @@ def plot_bag_sizes(bags, ax=None, **hist_kwargs):
     if ax is None:
         _, ax = plt.subplots()
     low, high = int(sizes.min()), int(sizes.max())
-    few = high - low < _MAX_INTEGER_BINS  # one bar per integer size
+    few = high - low < 50  # one bar per integer size
     hist_kwargs.setdefault("bins", np.arange(low - 0.5, high + 1.5) if few else "auto")
     hist_kwargs.setdefault("edgecolor", "white")
     ax.hist(sizes, **hist_kwargs)

@@ -5,9 +5,6 @@ import pandas as pd
 
 from ..core import bag_estimates_of, check_bags_and_proba
 
-#: Marker areas (points^2) of the largest bag and, at least, of any bag.
-_MAX_MARKER_AREA, _MIN_MARKER_AREA = 250.0, 12.0
-
 
 def plot_bag_calibration(
     bags,
@@ -103,7 +100,7 @@ def plot_bag_calibration(
     soft_l1 = float(np.abs(bags.props - soft).sum(axis=1).mean())
     hard_l1 = float(np.abs(bags.props - hard).sum(axis=1).mean())
     sizes = bags.sizes
-    area = np.maximum(_MAX_MARKER_AREA * sizes / sizes.max(), _MIN_MARKER_AREA)
+    area = np.maximum(250.0 * sizes / sizes.max(), 12.0)  # points^2, 250 the largest
     if ax is None:
         _, ax = plt.subplots()
     one_class = len(columns) == 1
