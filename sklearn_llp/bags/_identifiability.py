@@ -220,9 +220,8 @@ class IdentifiabilityReport:
             f"the label variance {self.between_bag_share:.3g}",
             f"  effective labels per class contrast: {self.effective_labels:.1f}",
         ]
-        lines += [f"  problem: {problem}" for problem in self.problems]
-        lines += [f"  note: {note}" for note in self.notes]
-        return "\n".join(lines)
+        lines += [f"  problem: {p}" for p in self.problems]
+        return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
 
 def _findings(report):

@@ -388,8 +388,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         totals, means = _statistics(X, bags, on_labels, self.get_params())
         rows = np.flatnonzero(np.bincount(bags.members, minlength=X.shape[0]))
         X_fit = X if len(rows) == X.shape[0] else X[rows]  # rows in no bag out
-        weights = np.ones(X.shape[0]) if bags.weights is None else bags.weights
-        weights = weights[rows]
+        weights = (np.ones(X.shape[0]) if bags.weights is None else bags.weights)[rows]
         self.coef_, self.intercept_, n_iter = _fit_logistic(
             X_fit, weights, totals, means, self.get_params()
         )

@@ -171,8 +171,6 @@ def noise_variance(noise, scale):
     >>> from sklearn_llp.privacy import noise_variance
     >>> noise_variance("laplace", 2.0)
     8.0
-    >>> round(noise_variance("discrete_laplace", 2.0), 4)
-    7.8354
     >>> noise_variance("gaussian", [0.0, 3.0])
     array([0., 9.])
     """
