@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from ..core import UNBAGGED, num_rows
+from ..core import UNBAGGED, bag_means, num_rows
 from ._proportions import id_bags, label_proportions
 
 
@@ -35,11 +35,8 @@ class _BaseBagGenerator(BaseEstimator):
         return self.fit(X).labels_.copy()
 
     def make_bags(self, X, y):
-        """Fit, and give every row its bag's label proportions (or mean).
-
-        The simulation-study verb: from labelled data, the ``(bags, props)``
-        of a classifier (setting ``classes_``), or for a continuous ``y``
-        (floats not all integral) :meth:`make_bag_means`.
+        """Fit, and give every row its bag's label proportions (setting
+        ``classes_``), or for floats not all integral :meth:`make_bag_means`.
 
         Parameters
         ----------
@@ -70,10 +67,9 @@ class _BaseBagGenerator(BaseEstimator):
         return bags, props
 
     def make_bag_means(self, X, y):
-        """Fit, and give every row its bag's mean of ``y`` (NaN in no bag).
-
-        :meth:`make_bags` reads floats that are all integral (hours, counts)
-        as class labels; this never does.
+        """Fit, and give every row its bag's mean of ``y`` (NaN in no bag),
+        also for integral ``y`` (hours, counts), which :meth:`make_bags` reads
+        as class labels.
 
         Parameters
         ----------
@@ -105,12 +101,8 @@ class _BaseBagGenerator(BaseEstimator):
             raise ValueError("y contains NaN or infinite values.")
         bags = self.fit_transform(X)
         vars(self).pop("classes_", None)
-        codes = id_bags(bags).codes
-        kept = codes >= 0
-        means = np.full(len(bags), np.nan)
-        sums = np.bincount(codes[kept], weights=y[kept])
-        means[kept] = (sums / np.bincount(codes[kept]))[codes[kept]]
-        return bags, means
+        validated = id_bags(bags)  # code -1 (no bag): NaN
+        return bags, np.append(bag_means(validated, y), np.nan)[validated.codes]
 
 
 def _check_y(X, y):

@@ -67,12 +67,10 @@ class _ColumnEncoder:
         if n_bins is not None:
             numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
             finite = numbers[~np.isnan(numbers)]
-            if len(finite) == 0:
-                edges = np.empty(0)
-            else:
+            edges = np.empty(0)
+            if len(finite):
                 edges = np.unique(np.quantile(finite, np.linspace(0, 1, n_bins + 1)))
-                if len(edges) == 1:
-                    edges = np.repeat(edges, 2)
+                edges = np.repeat(edges, 2 if len(edges) == 1 else 1)
             self.edges = edges
             self.levels = [
                 pd.Interval(lo, hi, closed="both" if i == 0 else "right")
@@ -99,18 +97,12 @@ class _ColumnEncoder:
             else:
                 levels = _uniques(values)
                 kinds = np.full(len(levels), booleans.any())
-            self.levels = levels
-            positions = np.arange(len(levels))
+            self.levels, self._indexes = levels, {}
             # one index per kind: where a boolean, or another value, is in levels
-            self._indexes = {
-                kind: (
-                    pd.Index(
-                        [levels[i] for i in positions[kinds == kind]], dtype=object
-                    ),
-                    positions[kinds == kind],
-                )
-                for kind in (False, True)
-            }
+            for kind in (False, True):
+                at = np.flatnonzero(kinds == kind)
+                index = pd.Index([levels[i] for i in at], dtype=object)
+                self._indexes[kind] = index, at
         self.n_levels = len(self.levels)
 
     def encode(self, values):
@@ -138,8 +130,7 @@ class _ColumnEncoder:
 
     def labels(self, codes):
         levels = np.empty(self.n_levels + 1, dtype=object)
-        levels[: self.n_levels] = self.levels
-        levels[self.n_levels] = np.nan
+        levels[:] = [*self.levels, np.nan]  # code n_levels: missing
         return levels[codes]
 
 
@@ -202,21 +193,6 @@ class FeatureBagGenerator(_BaseBagGenerator):
         self.columns = columns
         self.n_bins = n_bins
 
-    def _column_list(self):
-        columns = self.columns
-        columns = [columns] if isinstance(columns, (str, Integral)) else list(columns)
-        if not columns:
-            raise ValueError("columns is empty: name at least one grouping column.")
-        for column in columns:
-            if not isinstance(column, (str, Integral)) or isinstance(column, bool):
-                raise TypeError(
-                    "columns must hold column names (str) or positions (int); "
-                    f"got {column!r}."
-                )
-        if len(set(columns)) != len(columns):
-            raise ValueError(f"columns repeats a column: {columns}.")
-        return columns
-
     def _select(self, frame, is_frame, column):
         """The values of one grouping column as a Series."""
         if isinstance(column, str):
@@ -242,25 +218,6 @@ class FeatureBagGenerator(_BaseBagGenerator):
         values = frame.iloc[:, column]
         return values if is_frame else values.infer_objects()
 
-    def _bins_of(self, columns):
-        """Number of bins (or None) of every grouping column."""
-        if not isinstance(self.n_bins, dict):
-            return {column: self.n_bins for column in columns}
-        unknown = [key for key in self.n_bins if key not in columns]
-        if unknown:
-            raise ValueError(
-                f"n_bins names columns that are not grouping columns: {unknown}; "
-                f"columns is {columns}."
-            )
-        for key, value in self.n_bins.items():
-            if value is not None and (
-                not isinstance(value, Integral) or isinstance(value, bool) or value < 1
-            ):
-                raise ValueError(
-                    f"n_bins[{key!r}] must be a positive int or None; got {value!r}."
-                )
-        return {column: self.n_bins.get(column) for column in columns}
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Find the groups of ``X`` (any hashable values, missing included).
@@ -280,14 +237,39 @@ class FeatureBagGenerator(_BaseBagGenerator):
             self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        columns = self._column_list()
-        bins = self._bins_of(columns)
+        columns = self.columns
+        columns = [columns] if isinstance(columns, (str, Integral)) else list(columns)
+        if not columns:
+            raise ValueError("columns is empty: name at least one grouping column.")
+        for column in columns:
+            if not isinstance(column, (str, Integral)) or isinstance(column, bool):
+                raise TypeError(
+                    "columns must hold column names (str) or positions (int); "
+                    f"got {column!r}."
+                )
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"columns repeats a column: {columns}.")
+        per_column = isinstance(self.n_bins, dict)
+        if per_column:
+            unknown = [key for key in self.n_bins if key not in columns]
+            if unknown:
+                raise ValueError(
+                    f"n_bins names columns that are not grouping columns: {unknown}; "
+                    f"columns is {columns}."
+                )
+            for key, value in self.n_bins.items():
+                bad = not isinstance(value, Integral) or isinstance(value, bool)
+                if value is not None and (bad or value < 1):
+                    raise ValueError(
+                        f"n_bins[{key!r}] must be a positive int or None; "
+                        f"got {value!r}."
+                    )
         self._encoders, self.bin_edges_, codes = [], {}, []
         for column in columns:
             values = self._select(frame, is_frame, column)
-            n_bins = bins[column]
+            n_bins = self.n_bins.get(column) if per_column else self.n_bins
             if n_bins is not None and not _is_number(values):
-                if isinstance(self.n_bins, dict):
+                if per_column:
                     raise ValueError(
                         f"n_bins asks to bin column {column!r}, which is not "
                         f"numeric (dtype {values.dtype})."

@@ -75,9 +75,7 @@ def _check_finite_X(X):
                 )
         return
     values = X.data if sp.issparse(X) else np.asarray(X)
-    if values.dtype.kind in "biu":
-        return
-    if values.dtype.kind not in "fc":
+    if values.dtype.kind not in "biufc":  # numbers are checked as they are
         try:
             values = values.astype(np.float64)
         except (TypeError, ValueError) as exc:
@@ -222,9 +220,8 @@ class IdentifiabilityReport:
             f"the label variance {self.between_bag_share:.3g}",
             f"  effective labels per class contrast: {self.effective_labels:.1f}",
         ]
-        lines += [f"  problem: {problem}" for problem in self.problems]
-        lines += [f"  note: {note}" for note in self.notes]
-        return "\n".join(lines)
+        lines += [f"  problem: {p}" for p in self.problems]
+        return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
 
 def _findings(report):
@@ -287,11 +284,10 @@ def _findings(report):
 def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=None):
     """Check whether bags and their proportions can identify a classifier.
 
-    Milliseconds for 10^5 rows: it compares how much the proportions vary
-    from bag to bag, and how many bags carry that variation, with the
-    number of classes and the effective dimension of ``X``. The four
-    problems it flags, and how its thresholds were measured, are in
-    :ref:`identifiability_report`. A clean report is no guarantee.
+    Milliseconds for 10^5 rows: how much the proportions vary from bag to
+    bag, and in how many bags, against the classes and the effective
+    dimension of ``X`` (:ref:`identifiability_report`). A clean report is no
+    guarantee.
 
     Parameters
     ----------
@@ -349,18 +345,14 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
     weakest = (scaled @ vt[n_contrasts - 1]) ** 2 if full_rank else np.zeros(n_bags)
     pairs, weights = validated.members, validated.weights  # Kish's rows:
     n_rows = _participation(np.ones(len(pairs)) if weights is None else weights[pairs])
-    n_features = effective_dimension = None
-    if X is not None:
-        n_features = _n_columns(X)
-        effective_dimension = _effective_dimension(X, validated.n_samples)
     report = IdentifiabilityReport(
         n_samples=int(np.count_nonzero(np.bincount(validated.members, minlength=1))),
         n_bags=int(n_bags),
         n_classes=int(n_classes),
         classes=tuple(validated.classes.tolist()),
         positional_classes=bool(validated.positional_classes),
-        n_features=n_features,
-        effective_dimension=effective_dimension,
+        n_features=None if X is None else _n_columns(X),
+        effective_dimension=None if X is None else _effective_dimension(X, n_samples),
         prior=tuple(prior.tolist()),
         proportion_std=tuple(std.tolist()),
         relative_spread=tuple(relative.tolist()),

@@ -58,8 +58,6 @@ class KMeansBagGenerator(_BaseBagGenerator):
     >>> bags = gen.fit_transform(X)
     >>> sorted(gen.bag_sizes_.tolist())
     [10, 30]
-    >>> gen.transform([[8.0, 8.0, 8.0, 8.0]]) == bags[-1]
-    array([ True])
     """
 
     _parameter_constraints = {

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..core import attach_table, bags_form, check_bags
+from ..core import attach_table, bag_means, bags_form, check_bags
 
 
 def id_bags(bags):
@@ -79,12 +79,9 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
         )
     if weighted.n_bags < validated.n_bags:
         raise ValueError("sample_weight gives a bag a total weight of 0.")
-    rows, counts = weighted.members, np.zeros((weighted.n_bags, len(classes)))
-    cells = (weighted.pair_bags, class_index.get_indexer(y[rows]))
-    row_weights = 1.0 if weighted.weights is None else weighted.weights[rows]
-    np.add.at(counts, cells, row_weights)
+    one_hot = np.eye(len(classes))[class_index.get_indexer(y)]
     return pd.DataFrame(
-        counts / counts.sum(axis=1, keepdims=True),
+        bag_means(weighted, one_hot),
         index=pd.Index(weighted.ids, name="bag", tupleize_cols=False),
         columns=pd.Index(classes, name="class"),
     )
@@ -125,7 +122,5 @@ def expand_proportions(table, bags):
     if validated.n_bags == 0:
         raise ValueError("Every entry of bags is -1 (no bag).")
     validated = attach_table(validated, table, "classification", name="table")
-    props = np.full((validated.n_samples, validated.n_classes), np.nan)
-    bagged = validated.codes >= 0
-    props[bagged] = validated.props[validated.codes[bagged]]
-    return props
+    no_bag = np.full((1, validated.n_classes), np.nan)  # the row of code -1
+    return np.vstack([validated.props, no_bag])[validated.codes]

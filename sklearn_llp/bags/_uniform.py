@@ -96,9 +96,8 @@ class UniformBagGenerator(_BaseBagGenerator):
                 "Lower bag_size or set drop_last=False."
             )
         order = check_random_state(self.random_state).permutation(n_samples)
-        labels = np.full(n_samples, UNBAGGED, dtype=np.int64)
-        n_kept = n_full * self.bag_size
-        labels[order[:n_kept]] = np.repeat(np.arange(n_full), self.bag_size)
-        if not self.drop_last and n_kept < n_samples:
-            labels[order[n_kept:]] = n_full
+        labels = np.empty(n_samples, dtype=np.int64)
+        labels[order] = np.arange(n_samples) // self.bag_size
+        if self.drop_last:  # the left-over rows, the last bag: in no bag
+            labels[labels == n_full] = UNBAGGED
         return self._set_labels(labels)

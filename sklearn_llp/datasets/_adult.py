@@ -1,10 +1,5 @@
-"""The UCI Adult (Census Income) data set, bundled with the package.
-
-Becker, B. & Kohavi, R. (1996). *Adult* [Dataset]. UCI Machine Learning
-Repository. https://doi.org/10.24432/C5XW20 (CC BY 4.0). ``data/adult.csv.gz``
-holds the 32,561 rows of ``adult.data`` then the 16,281 of ``adult.test``,
-cleaned (and rebuilt byte for byte) by :mod:`._make_adult`.
-"""
+"""The UCI Adult (Census Income) data set, bundled with the package
+(``data/adult.csv.gz``, rebuilt byte for byte by ``benchmarks/make_adult.py``)."""
 
 from importlib import resources
 
@@ -12,13 +7,17 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
-from ._make_adult import ADULT_COLUMNS
-
 #: Name of the bundled file inside ``sklearn_llp/datasets/data``.
 ADULT_FILENAME = "adult.csv.gz"
 
 #: Number of rows of the original training file (the first rows).
 ADULT_N_TRAIN = 32_561
+#: Column names of the bundled file, in order; the last one is the target.
+ADULT_COLUMNS = tuple(
+    "age workclass fnlwgt education education_num marital_status occupation "
+    "relationship race sex capital_gain capital_loss hours_per_week "
+    "native_country income".split()
+)
 
 _NUMERIC = "age fnlwgt education_num capital_gain capital_loss hours_per_week".split()
 _FEATURES, _TARGET = ADULT_COLUMNS[:-1], ADULT_COLUMNS[-1]
@@ -30,29 +29,11 @@ def _data_file(name):
     return resources.files(__package__).joinpath("data", name)
 
 
-def _read_adult_frame():
-    """The bundled CSV as a typed DataFrame (features + target)."""
-    dtypes = {name: "int64" for name in _NUMERIC}
-    dtypes.update({name: "category" for name in _CATEGORICAL})
-    dtypes[_TARGET] = pd.CategoricalDtype(list(_TARGET_NAMES))
-    with _data_file(ADULT_FILENAME).open("rb") as handle:
-        frame = pd.read_csv(
-            handle,
-            compression="gzip",
-            dtype=dtypes,
-            keep_default_na=False,
-            na_values={name: [""] for name in _CATEGORICAL},
-        )
-    return frame[list(_FEATURES) + [_TARGET]]
-
-
 def load_adult(*, as_frame=True, return_X_y=False):
     """Load the UCI Adult (Census Income) data set (classification).
 
-    All 48,842 rows, bundled so that it loads offline: the first 32,561 are
-    the original ``adult.data``, the rest ``adult.test``. 14 features (6
-    integer, 8 categorical), target ``income``: 37,155 ``<=50K``, 11,687
-    ``>50K``. Licensed CC BY 4.0 (see ``DESCR`` and the ``NOTICE`` file).
+    All 48,842 rows (``adult.data``, then ``adult.test``), bundled so that it
+    loads offline; licensed CC BY 4.0 (``DESCR`` describes it).
 
     Parameters
     ----------
@@ -79,18 +60,24 @@ def load_adult(*, as_frame=True, return_X_y=False):
     >>> adult.target.value_counts().to_dict()
     {'<=50K': 37155, '>50K': 11687}
     """
-    frame = _read_adult_frame()
+    dtypes = {name: "int64" for name in _NUMERIC}
+    dtypes.update({name: "category" for name in _CATEGORICAL})
+    dtypes[_TARGET] = pd.CategoricalDtype(list(_TARGET_NAMES))
+    with _data_file(ADULT_FILENAME).open("rb") as handle:
+        frame = pd.read_csv(
+            handle,
+            compression="gzip",
+            dtype=dtypes,
+            keep_default_na=False,
+            na_values={name: [""] for name in _CATEGORICAL},
+        )
     feature_names = list(_FEATURES)
+    frame = frame[feature_names + [_TARGET]]
     if as_frame:
         data, target = frame[feature_names], frame[_TARGET]
     else:
-        data = np.empty((len(frame), len(feature_names)), dtype=object)
-        for j, name in enumerate(feature_names):
-            column = frame[name]
-            values = np.array(column.astype(object), dtype=object)
-            values[column.isna().to_numpy()] = np.nan
-            data[:, j] = values
-        target = np.array(frame[_TARGET].astype(object), dtype=object)
+        data = frame[feature_names].astype(object).to_numpy()  # missing: NaN
+        target = frame[_TARGET].astype(object).to_numpy()
         frame = None
     if return_X_y:
         return data, target

@@ -6,14 +6,12 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg, optimize
+from scipy.sparse.linalg import splu
 from scipy.special import expit, logsumexp, softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import (
-    Interval,
-    StrOptions,
-    validate_parameter_constraints,
-)
+from sklearn.neighbors import NearestNeighbors
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..core import (
@@ -31,13 +29,8 @@ def _dense(matrix):
 
 
 def class_means_from_bags(bag_means, props, bag_weights, alpha):
-    """Class means ``mu`` that best explain the bag means ``m``.
-
-    ``min sum_j w_j ||m_j - sum_k props[j, k] mu_k||^2 + alpha sum_k ||mu_k -
-    m_bar||^2`` with ``w`` the bag weights normalised to sum to 1 and ``m_bar
-    = sum_j w_j m_j``: a ``(n_classes, n_classes)`` system; ``alpha=0`` is
-    least squares (minimum norm if the proportions do not determine ``mu``).
-    """
+    """Class means that best explain the bag means (:ref:`mean_map`);
+    ``alpha=0``: least squares, of minimum norm if ``props`` are singular."""
     weights = bag_weights / bag_weights.sum()
     center = weights @ bag_means
     deviations = bag_means - center
@@ -54,22 +47,14 @@ def bag_graph(bag_means, n_neighbors):
     """Laplacian ``(D - V) / n_bags`` of the symmetric k-nearest-neighbour
     graph of the bag means, weights ``exp(-d^2 / h)`` with ``h`` the median
     squared distance of the links (on the scale of the least squares)."""
-    from sklearn.neighbors import NearestNeighbors
-
     n_bags = len(bag_means)
     k = min(n_neighbors, n_bags - 1)
-    distances, neighbors = (
-        NearestNeighbors(n_neighbors=k + 1).fit(bag_means).kneighbors(bag_means)
-    )
+    nearest = NearestNeighbors(n_neighbors=k + 1).fit(bag_means)
+    distances, neighbors = nearest.kneighbors(bag_means)
     squared = distances[:, 1:] ** 2  # column 0 is the bag itself
-    bandwidth = max(float(np.median(squared)), _TINY)
-    links = sp.csr_matrix(
-        (
-            np.exp(-squared / bandwidth).ravel(),
-            (np.repeat(np.arange(n_bags), k), neighbors[:, 1:].ravel()),
-        ),
-        shape=(n_bags, n_bags),
-    )
+    weights = np.exp(-squared / max(float(np.median(squared)), _TINY)).ravel()
+    cells = (np.repeat(np.arange(n_bags), k), neighbors[:, 1:].ravel())
+    links = sp.csr_matrix((weights, cells), shape=(n_bags, n_bags))
     links = links.maximum(links.T)
     degrees = np.asarray(links.sum(axis=1)).ravel()
     return (sp.diags(degrees) - links) / n_bags
@@ -78,31 +63,16 @@ def bag_graph(bag_means, n_neighbors):
 def bag_class_means_laplacian(
     bag_means, props, bag_weights, alpha, laplacian, n_neighbors
 ):
-    """Class means of every bag, smoothed over the graph of similar bags.
-
-    The Laplacian Mean Map (Patrini et al. 2014): bag ``j`` has its own class
-    means ``mu_jk``, which must mix to its feature mean and vary little
-    between similar bags:
-    ``min sum_j w_j ||m_j - sum_k props[j, k] mu_jk||^2 + laplacian sum_k
-    tr(mu_k^T L mu_k) + alpha / n_bags sum_jk ||mu_jk - m_bar||^2``, a sparse
-    system of ``n_bags * n_classes`` unknowns factorised once. A large
-    ``laplacian`` gives :func:`class_means_from_bags` on a connected graph.
-
-    Returns
-    -------
-    means : ndarray of shape (n_bags, n_classes, n_features)
-    """
-    from scipy.sparse.linalg import splu
-
+    """Class means ``(n_bags, n_classes, n_features)`` of every bag, smoothed
+    over the graph of similar bags: the Laplacian Mean Map (:ref:`mean_map`)."""
     n_bags, n_classes = props.shape
     weights = bag_weights / bag_weights.sum()
     center = weights @ bag_means
     # unknowns bag-major (row j * n_classes + k): the data term is block
     # diagonal, the smoothing term L kron I
     rows = np.repeat(np.arange(n_bags * n_classes), n_classes)
-    cols = (np.arange(n_bags)[:, None] * n_classes + np.arange(n_classes)).repeat(
-        n_classes, axis=0
-    )
+    slots = np.arange(n_bags * n_classes).reshape(n_bags, n_classes)
+    cols = slots.repeat(n_classes, axis=0)
     blocks = weights[:, None, None] * props[:, :, None] * props[:, None, :]
     data = sp.csr_matrix(
         (blocks.ravel(), (rows, cols.ravel())), shape=(n_bags * n_classes,) * 2
@@ -163,10 +133,11 @@ def _statistics(X, bags, on_labels, params):
     return totals, sums / np.maximum(totals, _TINY)[:, None]
 
 
-def _fit_logistic(X, row_weights, totals, means, C, fit_intercept, tol, max_iter):
+def _fit_logistic(X, row_weights, totals, means, params):
     """Minimise ``0.5 ||W||^2 + C (sum_i s_i A(x_i) - <W, S> - <b, T>)``,
     scaled by ``1 / sum_i s_i`` as LogisticRegression is (so ``tol`` means
     the same); two classes have one weight vector (class 0 the reference)."""
+    C, fit_intercept = params["C"], params["fit_intercept"]
     n_classes, n_features = means.shape
     total = row_weights.sum()
     weights = row_weights / total
@@ -183,7 +154,6 @@ def _fit_logistic(X, row_weights, totals, means, C, fit_intercept, tol, max_iter
     n_outputs = targets.shape[0]
     n_coef = n_outputs * n_features
     penalty = 1.0 / (C * total)
-
     # logits as (n_outputs, n_samples): reductions over the classes are then
     # element-wise operations between rows, not short strided reductions
     if sp.issparse(X):
@@ -237,9 +207,9 @@ def _fit_logistic(X, row_weights, totals, means, C, fit_intercept, tol, max_iter
         jac=True,
         method="L-BFGS-B",
         options={
-            "maxiter": max_iter,
+            "maxiter": params["max_iter"],
             "maxls": 50,
-            "gtol": tol,
+            "gtol": params["tol"],
             "ftol": 64 * np.finfo(np.float64).eps,
         },
     )
@@ -257,40 +227,34 @@ def _fit_logistic(X, row_weights, totals, means, C, fit_intercept, tol, max_iter
 
 
 class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
-    r"""Linear classifier learned from bags by Mean Map.
+    """Linear classifier learned from bags by Mean Map.
 
-    Logistic regression needs the labels only through the *mean operator*,
-    the feature sums of every class. Mean Map estimates it from the bags:
-    if a class looks alike in every bag, each bag's feature mean is a
-    mixture of the class means in the bag's proportions, and least squares
-    recovers the class means. The convex logistic loss is then minimised
-    with L-BFGS: seconds for millions of rows, dense or sparse ``X``, no
-    PyTorch. ``fit(X, y)`` without ``props`` is exactly
+    Logistic regression needs the labels only through the feature sums of
+    every class (the *mean operator*); Mean Map estimates them from the bag
+    means by least squares (:ref:`mean_map`), then fits the convex loss by
+    L-BFGS: seconds for millions of rows, dense or sparse ``X``, no PyTorch.
+    ``fit(X, y)`` without ``props`` is
     :class:`~sklearn.linear_model.LogisticRegression` with the same ``C``.
 
     Parameters
     ----------
     C : float, default=1e-3
-        Inverse strength of the L2 penalty, as in LogisticRegression (whose
-        default is 1.0): the estimated class means are noisy, and a strong
-        penalty pays. Tune it on held-out bags (:ref:`model_selection`).
+        Inverse strength of the L2 penalty, as in LogisticRegression: the
+        estimated class means are noisy, and a strong penalty pays.
     mean_alpha : float, default=1e-4
-        Ridge penalty pulling the estimated class means towards the mean of
-        the bags; it keeps the system solvable when the proportions cannot
-        tell some classes apart. 0 is plain least squares.
+        Ridge penalty pulling the class means towards the mean of the bags,
+        so that classes the proportions cannot tell apart stay solvable.
     bag_weights : {"size", "uniform"}, default="size"
-        Weight of a bag in the least squares: its total sample weight (a
-        large bag's mean is the more precise), or 1 (the original method).
+        Weight of a bag in the least squares: its total sample weight, or 1
+        (the original method).
     laplacian : float, default=0.0
         Smoothing of the Laplacian Mean Map (Patrini et al. 2014): every bag
-        gets its own class means, close between bags with similar means
-        (``n_neighbors`` nearest bags). It helps where bags group similar
-        rows; choose it on held-out bags, 0 (Mean Map) included.
+        gets its own class means, close between its ``n_neighbors`` nearest
+        bags; 0 is Mean Map.
     n_neighbors : int, default=10
         Neighbours of a bag in the graph of the Laplacian Mean Map.
     classes : array-like of shape (n_classes,), default=None
-        Class labels in the column order of ``props``; with labels, every
-        label of ``y`` must be in it.
+        Class labels in the column order of ``props``.
     threshold : {"auto", "prior", "argmax"} or float, default="auto"
         The decision rule of ``predict``, as in :class:`sklearn_llp.LLPClassifier`.
     fit_intercept : bool, default=True
@@ -304,11 +268,8 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        Class labels, from ``props``, ``classes`` or ``y``.
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-        Weights; one row (for ``classes_[1]``) with two classes.
-    intercept_ : ndarray of shape (1,) or (n_classes,)
-        Intercepts.
+    coef_, intercept_ : ndarray of shape (n_rows, n_features), (n_rows,)
+        ``n_rows`` is 1 (for ``classes_[1]``) with two classes, else n_classes.
     class_means_ : ndarray of shape (n_classes, n_features)
         The estimated class means (exact on labels).
     class_prior_ : ndarray of shape (n_classes,)
@@ -316,29 +277,11 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
     threshold_, decision_offsets_ : float or None, ndarray
         The fitted decision rule, as in :class:`sklearn_llp.LLPClassifier`.
     n_iter_ : ndarray of shape (1,)
-        L-BFGS iterations.
     n_features_in_, feature_names_in_ : int, ndarray
-        As in scikit-learn.
 
     See Also
     --------
     sklearn_llp.LLPClassifier : Neural networks on the proportion loss.
-
-    Notes
-    -----
-    With weights :math:`s_i`, the fit minimises
-    :math:`\tfrac12 \|W\|^2 + C \big(\sum_i s_i \log \sum_k
-    e^{w_k^\top x_i + b_k} - \sum_k (w_k^\top S_k + b_k T_k)\big)`, where
-    only :math:`S_k = T_k \mu_k` and :math:`T_k` (the weighted sums and
-    counts of class :math:`k`) depend on the labels. From bags of total
-    weight :math:`N_j`, means :math:`m_j` and proportions :math:`\pi_j`:
-    :math:`T_k = \sum_j N_j \pi_{jk}` (a row in several bags counts once,
-    with the mean of their proportions) and :math:`\hat\mu` minimises
-    :math:`\sum_j \omega_j \|m_j - \sum_k \pi_{jk} \mu_k\|^2 + \alpha
-    \sum_k \|\mu_k - \bar m\|^2`. Where a class does not look alike in
-    every bag (bags defined by the features), the estimate is biased and
-    the weights may grow with ``C`` while the ranking stays: keep ``C``
-    small. :ref:`methods` compares it with the neural methods.
 
     References
     ----------
@@ -424,21 +367,14 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         props : array-like, DataFrame, Series or dict, default=None
             The bags' label proportions, in any form ``check_bags`` accepts.
         sample_weight : array-like of shape (n_samples,), default=None
-            Weight of every row (bag means, class totals and log-partition
-            terms are weighted; 0 leaves the row out). Equal weights are no
-            weights: unlike LogisticRegression, a common scale is no larger
-            ``C``.
+            Weight of every row (0 leaves it out); equal weights are none.
 
         Returns
         -------
         self : MeanMapClassifier
         """
         refuse_meaningless_cv(self, props)
-        validate_parameter_constraints(
-            self._parameter_constraints,
-            self.get_params(deep=False),
-            caller_name=type(self).__name__,
-        )
+        self._validate_params()
         with restore_on_error(self, ("n_features_in_", "feature_names_in_")):
             X = self._validate_X(X, reset=True)
             bags, on_labels = check_fit_inputs(
@@ -452,17 +388,9 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         totals, means = _statistics(X, bags, on_labels, self.get_params())
         rows = np.flatnonzero(np.bincount(bags.members, minlength=X.shape[0]))
         X_fit = X if len(rows) == X.shape[0] else X[rows]  # rows in no bag out
-        weights = np.ones(X.shape[0]) if bags.weights is None else bags.weights
-        weights = weights[rows]
+        weights = (np.ones(X.shape[0]) if bags.weights is None else bags.weights)[rows]
         self.coef_, self.intercept_, n_iter = _fit_logistic(
-            X_fit,
-            weights,
-            totals,
-            means,
-            self.C,
-            self.fit_intercept,
-            self.tol,
-            self.max_iter,
+            X_fit, weights, totals, means, self.get_params()
         )
         self.classes_ = np.asarray(bags.classes)
         self.class_means_ = means

@@ -97,9 +97,9 @@ class LLPMethod(BaseEstimator):
         return self
 
     def prepare(self, bags, random_state):
-        """See the training :class:`~sklearn_llp.core.Bags` once per fit, with
-        a ``RandomState`` seeded from the estimator's; sets ``bag_sizes_``
-        (total weights) and ``class_prior_``. Subclasses call it first."""
+        """See the training :class:`~sklearn_llp.core.Bags` once per fit (with a
+        seeded ``RandomState``); subclasses call it first. Sets ``bag_sizes_``
+        (total weights) and ``class_prior_``."""
         self.bag_sizes_ = bags.total_weights()
         if bags.n_classes is not None:
             prior = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
@@ -133,10 +133,9 @@ class LLPMethod(BaseEstimator):
         return state
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        """The loss of a batch: ``module`` in training mode (for extra
-        passes), its rows ``X``, ``logits = module(X)``, ``bags`` a
-        :class:`BagBatch`, ``step`` the optimizer steps of the whole training
-        so far, ``total_steps`` those planned for the current fit."""
+        """The loss of a batch of rows ``X``, ``logits = module(X)`` and
+        ``bags`` a :class:`BagBatch`, at optimizer ``step`` of the training
+        (``total_steps`` planned for the current fit)."""
         raise NotImplementedError
 
     def rampup_weight(self, alpha, rampup, step, total_steps):
@@ -157,11 +156,9 @@ _RAMP_CONSTRAINTS = {
 
 
 class ConsistencyMethod(LLPMethod):
-    """Proportion loss plus a ramped-up consistency loss (LLP-VAT's recipe):
-    ``L_prop + w(t) mean(consistency_loss)``, ``w(t)`` of
-    :meth:`~LLPMethod.rampup_weight`, against the clean prediction held fixed
-    (a pass without dropout if dropout is active). Subclasses set ``alpha``
-    and ``rampup``.
+    """``L_prop + w(t) mean(consistency_loss)`` (LLP-VAT's recipe), ``w(t)`` of
+    :meth:`~LLPMethod.rampup_weight`, against the clean prediction held fixed.
+    Subclasses set ``alpha`` and ``rampup``.
 
     Examples
     --------
@@ -225,8 +222,6 @@ def perturbation_mode(module):
     >>> with perturbation_mode(net):
     ...     net[1].training
     False
-    >>> net[1].training
-    True
     """
     dropouts = _active_dropouts(module)
     norm = torch.nn.modules.batchnorm._BatchNorm

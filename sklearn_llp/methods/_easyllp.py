@@ -11,10 +11,6 @@ from ..exceptions import NonRandomBagsWarning
 from ._base import LLPMethod
 from ._segments import _full_size_scale
 
-#: Bags whose proportions spread this many times more than random bags', at a
-#: chi-square p-value below ``_SPREAD_P_VALUE``, are reported as not random.
-_SPREAD_RATIO, _SPREAD_P_VALUE = 1.5, 1e-3
-
 
 def _class_losses(logits, loss):
     """``l(f(x), c)`` for every row and class: (n, n_classes)."""
@@ -29,11 +25,10 @@ def _class_losses(logits, loss):
 def easyllp_loss(
     logits, segments, bag_props, bag_sizes, prior, weights=None, loss="log"
 ):
-    """EasyLLP's loss ``sum_c y~_c l(f(x), c)``, averaged over rows, with the
-    soft label ``y~ = k (alpha - p) + p`` of a row of a bag of ``k =
-    bag_sizes`` rows (its full size, however many the batch holds; ``W /
-    w_i`` with weights), proportions ``alpha`` and class prior ``p``;
-    ``loss`` as in :class:`~sklearn_llp.methods.EasyLLP`.
+    """EasyLLP's loss ``sum_c y~_c l(f(x), c)``, averaged over rows: soft label
+    ``y~ = k (alpha - p) + p`` for a bag of full size ``k`` (``bag_sizes``),
+    proportions ``alpha`` and prior ``p``; ``loss`` as in
+    :class:`~sklearn_llp.methods.EasyLLP`.
 
     Examples
     --------
@@ -68,8 +63,7 @@ def _effective_sizes(bags):
 def bag_spread(props, sizes, prior=None):
     """How many times more the bags' proportions vary than random bags' would,
     and the p-value: the chi-square statistic ``sum_b k_b sum_c (alpha_bc -
-    p_c)^2 / p_c`` of bags of ``sizes`` rows (Kish's effective sizes when
-    weighted) over its expectation for random bags, ``n_bags (C - 1)``;
+    p_c)^2 / p_c`` over its expectation ``n_bags (C - 1)`` (:ref:`easyllp`);
     ``prior`` defaults to the size-weighted mean proportions.
 
     Examples
@@ -97,10 +91,9 @@ class EasyLLP(LLPMethod):
     """EasyLLP (Busa-Fekete et al. 2023): every row trained on a soft label
     whose expected loss, for bags of random draws, is the instance loss with
     the true labels (:func:`~sklearn_llp.methods.functional.easyllp_loss`).
-    Soft labels can be negative: the default loss is bounded and early
-    stopping is on. :meth:`prepare` warns
-    (:class:`~sklearn_llp.exceptions.NonRandomBagsWarning`) when the bags do
-    not look random. See :ref:`easyllp`.
+    The default loss is bounded (soft labels can be negative), early stopping
+    is on and :meth:`prepare` warns when bags do not look random
+    (:ref:`easyllp`).
 
     Parameters
     ----------
@@ -126,14 +119,13 @@ class EasyLLP(LLPMethod):
         self.loss = loss
 
     def prepare(self, bags, random_state):
-        """Bag sizes and prior; warn when the spread of the proportions
-        (:func:`~sklearn_llp.methods.functional.bag_spread`) says the bags
-        are not random."""
+        """Bag sizes and prior; a NonRandomBagsWarning when the bags'
+        proportions spread too much to be random (``bag_spread``)."""
         super().prepare(bags, random_state)
         ratio, p_value = bag_spread(
             bags.props, _effective_sizes(bags), self.class_prior_
         )
-        if ratio > _SPREAD_RATIO and p_value < _SPREAD_P_VALUE:
+        if ratio > 1.5 and p_value < 1e-3:  # the thresholds of :ref:`easyllp`
             warnings.warn(
                 f"method='easyllp' assumes bags of random draws of the "
                 f"population, but the bags' proportions vary {ratio:.1f} times "

@@ -89,7 +89,7 @@ default="laplace"
 
     _parameter_constraints = {
         "noise": [StrOptions(set(NOISE_NORMS))],
-        "scale": [Interval(Real, 0, None, closed="left"), Mapping, pd.Series],
+        "scale": [Interval(Real, 0, np.inf, closed="left"), Mapping, pd.Series],
         "weighting": [StrOptions({"likelihood", "reliability"})],
     }
 
@@ -98,37 +98,28 @@ default="laplace"
         self.scale = scale
         self.weighting = weighting
 
-    def _bag_scales(self, bags):
-        """The scale of every training bag, looked up by bag id if per bag."""
-        if not isinstance(self.scale, (Mapping, pd.Series)):
-            if not np.isfinite(self.scale):
-                raise ValueError(
-                    f"The 'method__scale' parameter must be finite; got {self.scale}."
-                )
-            return np.full(bags.n_bags, float(self.scale))
-        table = pd.Series(self.scale)
-        rows = table.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
-        if np.any(rows < 0):
-            shown = bags.ids[rows < 0][:5].tolist()
-            raise ValueError(
-                f"method__scale (a per-bag table) has no scale for "
-                f"{int(np.sum(rows < 0))} training bag id(s), e.g. {shown}."
-            )
-        scales = np.asarray(table.to_numpy(), dtype=np.float64)[rows]
-        if not np.all(np.isfinite(scales)) or np.any(scales < 0):
-            raise ValueError(
-                "method__scale (a per-bag table) must hold finite, non-negative scales."
-            )
-        return scales
-
     def prepare(self, bags, random_state):
         """Every training bag's weight from its size and noise."""
         super().prepare(bags, random_state)
         sizes, prior = self.bag_sizes_, self.class_prior_
         self.label_variance_ = float(np.mean(prior * (1.0 - prior)))
-        self.count_variance_ = np.asarray(
-            noise_variance(self.noise, self._bag_scales(bags)), dtype=np.float64
-        )
+        scales = self.scale
+        if isinstance(scales, (Mapping, pd.Series)):  # looked up by bag id
+            table = pd.Series(scales)
+            rows = table.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
+            if np.any(rows < 0):
+                shown = bags.ids[rows < 0][:5].tolist()
+                raise ValueError(
+                    f"method__scale (a per-bag table) has no scale for "
+                    f"{int(np.sum(rows < 0))} training bag id(s), e.g. {shown}."
+                )
+            scales = np.asarray(table.to_numpy(), dtype=np.float64)[rows]
+            if not np.all(np.isfinite(scales)) or np.any(scales < 0):
+                raise ValueError(
+                    "method__scale (a per-bag table) must hold finite, non-negative "
+                    "scales."
+                )
+        self.count_variance_ = np.full(bags.n_bags, noise_variance(self.noise, scales))
         self.reliability_ = np.ones(bags.n_bags)  # one class: nothing to weigh
         if self.label_variance_ > 0:
             variances = (self.count_variance_, self.label_variance_, bags.n_classes)

@@ -13,12 +13,11 @@ from ._segments import _segment_plan, _sum_runs, segment_mean, weighted_mean
 def sinkhorn_pseudo_labels(
     log_probs, segments, bag_props, reg=1.0, n_iter=50, weights=None
 ):
-    """Soft labels of every row by entropic optimal transport within its bag:
-    a bag's rows (mass 1, or ``weights``) to its class counts ``|B| p_B``
-    (``bag_props`` rescaled to sum 1) at cost ``-log_probs`` (not
-    differentiated through), entropy ``reg``, as POT's ``ot.sinkhorn`` bag by
-    bag, by ``n_iter`` log-domain Sinkhorn steps over all bags at once. Rows
-    sum to 1; a class of proportion 0 gets none.
+    """Soft labels of every row by entropic optimal transport within its bag
+    (:ref:`rot`): rows (mass 1, or ``weights``) to the class counts ``|B|
+    p_B`` (``bag_props`` rescaled to sum 1) at cost ``-log_probs``, entropy
+    ``reg``, by ``n_iter`` log-domain Sinkhorn steps over all bags at once.
+    Rows sum to 1; a class of proportion 0 gets none.
 
     Examples
     --------
@@ -79,12 +78,10 @@ def pseudo_label_loss(
 
 
 class ROT(LLPMethod):
-    """DLLP plus optimal-transport pseudo-labels (Dulac-Arnold et al. 2019).
-
-    ``rot_alpha * L_prop + (1 - rot_alpha) * L_OT``, ``L_OT`` the
-    cross-entropy with the pseudo-labels of
-    :func:`~sklearn_llp.methods.functional.sinkhorn_pseudo_labels` held
-    fixed. See :ref:`rot`.
+    """DLLP plus optimal-transport pseudo-labels (Dulac-Arnold et al. 2019):
+    ``rot_alpha * L_prop + (1 - rot_alpha) * L_OT``, the cross-entropy with
+    the fixed pseudo-labels of
+    :func:`~sklearn_llp.methods.functional.sinkhorn_pseudo_labels` (:ref:`rot`).
 
     Parameters
     ----------

@@ -23,13 +23,10 @@ def _autocast_enabled(device_type):
 
 
 def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
-    """Adversarial direction of L2 radius ``eps`` found by power iteration.
-
-    Approximates ``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row
-    (Miyato et al. 2018) from the clean ``target_logits`` with ``n_power``
-    iterations of finite-difference step ``xi``; ``"auto"`` is 3e-3 times the
-    batch's RMS row norm, above float32 rounding (:ref:`vat_xi`). Returns a
-    tensor of ``X``'s shape without gradient.
+    """``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row (Miyato et al.
+    2018), without gradient, by ``n_power`` power iterations from the clean
+    ``target_logits``, of finite-difference step ``xi`` (``"auto"``: 3e-3
+    times the batch's RMS row norm, above float32 rounding; :ref:`vat_xi`).
 
     Examples
     --------

@@ -17,18 +17,6 @@ def _fit_and_predict(estimator, X, bags, train, test, method, fit_params):
     return getattr(estimator, method)(_safe_indexing(X, test))
 
 
-def _check_cv(cv):
-    """``BagKFold`` for None or an int."""
-    if cv is None or isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
-        return BagKFold(5 if cv is None else cv)
-    if isinstance(cv, str) or not hasattr(cv, "split"):
-        raise TypeError(
-            f"cv must be None, an int (the folds of BagKFold) or a splitter "
-            f"with a split method such as BagKFold(5); got {cv!r}."
-        )
-    return cv
-
-
 def cross_val_predict(
     estimator,
     X,
@@ -96,7 +84,13 @@ def cross_val_predict(
     validated = check_bags(
         bags, props, n_samples=n_samples, sample_weight=weights, require_props=True
     )
-    cv = _check_cv(cv)
+    if cv is None or isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        cv = BagKFold(5 if cv is None else cv)
+    elif isinstance(cv, str) or not hasattr(cv, "split"):
+        raise TypeError(
+            f"cv must be None, an int (the folds of BagKFold) or a splitter "
+            f"with a split method such as BagKFold(5); got {cv!r}."
+        )
     splits = list(cv.split(X, bags))
     tested = np.concatenate([test for _, test in splits])
     if len(tested) != n_samples or len(np.unique(tested)) != n_samples:
@@ -110,8 +104,5 @@ def cross_val_predict(
         )
         for train, test in splits
     )
-    first = np.asarray(results[0])  # columns: the classes, the same in every fold
-    predictions = np.empty((n_samples, *first.shape[1:]), dtype=first.dtype)
-    for (_, test), result in zip(splits, results):
-        predictions[test] = result
-    return predictions
+    # columns: the classes, the same in every fold; rows back in their order
+    return np.concatenate(results)[np.argsort(tested)]

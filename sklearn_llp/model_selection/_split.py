@@ -1,10 +1,6 @@
-"""Cross-validation splitters that keep every bag on one side of a split.
-
-The bags come from ``groups`` or, without it, from ``y`` (where LLP keeps
-them), so the splitters work in GridSearchCV with or without metadata
-routing. Overlapping bags are split by connected components: bags sharing
-a row, directly or through other bags, stay on one side.
-"""
+"""Splitters that keep every bag (every connected group of overlapping bags)
+on one side; the bags come from ``groups``, else from ``y`` (where LLP keeps
+them), so they work in GridSearchCV with or without metadata routing."""
 
 from numbers import Integral, Real
 
@@ -14,16 +10,6 @@ from sklearn.model_selection import GroupKFold, GroupShuffleSplit
 from sklearn.utils import check_random_state
 
 from ..core import bags_form, check_bags, membership_matrix, num_rows
-
-
-def _too_few_groups(splitter, name, n_groups, needed):
-    return ValueError(
-        f"{type(splitter).__name__} needs at least {needed} bags (groups of "
-        f"connected bags, when bags overlap), but the bags in {name} form "
-        f"{n_groups}: bags that share an instance (directly or through other "
-        "bags) stay together. Lower n_splits, or use more bags or bags that "
-        "overlap less."
-    )
 
 
 def _is_count(size):
@@ -67,14 +53,9 @@ def _draw_groups(order, group_rows, kind, target):
 
 def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split"):
     """One random split of groups of rows: boolean ``(train, test)`` masks.
-
-    Sizes are fractions of the rows (float) or numbers of groups (int);
-    None is the complement of the other (``test_size`` 0.1 when both are).
-    Like scikit-learn's ``GroupShuffleSplit``, this refuses two fractions
-    summing past 1, two counts summing past the groups there are and, with
-    one of each, a held-out side that leaves too little for ``train_size``;
-    and a split that leaves a side empty.
-    """
+    Sizes are fractions of the rows (float) or numbers of groups (int), None
+    the complement of the other (``test_size`` 0.1 if both are); sizes that do
+    not fit together, or a side left empty, are refused."""
     n_groups, total = len(group_rows), float(group_rows.sum())
     if test_size is None and train_size is None:
         test_size = 0.1
@@ -223,9 +204,8 @@ class _BagSplitter:
                 f"{type(self).__name__} needs the bag id of every sample: pass "
                 "the bags as y (as in fit(X, bags, props)) or as groups."
             )
-        yield from self._split(
-            check_bags(given, n_samples=num_rows(X), name=name), name
-        )
+        bags = check_bags(given, n_samples=num_rows(X), name=name)
+        yield from self._split(bags, name)
 
 
 class BagKFold(_BagSplitter, GroupKFold):
@@ -264,13 +244,16 @@ class BagKFold(_BagSplitter, GroupKFold):
     [0 2] [1]
     """
 
-    def __init__(self, n_splits=5, *, shuffle=False, random_state=None):
-        super().__init__(n_splits=n_splits, shuffle=shuffle, random_state=random_state)
-
     def _split(self, bags, name):
         row_group, group_rows = bags.component_rows()
         if len(group_rows) < self.n_splits:
-            raise _too_few_groups(self, name, len(group_rows), self.n_splits)
+            raise ValueError(
+                f"{type(self).__name__} needs at least {self.n_splits} bags (groups "
+                f"of connected bags, when bags overlap), but the bags in {name} "
+                f"form {len(group_rows)}: bags that share an instance (directly or "
+                "through other bags) stay together. Lower n_splits, or use more "
+                "bags or bags that overlap less."
+            )
         rows = np.flatnonzero(row_group >= 0)
         for train, test in GroupKFold.split(self, rows[:, None], None, row_group[rows]):
             yield rows[train], rows[test]
@@ -279,12 +262,9 @@ class BagKFold(_BagSplitter, GroupKFold):
 class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
     """Random train/test splits of the rows, in whole bags.
 
-    Each split holds out about ``test_size`` of the **rows** in whole bags
-    (groups of connected bags, when bags overlap), drawn at random while they
-    bring the held-out rows closer to the target: within half a bag of it.
-    Counting rows matters when bag sizes vary (10 % of census groups can
-    hold 40 % of the rows). ``LLPClassifier(validation_fraction=...)`` holds
-    out its validation bags with it.
+    Each split holds out about ``test_size`` of the **rows** (within half a
+    bag), in whole bags or groups of overlapping ones, drawn at random: bag
+    sizes vary (10 % of census groups can hold 40 % of the rows).
 
     Parameters
     ----------
@@ -310,17 +290,6 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
     >>> [len(test) for _, test in splitter.split(np.zeros((60, 1)), bags)]
     [6, 6]
     """
-
-    def __init__(
-        self, n_splits=5, *, test_size=None, train_size=None, random_state=None
-    ):
-        super().__init__(
-            n_splits=n_splits,
-            test_size=test_size,
-            train_size=train_size,
-            random_state=random_state,
-        )
-        self._default_test_size = 0.1
 
     def split_bags(self, bags, *, min_train_bags=1):
         """Generate boolean ``(train, test)`` masks over the bags of a ``Bags``.
@@ -359,8 +328,6 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
             yield train, test
 
     def _split(self, bags, name):
-        if bags.components.max() < 1:
-            raise _too_few_groups(self, name, 1, 2)
         for train, test in self.split_bags(bags):
             yield (
                 np.unique(bags.members[train[bags.pair_bags]]),

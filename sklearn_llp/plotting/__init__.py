@@ -1,10 +1,5 @@
-"""Plots of LLP data (optional dependency: ``pip install sklearn-llp[plot]``).
-
-:func:`plot_bag_sizes` draws the histogram of the bag sizes;
-:func:`plot_bag_calibration` plots every held-out bag's predicted class
-proportion against its given one. matplotlib is imported only when a
-plotting function is called.
-"""
+"""Plots of LLP data: bag sizes, and predicted against given proportions
+(matplotlib, imported when called: ``pip install sklearn-llp[plot]``)."""
 
 from ._bag_sizes import plot_bag_sizes
 from ._calibration import plot_bag_calibration

@@ -4,9 +4,6 @@ import numpy as np
 
 from ..bags import id_bags
 
-#: Up to this many distinct sizes, every integer size gets its own bar.
-_MAX_INTEGER_BINS = 50
-
 
 def plot_bag_sizes(bags, ax=None, **hist_kwargs):
     """Plot the histogram of the bag sizes (requires matplotlib).
@@ -49,17 +46,13 @@ def plot_bag_sizes(bags, ax=None, **hist_kwargs):
     if ax is None:
         _, ax = plt.subplots()
     low, high = int(sizes.min()), int(sizes.max())
-    if "bins" not in hist_kwargs:
-        if high - low < _MAX_INTEGER_BINS:
-            hist_kwargs["bins"] = np.arange(low - 0.5, high + 1.5)
-        else:
-            hist_kwargs["bins"] = "auto"
+    few = high - low < 50  # one bar per integer size
+    hist_kwargs.setdefault("bins", np.arange(low - 0.5, high + 1.5) if few else "auto")
     hist_kwargs.setdefault("edgecolor", "white")
     ax.hist(sizes, **hist_kwargs)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("Bag size (samples)")
-    ax.set_ylabel("Number of bags")
+    ax.set(xlabel="Bag size (samples)", ylabel="Number of bags")
     ax.set_title(
         f"{len(sizes)} bags; size min {low}, median {np.median(sizes):g}, max {high}"
     )

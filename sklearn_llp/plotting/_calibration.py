@@ -5,24 +5,6 @@ import pandas as pd
 
 from ..core import bag_estimates_of, check_bags_and_proba
 
-#: Marker areas (points^2) of the largest bag and, at least, of any bag.
-_MAX_MARKER_AREA, _MIN_MARKER_AREA = 250.0, 12.0
-
-
-def _class_columns(classes, class_index):
-    """Columns to plot: one for ``class_index`` (a label), else the default."""
-    labels = list(classes)
-    if class_index is None:
-        return [1] if len(labels) == 2 else list(range(len(labels)))
-    matches = [k for k, label in enumerate(labels) if label == class_index]
-    if not matches:
-        raise ValueError(
-            f"class_index={class_index!r} is not one of the classes {labels}; "
-            "pass a class label (with classes=None, the labels are the column "
-            "indices 0..n_classes-1)."
-        )
-    return matches[:1]
-
 
 def plot_bag_calibration(
     bags,
@@ -38,14 +20,10 @@ def plot_bag_calibration(
 ):
     """Plot every bag's predicted against its given class proportion.
 
-    One point per bag, its area growing with the bag's size: the mean
-    predicted probability of a class over the bag's rows against the bag's
-    given proportion. A calibrated model puts the points on the diagonal; a
-    cloud flatter than it separates the bags too little. Judge a model on
-    bags it did not train on. The title gives the soft and hard L1 errors,
-    as :func:`~sklearn_llp.metrics.soft_l1_error` and
-    :func:`~sklearn_llp.metrics.hard_l1_error` compute them. Requires
-    matplotlib.
+    One point per bag (area growing with its size): a calibrated model puts
+    them on the diagonal, a flatter cloud separates the bags too little; judge
+    it on bags it did not train on. The title gives the soft and hard L1
+    errors of :mod:`sklearn_llp.metrics`. Requires matplotlib.
 
     Parameters
     ----------
@@ -100,13 +78,20 @@ def plot_bag_calibration(
     bags, y_proba = check_bags_and_proba(
         bags, props, y_proba, classes=classes, sample_weight=sample_weight
     )
-    n_samples = bags.n_samples
-    columns = _class_columns(bags.classes, class_index)
-
+    labels = list(bags.classes)
+    columns = [1] if len(labels) == 2 else list(range(len(labels)))
+    if class_index is not None:
+        columns = [k for k, label in enumerate(labels) if label == class_index][:1]
+        if not columns:
+            raise ValueError(
+                f"class_index={class_index!r} is not one of the classes {labels}; "
+                "pass a class label (with classes=None, the labels are the column "
+                "indices 0..n_classes-1)."
+            )
     pred = None
     if y_pred is not None:
         pred = pd.Index(bags.classes).get_indexer(np.asarray(y_pred))
-        if len(pred) != n_samples or np.any(pred < 0):
+        if len(pred) != bags.n_samples or np.any(pred < 0):
             raise ValueError(
                 f"y_pred must hold one label of {bags.classes.tolist()} per row "
                 "of y_proba."
@@ -115,8 +100,7 @@ def plot_bag_calibration(
     soft_l1 = float(np.abs(bags.props - soft).sum(axis=1).mean())
     hard_l1 = float(np.abs(bags.props - hard).sum(axis=1).mean())
     sizes = bags.sizes
-    area = np.maximum(_MAX_MARKER_AREA * sizes / sizes.max(), _MIN_MARKER_AREA)
-
+    area = np.maximum(250.0 * sizes / sizes.max(), 12.0)  # points^2, 250 the largest
     if ax is None:
         _, ax = plt.subplots()
     one_class = len(columns) == 1
@@ -131,10 +115,8 @@ def plot_bag_calibration(
                 colour = "tab:orange" if hollow else "tab:blue"
                 label = "fraction predicted" if hollow else "mean probability"
             else:
-                colour, label = (
-                    colours[k],
-                    None if hollow else str(bags.classes[column]),
-                )
+                colour = colours[k]
+                label = None if hollow else str(bags.classes[column])
             if hollow:
                 style = dict(facecolors="none", edgecolors=colour, linewidths=1.0)
             else:
@@ -142,16 +124,11 @@ def plot_bag_calibration(
                 style = dict(color=colour, alpha=0.6, edgecolors=edges, linewidths=0.5)
             x, y = bags.props[:, column], estimate[:, column]
             ax.scatter(x, y, s=area, label=label, **style)
-    if one_class:
-        what = f"class {bags.classes[columns[0]]!s}"
-        ax.set_xlabel(f"Given proportion of {what} in the bag")
-        ax.set_ylabel(f"Predicted proportion of {what}")
-    else:
-        ax.set_xlabel("Given proportion of the class in the bag")
-        ax.set_ylabel("Predicted proportion (mean probability)")
-    ax.set_xlim(-0.03, 1.03)
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_aspect("equal")
+    what = f"class {bags.classes[columns[0]]!s}" if one_class else "the class"
+    predicted = f"of {what}" if one_class else "(mean probability)"
+    ax.set_xlabel(f"Given proportion of {what} in the bag")
+    ax.set_ylabel(f"Predicted proportion {predicted}")
+    ax.set(xlim=(-0.03, 1.03), ylim=(-0.03, 1.03), aspect="equal")
     ax.grid(alpha=0.3)
     if show_hard or not one_class:
         title = None if one_class else "class"

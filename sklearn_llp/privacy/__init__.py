@@ -1,9 +1,5 @@
-"""Differentially private releases of bag proportions and bag means.
-
-:func:`dp_proportions` and :func:`dp_bag_means` simulate what an LLP learner
-receives from a privacy-protected release; :func:`noise_variance` and
-:func:`noise_aware_bag_weights` let a learner account for the noise.
-"""
+"""Simulated differentially private releases of bag proportions and bag
+means, and what a learner needs to account for their noise."""
 
 from ._mechanisms import NOISE_NORMS as NOISE_NORMS
 from ._mechanisms import dp_noise_scale, noise_variance

