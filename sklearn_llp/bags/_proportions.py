@@ -5,20 +5,13 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..core import attach_table, bag_means, bags_form, check_bags
+from ..core import attach_table, bag_means, check_bags
 
 
 def id_bags(bags):
-    """Bags given as one id per row (``-1``: in no bag), read by
-    :func:`~sklearn_llp.core.check_bags`; membership forms are refused."""
-    form, _ = bags_form(bags)
-    if form != "ids":
-        shown = {"bags": "a Bags object", "membership": "a membership matrix"}
-        raise ValueError(
-            "bags must be 1-D with one bag id per row (these tables are of "
-            f"disjoint bags); got {shown.get(form, 'a list of row-index arrays')}."
-        )
-    return check_bags(bags, min_bags=0, allow_unbagged=True)
+    """Disjoint bags (``-1``: a row in no bag), read by
+    :func:`~sklearn_llp.core.check_bags`."""
+    return check_bags(bags, min_bags=0, allow_unbagged=True, disjoint=True)
 
 
 def label_proportions(bags, y, classes=None, sample_weight=None):

@@ -346,7 +346,11 @@ def _read_bags(form, value, n_samples, name, allow_unbagged, rows):
         return Bags(indptr, members, bag_ids, n_samples), codes
     if n_samples is None:
         if form == "index_lists":
-            raise TypeError("n_samples is required with bags as row-index lists.")
+            raise TypeError(
+                f"{name} is a list of row-index arrays (one per bag), which does "
+                "not say how many rows there are: pass one bag id per row "
+                "(1-D), or a sparse membership matrix."
+            )
         n_samples = value.shape[0]
     membership = membership_matrix(value, n_samples, name, rows)
     ids = np.arange(membership.shape[1])
@@ -697,6 +701,7 @@ def check_bags(
     require_props=False,
     min_bags=1,
     allow_unbagged=False,
+    disjoint=False,
     name="bags",
     rows_of="X",
 ):
@@ -733,6 +738,8 @@ def check_bags(
         Fewest bags accepted, after zero weights.
     allow_unbagged : bool, default=False
         Accept the id ``-1`` (:data:`UNBAGGED`) as "in no bag".
+    disjoint : bool, default=False
+        Refuse bags that share a row (tables and releases of counts).
     name : str, default="bags"
         The argument's name in error messages.
     rows_of : str, default="X"
@@ -790,6 +797,12 @@ def check_bags(
                 " of the bags."
             )
         raise ValueError(_wrong_task(task, validated.task, f"{name}"))
+    if disjoint and validated.overlapping:
+        raise ValueError(
+            f"{name} overlap (a row is in several bags); pass disjoint bags: one "
+            "bag id per row (-1 for none), or a membership matrix of at most one "
+            "nonzero per row."
+        )
     return _weighted_enough(validated, sample_weight, min_bags, name)
 
 

@@ -37,20 +37,16 @@ def read_bags(bags, n_samples=None, *, rows=None, release=False):
     a ``y`` of the wrong length; ``n_samples`` (the user's) must match."""
     rows = rows if n_samples is None else n_samples
     try:
-        validated = check_bags(bags, min_bags=0, allow_unbagged=True)
+        validated = check_bags(bags, min_bags=0, allow_unbagged=True, disjoint=True)
     except TypeError:
         if rows is None:
             raise
-        validated = check_bags(bags, n_samples=rows, min_bags=0, allow_unbagged=True)
+        validated = check_bags(
+            bags, n_samples=rows, min_bags=0, allow_unbagged=True, disjoint=True
+        )
     if n_samples is not None and validated.n_samples != n_samples:
         raise ValueError(
             f"bags covers {validated.n_samples} rows but n_samples={n_samples!r}."
-        )
-    if validated.overlapping:
-        raise ValueError(
-            "bags overlap (a row is in several bags), which the sensitivity of a "
-            "release does not allow; pass disjoint bags: one bag id per row (-1 "
-            "for none), or a membership matrix of at most one nonzero per row."
         )
     if validated.weights is not None:
         raise ValueError(
