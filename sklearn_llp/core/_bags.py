@@ -65,35 +65,17 @@ CLASSIFICATION, REGRESSION = "classification", "regression"
 class Bags:
     """Validated bags: which rows each bag holds and, if given, its values.
 
-    Built by :func:`~sklearn_llp.core.check_bags` from any accepted form and
-    shared, unchanged, by estimators, samplers, splits, metrics and scorers.
-    A set of bags is a list of (bag, row) pairs, bag after bag: bag ``j``
-    holds rows ``members[indptr[j]:indptr[j + 1]]`` (rows shared by
-    overlapping bags appear once per bag; a row of weight 0 is in none).
-    The per-bag ``values`` are tagged with their ``task``: class proportions
-    (``"classification"``, columns labelled by ``classes``) or bag means
-    (``"regression"``, one column). Immutable: attributes cannot be assigned
-    and arrays are read-only; ``with_*``, :meth:`select` and :meth:`restrict`
-    return new objects.
-
-    Parameters
-    ----------
-    indptr : ndarray of shape (n_bags + 1,)
-    members : ndarray of shape (n_pairs,)
-    ids : ndarray of shape (n_bags,)
-        The user's id of every bag (``0..n_bags-1`` for membership forms).
-    n_samples : int
-    values : ndarray of shape (n_bags, n_columns), default=None
-    task : {"classification", "regression"}, default=None
-    classes : ndarray of shape (n_classes,), default=None
-        Class label of every column (classification).
-    weights : ndarray of shape (n_samples,), default=None
-        Row weights; within a bag, predictions are averaged with them.
-    bag_weights : ndarray of shape (n_bags,), default=None
-        Weights of bags in means over bags (rows that are their own bag).
-    positional_classes : bool, default=False
-        Whether ``classes`` only number unnamed columns (a later ``classes``
-        then labels them in order).
+    Built by :func:`~sklearn_llp.core.check_bags` and shared, unchanged, by
+    estimators, samplers, splits, metrics and scorers. Bag ``j`` holds rows
+    ``members[indptr[j]:indptr[j + 1]]`` (a row shared by overlapping bags
+    appears once per bag; a row of weight 0 is in none). ``values`` are
+    tagged with their ``task``: class proportions (columns labelled by
+    ``classes``) or bag means (one column). Immutable: attributes cannot be
+    assigned and arrays are read-only; ``with_*``, :meth:`select` and
+    :meth:`restrict` return new objects. ``weights`` are row weights;
+    ``bag_weights`` weigh bags in means over bags (rows that are their own
+    bag); ``positional_classes`` marks classes that only number unnamed
+    columns.
 
     Examples
     --------

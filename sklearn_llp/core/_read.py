@@ -707,43 +707,34 @@ def check_bags(
 ):
     """Validate bags and their per-bag values into a :class:`Bags`.
 
+    The one reader of every form (:ref:`data_model`): ``bags`` as one id per
+    row (ints, strings, bools, timestamps, intervals; a DataFrame of key
+    columns or tuples for composite keys), a sparse ``(n_samples, n_bags)``
+    membership matrix or row-index lists (bags that may overlap), or a
+    :class:`Bags`; ``props`` (class proportions, rows summing to 1 within
+    :data:`PROPS_SUM_TOL`) or ``targets`` (bag means), sample-aligned or a
+    per-bag table keyed by bag id (one row per bag with overlapping bags).
+
     Parameters
     ----------
-    bags : array-like, DataFrame, sparse matrix, list of arrays or Bags
-        Which rows form a bag: one id per row (ints, strings, bools,
-        timestamps, intervals; a DataFrame of key columns or tuples for
-        composite keys), a sparse ``(n_samples, n_bags)`` membership matrix
-        or a list of row-index arrays (bags that may overlap), or a
-        validated :class:`Bags`. See :ref:`data_model`.
-    props : array-like, DataFrame, Series or dict, default=None
-        Class proportions: sample-aligned ``(n_samples, n_classes)``, a 1-D
-        positive-class fraction, or a per-bag table keyed by bag id (one row
-        per bag with overlapping bags). Rows must sum to 1 within
-        :data:`PROPS_SUM_TOL`.
-    targets : array-like, Series, DataFrame or dict, default=None
-        Bag means (regression), in the same forms: one value per row or per
-        bag, or a table with the columns ``mean`` or ``sum`` and ``size``.
+    bags, props, targets
+        As above; ``props`` and ``targets`` are exclusive.
     n_samples : int, default=None
-        Rows of ``X``; default: the length of ``bags``.
+        Rows of the data; default: the length of ``bags``.
     classes : array-like, default=None
-        Class labels; named columns are matched to them by name, unnamed
-        ones read in their order.
+        Class labels: named columns are matched to them, unnamed ones read in
+        their order.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative row weights; a row of weight 0 leaves its bags.
-    task : {"classification", "regression"}, default=None
-        Require values of this task (``props`` or ``targets``).
-    require_props : bool, default=False
-        Shorthand for ``task="classification"``.
+    task, require_props : default=None, False
+        Require values of this task (``require_props``: classification).
     min_bags : int, default=1
         Fewest bags accepted, after zero weights.
-    allow_unbagged : bool, default=False
-        Accept the id ``-1`` (:data:`UNBAGGED`) as "in no bag".
-    disjoint : bool, default=False
-        Refuse bags that share a row (tables and releases of counts).
-    name : str, default="bags"
-        The argument's name in error messages.
-    rows_of : str, default="X"
-        What ``n_samples`` counts the rows of, in error messages.
+    allow_unbagged, disjoint : bool, default=False
+        Accept the id ``-1`` (:data:`UNBAGGED`) as "in no bag"; refuse bags
+        that share a row.
+    name, rows_of : str, default="bags", "X"
+        The argument's name, and what the rows are counted from, in messages.
 
     Returns
     -------

@@ -66,22 +66,9 @@ def _table_of(bags):
 
 
 def bag_table(bags, props=None, *, targets=None, classes=None):
-    """The per-bag table of sample-aligned (or any) bags and values.
-
-    Parameters
-    ----------
-    bags : array-like of shape (n_samples,)
-        Bag id of every row.
-    props, targets : array-like, DataFrame, Series or dict, default=None
-        Class proportions or bag means, in any form of
-        :func:`~sklearn_llp.core.check_bags` (one of the two).
-    classes : array-like, default=None
-        Class labels, the columns' names.
-
-    Returns
-    -------
-    table : DataFrame
-        Indexed by bag id: one column per class, or the column ``mean``.
+    """The per-bag table of bags and their values (``props`` or ``targets``,
+    any form of :func:`~sklearn_llp.core.check_bags`), indexed by bag id: one
+    column per class, or the column ``mean``.
 
     Examples
     --------
@@ -134,28 +121,24 @@ def _trained_bag_ids(estimator):
 
 
 class BagScorer:
-    """Score an LLP estimator on bags; greater is better.
+    """Score an LLP estimator on bags, for ``scoring=``; greater is better.
 
-    For ``scoring=`` of :class:`~sklearn.model_selection.GridSearchCV` and
-    :func:`~sklearn.model_selection.cross_validate`. Called as
-    ``scorer(estimator, X, y)`` with ``y`` the bag of every row, it returns
-    minus the bag error (``"hard_l1"``, ``"soft_l1"``, ``"hard_kl"``,
-    ``"soft_kl"`` of ``predict_proba``, the hard ones labelled by the model's
-    ``predict``; ``"mse"``, ``"mae"`` of ``predict``) or the bag R^2
-    (``"r2"``). The test bags' values come from ``props``/``targets`` passed
-    to the call (routed under metadata routing), else from ``table``; with
-    neither the call raises, saying how to pass them. Scoring bags the
-    model trained on warns (:class:`~sklearn_llp.exceptions.BagLeakageWarning`):
-    a scorer from ``make_bag_scorer(..., bags=bags, ...)`` knows every bag's
-    size and warns only for bags scored with part of their rows.
+    ``scorer(estimator, X, y)``, ``y`` the bag of every row, returns minus
+    the bag error of ``predict_proba`` (``"hard_l1"``, ``"soft_l1"``,
+    ``"hard_kl"``, ``"soft_kl"``; hard errors label rows by ``predict``), minus
+    ``"mse"``/``"mae"`` of ``predict``, or the bag ``"r2"``. The test bags'
+    values come routed (``props``/``targets``, metadata routing on) or from
+    ``table`` (routing off); with neither it raises, saying how to pass them.
+    Scoring bags the model trained on warns
+    (:class:`~sklearn_llp.exceptions.BagLeakageWarning`); a scorer from
+    :func:`make_bag_scorer` with ``bags=`` warns only for split bags.
 
     Parameters
     ----------
     metric : str, default="hard_l1"
-        One of :data:`~sklearn_llp.core.METRICS`: its task is the estimator's.
+        One of :data:`~sklearn_llp.core.METRICS`; its task is the estimator's.
     table : DataFrame, Series or dict, default=None
-        The values of every bag that may be scored, indexed by bag id
-        (:func:`bag_table` builds one).
+        Every bag's values, indexed by bag id (see :func:`bag_table`).
 
     Examples
     --------
@@ -166,8 +149,6 @@ class BagScorer:
     >>> props = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0], [1.0, 0.0]]
     >>> clf = DummyClassifier().fit(X, [0, 0, 0, 1])  # always class 0
     >>> BagScorer("hard_l1")(clf, X, bags, props=props)
-    -0.5
-    >>> BagScorer("hard_l1", table={0: [0.5, 0.5], 1: [1.0, 0.0]})(clf, X, bags)
     -0.5
     """
 
@@ -289,27 +270,11 @@ class BagScorer:
 def make_bag_scorer(
     metric="hard_l1", *, table=None, bags=None, props=None, targets=None
 ):
-    """A :class:`BagScorer`, holding every bag's values if given.
+    """A :class:`BagScorer` that holds every bag's values if given.
 
-    ``make_bag_scorer(metric)`` expects the values routed to it (metadata
-    routing on). With ``bags`` and ``props`` (or ``targets``) of the whole
-    data set, or a ``table``, it works with routing off too, and knows every
-    bag's size for the leakage warning.
-
-    Parameters
-    ----------
-    metric : str, default="hard_l1"
-        See :class:`BagScorer`.
-    table : DataFrame, Series or dict, default=None
-        Values indexed by bag id.
-    bags : array-like of shape (n_samples,), default=None
-        Bag id of every row of the data set the scorer will see.
-    props, targets : default=None
-        Values aligned with ``bags`` (the metric's task decides which).
-
-    Returns
-    -------
-    scorer : BagScorer
+    With ``bags`` and ``props`` (or ``targets``) of the whole data set, or a
+    ``table``, the scorer works with metadata routing off and knows every
+    bag's size for the leakage warning; without, it expects the values routed.
 
     Examples
     --------

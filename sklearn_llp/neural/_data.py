@@ -43,31 +43,15 @@ def _optional_tensor(values):
 
 
 class BagDataset(torch.utils.data.Dataset):
-    """Instances and their validated bags, indexed by (bag, row) pairs.
+    """Rows and their validated bags, indexed by (bag, row) pairs.
 
-    The data set is the list of (bag, row) pairs of a
-    :class:`~sklearn_llp.core.Bags`, bag after bag. ``dataset[pairs]``
-    returns the distinct rows of those pairs and the batch's bag structure::
-
-        X[rows], {"segments": bag of every pair (numbered from 0),
-                  "members": row of the batch of every pair (absent for
-                             disjoint bags: row i is pair i),
-                  "bag_props": proportions of the batch's bags,
-                  "weights": sample weight of every row (if weighted),
-                  "bag_weights": weight of every bag (if weighted),
-                  "bag_index": index of every batch bag in ``bags``}
-
-    ``pairs`` must hold each bag's pairs in one contiguous run, as
-    :class:`BagBatchSampler` yields them. A bag mean is then a gather by
-    ``members`` and a segment sum by ``segments`` -- a sparse product -- for
-    disjoint and overlapping bags alike. Disjoint bags have one pair per row,
-    and their batches list the rows in pair order (no ``members``).
-
-    Parameters
-    ----------
-    X : Tensor of shape (n_samples, ...) or CSR matrix
-    bags : Bags
-        Validated bags with proportions.
+    ``dataset[pairs]`` (each bag's pairs in one run, as
+    :class:`BagBatchSampler` yields them) returns the distinct rows and the
+    batch's structure: ``segments`` (bag of every pair), ``members`` (row of
+    every pair; absent for disjoint bags, whose rows are in pair order),
+    ``bag_props`` (``values``: the bags' proportions or standardised means),
+    ``bag_index``, ``rows`` and, if weighted, ``weights``/``bag_weights``. A
+    bag mean is then a gather by ``members`` and a segment sum.
     """
 
     def __init__(self, X, bags, values=None):
@@ -126,23 +110,11 @@ class BagDataset(torch.utils.data.Dataset):
 class EpochBatches:
     """One epoch's whole-bag batches, their structure built in one go.
 
-    Iterating asks ``sampler`` for the epoch's index arrays (as
-    :class:`BagBatchSampler` yields them), computes the rows and bag
-    structure of *every* batch with a few vectorised numpy calls, moves them
-    to the data's device in one copy per array, and yields slices: a step
-    then does no numpy work and no host-to-device copy of its structure,
-    and gathers its rows with an index already on the device. Each batch is
-    exactly ``dataset[pairs]`` for its index array ``pairs``.
-
-    Parameters
-    ----------
-    dataset : BagDataset
-    sampler : iterable of index arrays
-        The batches of one epoch per iteration; ``len(sampler)`` batches.
-    device : str, torch.device or None, default=None
-        Where the batches go (the network's device); None: where ``X`` is.
-        Rows of an ``X`` kept elsewhere (sparse, or too large for the
-        device) are gathered there and copied, one batch at a time.
+    The rows and bag structure of every batch are computed with a few
+    vectorised numpy calls and copied to the device once; a step only slices
+    them (no host work, no copy). Each batch equals ``dataset[pairs]``. An
+    ``X`` kept elsewhere (sparse, too large for the device) is gathered there
+    and copied one batch at a time.
     """
 
     def __init__(self, dataset, sampler, device=None):
@@ -275,28 +247,13 @@ def _local_offsets(starts, group_cuts, pair_cuts):
 
 
 class BagBatchSampler(Sampler):
-    """Batches of whole bags, packed to about ``batch_size`` instances.
+    """Batches of whole bags, packed to about ``batch_size`` rows.
 
-    Every epoch the bags are shuffled, bags larger than ``max_bag_size`` are
-    cut to a fresh random subset of that size, and consecutive bags are
-    grouped: a bag goes to batch ``floor(offset / batch_size)`` where
-    ``offset`` counts the instances before it. A batch therefore never splits
-    a bag and holds fewer than ``batch_size + largest_bag`` instances. The
-    work is a handful of vectorised numpy calls per epoch.
-
-    Parameters
-    ----------
-    codes : ndarray of shape (n_items,)
-        Bag index of every item (sample, or bag-member pair); the sampler
-        yields arrays of item indices.
-    batch_size : int
-        Target number of instances per batch.
-    max_bag_size : int or None, default=None
-        Larger bags are subsampled afresh every epoch.
-    shuffle : bool, default=True
-        Shuffle bags (and instances within bags) every epoch.
-    random_state : int or None, default=None
-        Seed of the shuffling.
+    Every epoch the bags are shuffled, bags above ``max_bag_size`` are cut to
+    a fresh random subset, and bag ``b`` goes to batch ``offset_b //
+    batch_size`` (``offset_b``: the rows before it): no bag is split, and a
+    batch holds fewer than ``batch_size`` plus one bag. ``codes`` is the bag of
+    every item (pair); the sampler yields arrays of item indices.
     """
 
     def __init__(
@@ -349,29 +306,12 @@ class BagBatchSampler(Sampler):
 
 
 class ShardedBatchSampler(Sampler):
-    """One process's share of another sampler's batches (data-parallel).
+    """Process ``rank``'s share of another sampler's batches (data-parallel).
 
-    Every epoch the wrapped sampler's batches (whole bags) are dealt round
-    robin: process ``rank`` of ``num_replicas`` gets batches ``rank``,
-    ``rank + num_replicas``, ... so the processes train on disjoint bags
-    that together cover the epoch. Every process gets the same number of
-    batches, ``ceil(n_batches / num_replicas)`` -- a process that waits for
-    a gradient all-reduce the others never make would hang: where the
-    batches do not divide evenly, the short processes are padded by
-    wrapping around to the epoch's first batches (a few bags then count
-    twice in that epoch; nothing is dropped).
-
-    The wrapped sampler must draw the same batches on every process (the
-    same seed): each process computes the whole epoch and keeps its share.
-
-    Parameters
-    ----------
-    sampler : iterable of index arrays
-        The batches of one epoch per iteration (a :class:`BagBatchSampler`).
-    num_replicas : int
-        Number of processes.
-    rank : int
-        This process, in ``0 .. num_replicas - 1``.
+    The batches (whole bags, drawn alike on every process from one seed) are
+    dealt round robin, and every process gets ``ceil(n_batches /
+    num_replicas)`` of them -- a process short of one would wait for an
+    all-reduce forever -- by wrapping around to the epoch's first batches.
     """
 
     def __init__(self, sampler, num_replicas, rank):
