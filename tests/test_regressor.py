@@ -270,19 +270,25 @@ def test_bad_input_is_refused_before_training(linear_bags, change, error, match)
         FeatureBagGenerator([0], n_bins=3),
     ],
 )
-def test_generators_give_bag_means_of_a_continuous_target(generator):
+def test_generators_give_bag_means_and_never_guess_the_task(generator):
     X = np.random.RandomState(0).normal(size=(30, 2))
     y = 1.5 * X[:, 0] + 0.25
-    bags, means = generator.make_bags(X, y)
+    bags, means = generator.make_bag_means(X, y)
     assert means.shape == (30,) and not hasattr(generator, "classes_")
     kept = bags >= 0
     np.testing.assert_allclose(means[kept], _bag_means(bags[kept], y[kept]))
     assert np.isnan(means[~kept]).all()
-    # class labels still give proportions
+    # make_bags is for class labels: a continuous target is refused, and a
+    # count of many values is read as labels with a warning
+    with pytest.raises(ValueError, match="non-integral .* make_bag_means"):
+        generator.make_bags(X, y)
+    with pytest.warns(UserWarning, match="30 distinct numbers.*make_bag_means"):
+        _, props = generator.make_bags(X, np.arange(30) * 2.0)
+    assert props.shape == (30, 30)
     _, props = generator.make_bags(X, (y > 0).astype(int))
     assert props.shape == (30, 2)
     with pytest.raises(ValueError, match="y contains NaN"):
-        generator.make_bags(X, np.where(np.arange(30) == 3, np.nan, y))
+        generator.make_bag_means(X, np.where(np.arange(30) == 3, np.nan, y))
 
 
 # ----------------------------------------------------------------------

@@ -1,11 +1,16 @@
 """What the bag generators share."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
 from ..core import UNBAGGED, bag_means, num_rows
 from ._proportions import id_bags, label_proportions
+
+#: make_bags warns when numeric labels take more distinct values than this.
+_MANY_LABELS = 20
 
 
 class _BaseBagGenerator(BaseEstimator):
@@ -35,28 +40,44 @@ class _BaseBagGenerator(BaseEstimator):
         return self.fit(X).labels_.copy()
 
     def make_bags(self, X, y):
-        """Fit, and give every row its bag's label proportions (setting
-        ``classes_``), or for floats not all integral :meth:`make_bag_means`.
+        """Fit, and give every row its bag's class proportions (``classes_``:
+        the sorted labels of ``y``). The task is the method's, never guessed
+        from ``y``: non-integral numbers are refused, and many distinct
+        integral ones (a count, a score) warn; their bag means are
+        :meth:`make_bag_means`.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels, or a continuous target.
+            Class labels.
 
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
             Bag id of every row, ``-1`` for a row in no bag.
-        props : ndarray of shape (n_samples, n_classes) or (n_samples,)
-            Every row's bag proportions (columns ``classes_``) or bag mean;
-            NaN in no bag, so that those rows cannot be fitted by mistake.
+        props : ndarray of shape (n_samples, n_classes)
+            Every row's bag proportions, NaN in no bag (so that those rows
+            cannot be fitted by mistake).
         """
         y = _check_y(X, y)
-        if y.dtype.kind == "f":  # floats not all integral: "continuous"
-            finite = y[np.isfinite(y)]
+        if y.dtype.kind in "iuf":
+            finite = y[np.isfinite(y)] if y.dtype.kind == "f" else y
             if np.any(finite != np.round(finite)):
-                return self.make_bag_means(X, y)
+                raise ValueError(
+                    "y holds non-integral numbers, which are no class labels; "
+                    "for the bag means of a continuous target use "
+                    "make_bag_means(X, y)."
+                )
+            n_values = len(np.unique(finite))
+            if n_values > _MANY_LABELS:
+                warnings.warn(
+                    f"y holds {n_values} distinct numbers, read as {n_values} "
+                    "classes; if they are a count or a score, their bag means "
+                    "are make_bag_means(X, y).",
+                    UserWarning,
+                    stacklevel=2,
+                )
         bags = self.fit_transform(X)
         self.classes_ = np.unique(y)
         props = np.full((len(bags), len(self.classes_)), np.nan)
@@ -68,8 +89,7 @@ class _BaseBagGenerator(BaseEstimator):
 
     def make_bag_means(self, X, y):
         """Fit, and give every row its bag's mean of ``y`` (NaN in no bag),
-        also for integral ``y`` (hours, counts), which :meth:`make_bags` reads
-        as class labels.
+        integral ``y`` (hours, counts) included.
 
         Parameters
         ----------
