@@ -1,7 +1,5 @@
-"""LLP training methods, each turning a batch of whole bags into a loss: the
-``method`` of the estimators (:func:`available_methods` names them), their
-hyperparameters ``method__*`` parameters; the tensor operations they are built
-from are in :mod:`sklearn_llp.methods.functional`. See :ref:`methods`."""
+"""The training methods (``method=`` of the estimators, :ref:`methods`) and their
+registry; the tensor operations are in :mod:`sklearn_llp.methods.functional`."""
 
 from . import functional as functional
 from ._base import DLLP, BagBatch, ConsistencyMethod, LLPMethod
