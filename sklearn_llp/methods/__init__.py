@@ -1,5 +1,4 @@
-"""The training methods (``method=`` of the estimators, :ref:`methods`) and their
-registry; the tensor operations are in :mod:`sklearn_llp.methods.functional`."""
+"""Training methods and their registry (:ref:`methods`); tensor ops: ``functional``."""
 
 from . import functional as functional
 from ._base import DLLP, BagBatch, ConsistencyMethod, LLPMethod

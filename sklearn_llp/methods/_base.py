@@ -18,12 +18,9 @@ class BagBatch(NamedTuple):
 
     Attributes
     ----------
-    segments : LongTensor of shape (n_pairs,)
-        Bag of every pair, in ``[0, n_bags)``.
-    bag_props : Tensor of shape (n_bags, n_outputs)
-        Label proportions (or means) of the batch's bags.
-    bag_index : LongTensor of shape (n_bags,)
-        Every bag's index in the bags given to :meth:`LLPMethod.prepare`.
+    segments, bag_props, bag_index : Tensor
+        Bag of every pair (in ``[0, n_bags)``); proportions (or means) of the
+        bags; their index in the bags given to :meth:`LLPMethod.prepare`.
     members, weights, bag_weights : Tensor or None
         Row of every pair (None: pair ``i`` is row ``i``); row and bag weights.
 
@@ -63,8 +60,7 @@ class BagBatch(NamedTuple):
 
 
 class LLPMethod(BaseEstimator):
-    """Base class of the training methods, cloned for every fit: subclasses
-    implement :meth:`get_loss`, may override :meth:`prepare` (:ref:`writing_a_method`).
+    """Base class of the training methods, cloned per fit (:ref:`writing_a_method`).
 
     Examples
     --------
@@ -90,8 +86,7 @@ class LLPMethod(BaseEstimator):
         return self
 
     def prepare(self, bags, random_state):
-        """See the training bags once per fit (subclasses call it first): sets
-        ``bag_sizes_`` (total weights) and ``class_prior_``."""
+        """See the training bags once per fit: ``bag_sizes_``, ``class_prior_``."""
         self.bag_sizes_ = bags.total_weights()
         if bags.n_classes is not None:
             prior = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
@@ -103,8 +98,7 @@ class LLPMethod(BaseEstimator):
         """Hook before every epoch (``epoch`` counts from 0 in each fit)."""
 
     def bag_tensor(self, name, like, bags=None):
-        """Attribute ``name`` on ``like``'s device (moved once, floats in its
-        dtype); with ``bags``, the rows of the batch's bags."""
+        """Attribute ``name`` on ``like``'s device, moved once; ``bags``: their rows."""
         values = getattr(self, name)
         cache = vars(self).setdefault("_device_cache", {})
         dtype = None
@@ -124,8 +118,7 @@ class LLPMethod(BaseEstimator):
         return state
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        """The loss of a batch: rows ``X``, ``logits = module(X)``, ``bags`` a
-        :class:`BagBatch`, at optimizer ``step`` of ``total_steps`` planned."""
+        """The loss of a batch: ``logits = module(X)``, ``bags`` a :class:`BagBatch`."""
         raise NotImplementedError
 
     def rampup_weight(self, alpha, rampup, step, total_steps):
@@ -145,8 +138,7 @@ _RAMP_CONSTRAINTS = {
 
 
 class ConsistencyMethod(LLPMethod):
-    """``L_prop + w(t) mean(consistency_loss)``, the clean prediction held fixed,
-    ``w(t)`` of :meth:`~LLPMethod.rampup_weight`; set ``alpha`` and ``rampup``.
+    """``L_prop + w(t) mean(consistency_loss)``, ``w`` ramped up to ``alpha``.
 
     Examples
     --------
@@ -195,8 +187,7 @@ def _active_dropouts(module):
 
 @contextmanager
 def perturbation_mode(module):
-    """Context for extra forward passes: dropout off (its noise is no inconsistency),
-    BatchNorm statistics frozen (no drift towards perturbed inputs).
+    """Context for extra forward passes: no dropout, no BatchNorm statistics update.
 
     Examples
     --------

@@ -25,8 +25,7 @@ def _class_losses(logits, loss):
 def easyllp_loss(
     logits, segments, bag_props, bag_sizes, prior, weights=None, loss="log"
 ):
-    """EasyLLP's loss ``sum_c y~_c l(f(x), c)``, averaged over rows, of soft labels
-    ``y~ = k (alpha - p) + p``: bag size ``k``, ``prior`` ``p`` (:ref:`easyllp`).
+    """EasyLLP's loss of soft labels ``k (alpha - p) + p`` over rows (:ref:`easyllp`).
 
     Examples
     --------
@@ -56,8 +55,7 @@ def _effective_sizes(bags):
 
 
 def bag_spread(props, sizes, prior=None):
-    """How many times more the bags' proportions vary than random bags' would, and
-    the chi-square p-value (:ref:`easyllp`).
+    """How many times more bags' proportions vary than random bags', and the p-value.
 
     Examples
     --------
@@ -81,14 +79,12 @@ def bag_spread(props, sizes, prior=None):
 
 
 class EasyLLP(LLPMethod):
-    """EasyLLP (Busa-Fekete et al. 2023): every row trained on a soft label whose
-    expected loss, for bags of random draws, is the instance loss (:ref:`easyllp`).
+    """EasyLLP (Busa-Fekete et al. 2023): unbiased soft labels of rows (:ref:`easyllp`).
 
     Parameters
     ----------
     loss : {"square", "bounded_log", "log"}, default="square"
-        ``l(f(x), c)``: ``||softmax(f(x)) - e_c||^2``, ``-log(softmax(f(x))_c
-        + 1e-8)`` or the cross-entropy (unbounded below).
+        ``||q - e_c||^2``, ``-log(q_c + 1e-8)`` or ``-log q_c``, ``q = softmax(f(x))``.
 
     Examples
     --------
@@ -103,7 +99,6 @@ class EasyLLP(LLPMethod):
         self.loss = loss
 
     def prepare(self, bags, random_state):
-        """Bag sizes and prior; warn when the bags do not look random."""
         super().prepare(bags, random_state)
         ratio, p_value = bag_spread(
             bags.props, _effective_sizes(bags), self.class_prior_

@@ -12,15 +12,12 @@ from ._segments import _full_size_scale
 
 
 def llpfc_transition_matrices(props, sizes):
-    """``T[g, c, i] = P(noisy = i | y = c)`` of every group ``g`` of bags, from
-    their ``props`` ``(n_groups, m, n_classes)`` and ``sizes`` (:ref:`llpfc`).
+    """``T[g, c, i] = P(noisy = i | y = c)`` of every group of bags (:ref:`llpfc`).
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sklearn_llp.methods.functional import llpfc_transition_matrices
-    >>> props = np.array([[[0.75, 0.25], [0.0, 1.0]]])  # one group, 2 bags
-    >>> llpfc_transition_matrices(props, np.array([[4.0, 4.0]]))[0]
+    >>> llpfc_transition_matrices([[[0.75, 0.25], [0.0, 1.0]]], [[4.0, 4.0]])[0]
     array([[1. , 0. ],
            [0.2, 0.8]])
     """
@@ -37,8 +34,7 @@ def llpfc_transition_matrices(props, sizes):
 
 
 def forward_correction_loss(logits, transition_columns, weights=None):
-    """Forward-corrected cross-entropy (Patrini et al. 2017) of every row, from its
-    column ``T[:, noisy_i]`` (zeros allowed); with ``weights``, their mean.
+    """Forward-corrected cross-entropy of rows from their ``T[:, noisy]`` columns.
 
     Examples
     --------
@@ -56,8 +52,7 @@ def forward_correction_loss(logits, transition_columns, weights=None):
 
 
 class LLPFC(LLPMethod):
-    """LLPFC (Zhang, Wang & Scott 2022): a row's noisy label is its bag's position
-    in a random group of ``C`` bags, trained with forward correction (:ref:`llpfc`).
+    """LLPFC (Zhang, Wang & Scott 2022): proportions as label noise (:ref:`llpfc`).
 
     Parameters
     ----------

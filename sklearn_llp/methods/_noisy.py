@@ -15,8 +15,7 @@ from ._segments import proportion_loss
 def noisy_proportion_weights(
     sizes, count_variance, label_variance, n_classes, weighting="likelihood"
 ):
-    """Weight of every bag's proportion loss under noise on its counts: ``n_B r_B``
-    (``weighting="likelihood"``) or ``r_B`` (:ref:`noisy_proportions`).
+    """``n_B r_B`` or ``r_B``, the weights of noisy bags (:ref:`noisy_proportions`).
 
     Examples
     --------
@@ -38,8 +37,7 @@ def noisy_proportion_weights(
 def noisy_proportion_loss(
     logits, segments, bag_props, bag_weights, normaliser, weights=None
 ):
-    """DLLP's per-bag losses weighted by ``bag_weights``, over ``n_bags * normaliser``
-    (fixed: a batch of unreliable bags takes a small step).
+    """DLLP's bag losses weighted by ``bag_weights``, over ``n_bags * normaliser``.
 
     Examples
     --------
@@ -54,8 +52,7 @@ def noisy_proportion_loss(
 
 
 class NoisyProportions(LLPMethod):
-    """DLLP for noisy (privacy-protected) proportions on the simplex: every bag
-    weighed by what its counts tell (:ref:`noisy_proportions`).
+    """DLLP, bags weighed by what their noisy counts tell (:ref:`noisy_proportions`).
 
     Parameters
     ----------
@@ -90,7 +87,6 @@ default="laplace"
         self.weighting = weighting
 
     def prepare(self, bags, random_state):
-        """Every training bag's weight from its size and noise."""
         super().prepare(bags, random_state)
         sizes, prior = self.bag_sizes_, self.class_prior_
         self.label_variance_ = float(np.mean(prior * (1.0 - prior)))

@@ -33,8 +33,7 @@ class PiModel(ConsistencyMethod):
     Parameters
     ----------
     alpha, rampup : float, default=1.0, 0.4
-        Maximum weight of the consistency loss, and the fraction of the
-        planned optimizer steps it ramps up over.
+        Maximum weight of the consistency loss; share of the steps ramping it up.
     noise_std : float, default=0.15
         Standard deviation of the input noise, in input units.
 

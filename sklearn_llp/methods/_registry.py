@@ -37,15 +37,13 @@ def _task_of(method_class):
 
 
 def register_method(name, method_class):
-    """Make ``method=name`` build ``method_class`` in the estimator of its task
-    (``LLPRegressor`` for a :class:`RegressionMethod`).
+    """Make ``method=name`` build ``method_class`` in the estimator of its task.
 
     Examples
     --------
     >>> from sklearn_llp.methods import DLLP, register_method
     >>> register_method("bag", DLLP)  # a regression method's name
     Traceback (most recent call last):
-    ...
     ValueError: method name 'bag' is taken by a regression method; choose another name.
     """
     if not (isinstance(method_class, type) and issubclass(method_class, LLPMethod)):
@@ -111,8 +109,7 @@ def method_params(method, task=None):
 
 
 def make_method(method, params=None, task=None):
-    """A fresh, validated method from a name or an instance (cloned) and ``params``
-    (``method__*`` without the prefix); ``task`` refuses the other task's.
+    """A fresh, validated method from a name or an instance, and ``method__*`` params.
 
     Examples
     --------

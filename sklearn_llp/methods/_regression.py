@@ -21,8 +21,7 @@ def regression_losses(
     bag_sizes=None,
     reduction="mean",
 ):
-    """The bag and instance squared losses of a batch, bags weighing their full
-    ``bag_sizes`` (:ref:`regression_losses`); ``reduction="none"``: per bag.
+    """The bag and instance squared losses of a batch (:ref:`regression_losses`).
 
     Examples
     --------
@@ -83,8 +82,7 @@ def _interpolate(bag, instance, rho):
 
 
 class RegressionMethod(LLPMethod):
-    """Base class of :class:`~sklearn_llp.LLPRegressor`'s losses: ``self._losses``
-    gives a batch's bag and instance losses (:ref:`regression_losses`).
+    """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`.
 
     Examples
     --------
@@ -97,7 +95,6 @@ class RegressionMethod(LLPMethod):
     early_stopping_default = True
 
     def prepare(self, bags, random_state):
-        """Set ``bag_sizes_`` and the mean pair weight; refuse label proportions."""
         if bags.props is None or bags.props.shape[1] != 1:
             raise ValueError(
                 f"{type(self).__name__} is a regression loss, for LLPRegressor "
@@ -153,8 +150,7 @@ class InstanceLoss(RegressionMethod):
 
 
 class InterpolatingLoss(RegressionMethod):
-    """``(1 - rho) bag_loss + rho instance_loss`` (Javanmard et al., ICLR 2024):
-    ``rho`` trades the instance loss's bias for its lower variance.
+    """``(1 - rho) bag_loss + rho instance_loss`` (Javanmard et al., ICLR 2024).
 
     Parameters
     ----------

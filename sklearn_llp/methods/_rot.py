@@ -13,16 +13,14 @@ from ._segments import _segment_plan, _sum_runs, segment_mean, weighted_mean
 def sinkhorn_pseudo_labels(
     log_probs, segments, bag_props, reg=1.0, n_iter=50, weights=None
 ):
-    """Soft labels of every row by entropic optimal transport of its bag's rows to
-    its class counts at cost ``-log_probs``: ``n_iter`` Sinkhorn steps (:ref:`rot`).
+    """Soft labels of rows by optimal transport to their bags' counts (:ref:`rot`).
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import randn, tensor
     >>> from sklearn_llp.methods.functional import sinkhorn_pseudo_labels
-    >>> log_probs = torch.log_softmax(torch.randn(3, 2), dim=1)
-    >>> props = torch.tensor([[1.0, 0.0], [0.5, 0.5]])
-    >>> sinkhorn_pseudo_labels(log_probs, torch.tensor([0, 1, 1]), props)[0]
+    >>> props = tensor([[1.0, 0.0], [0.5, 0.5]])
+    >>> sinkhorn_pseudo_labels(randn(3, 2).log_softmax(1), tensor([0, 1, 1]), props)[0]
     tensor([1., 0.])
     """
     if not reg > 0:
@@ -72,15 +70,13 @@ def pseudo_label_loss(
 
 
 class ROT(LLPMethod):
-    """ROT (Dulac-Arnold et al. 2019): ``rot_alpha L_prop + (1 - rot_alpha) L_OT``,
-    ``L_OT`` a cross-entropy with optimal-transport pseudo-labels (:ref:`rot`).
+    """ROT (Dulac-Arnold et al. 2019): DLLP plus transport pseudo-labels (:ref:`rot`).
 
     Parameters
     ----------
-    rot_alpha : float, default=0.5
-        Weight of the proportion loss.
-    reg, n_iter : float, int, default=1.0, 50
-        Entropic regularisation (in nats) and Sinkhorn iterations per batch.
+    rot_alpha, reg, n_iter : float, float, int, default=0.5, 1.0, 50
+        Weight of the proportion loss; entropic regularisation (in nats) and
+        Sinkhorn iterations per batch.
 
     Examples
     --------

@@ -145,8 +145,7 @@ def _sum_runs(values, plan):
 
 
 def segment_sum(values, segments, n_segments):
-    """Sums of the rows of ``values`` by ``segments`` (in ``[0, n_segments)``, any
-    order), in a fixed order: deterministic on every device.
+    """Sums of the rows of ``values`` by ``segments``, deterministic on every device.
 
     Examples
     --------
@@ -225,8 +224,7 @@ def weighted_mean(values, weights=None):
 def proportion_loss(
     logits, segments, bag_props, weights=None, bag_weights=None, reduction="mean"
 ):
-    """DLLP's loss: cross-entropy of every bag's proportions and its rows' (weighted)
-    mean probabilities, averaged over bags (``reduction="none"``: one per bag).
+    """DLLP's loss: cross-entropy of bag proportions and mean probabilities.
 
     Examples
     --------

@@ -23,8 +23,7 @@ def _autocast_enabled(device_type):
 
 
 def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
-    """``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row (Miyato et al. 2018)
-    by ``n_power`` power iterations of step ``xi`` (:ref:`vat_xi`), no gradient.
+    """``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row (:ref:`vat_xi`).
 
     Examples
     --------
@@ -77,14 +76,12 @@ def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mea
 
 
 class VAT(ConsistencyMethod):
-    """LLP-VAT (Tsai & Lin 2020): DLLP plus virtual adversarial consistency,
-    the default method (:ref:`llp_vat`).
+    """LLP-VAT (Tsai & Lin 2020): DLLP plus adversarial consistency (:ref:`llp_vat`).
 
     Parameters
     ----------
     alpha, rampup : float, default=0.05, 0.4
-        Maximum weight of the consistency loss, and the fraction of the
-        planned optimizer steps it ramps up over.
+        Maximum weight of the consistency loss; share of the steps ramping it up.
     eps : float, default=1.0
         L2 radius of the perturbation, in input units.
     xi, n_power : float or "auto", int, default="auto", 1
