@@ -1,7 +1,4 @@
-"""LLP training methods, each turning a batch of whole bags into a loss: the
-``method`` of the estimators (:func:`available_methods` names them), their
-hyperparameters ``method__*`` parameters; the tensor operations they are built
-from are in :mod:`sklearn_llp.methods.functional`. See :ref:`methods`."""
+"""Training methods and their registry (:ref:`methods`); tensor ops: ``functional``."""
 
 from . import functional as functional
 from ._base import DLLP, BagBatch, ConsistencyMethod, LLPMethod

@@ -14,29 +14,23 @@ from . import _segments as ops
 
 
 class BagBatch(NamedTuple):
-    """The bag structure of one training batch, on the device: (bag, row)
-    pairs, one per row for disjoint bags, one per membership for overlapping.
+    """A training batch's bags as (bag, row) pairs, one per membership, on the device.
 
     Attributes
     ----------
-    segments : LongTensor of shape (n_pairs,)
-        Bag of every pair, in ``[0, n_bags)``.
-    bag_props : Tensor of shape (n_bags, n_outputs)
-        Label proportions (or means) of the batch's bags.
-    bag_index : LongTensor of shape (n_bags,)
-        Every bag's index in the bags given to :meth:`LLPMethod.prepare`.
+    segments, bag_props, bag_index : Tensor
+        Bag of every pair (in ``[0, n_bags)``); proportions (or means) of the
+        bags; their index in the bags given to :meth:`LLPMethod.prepare`.
     members, weights, bag_weights : Tensor or None
-        Row of every pair (None: pair ``i`` is row ``i``); sample weight of
-        every row; weight of every bag in means over bags.
+        Row of every pair (None: pair ``i`` is row ``i``); row and bag weights.
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import tensor, zeros
     >>> from sklearn_llp.methods import BagBatch
-    >>> batch = BagBatch(torch.tensor([0, 0, 1]), torch.tensor([[1.0, 0.0]] * 2),
-    ...                  torch.tensor([0, 1]))
-    >>> round(batch.proportion_loss(torch.zeros(3, 2)).item(), 4)  # log 2
-    0.6931
+    >>> batch = BagBatch(tensor([0, 0]), tensor([[1.0, 0.0]]), tensor([0]))
+    >>> batch.proportion_loss(zeros(2, 2))  # log 2
+    tensor(0.6931)
     """
 
     segments: torch.Tensor
@@ -66,19 +60,14 @@ class BagBatch(NamedTuple):
 
 
 class LLPMethod(BaseEstimator):
-    """Base class of the training methods, small scikit-learn style objects
-    cloned for every fit: subclasses implement :meth:`get_loss` and may
-    override :meth:`prepare` (:ref:`writing_a_method`).
+    """Base class of the training methods, cloned per fit (:ref:`writing_a_method`).
 
     Examples
     --------
     >>> from sklearn_llp.methods import LLPMethod
-    >>> class ScaledProportion(LLPMethod):
-    ...     def __init__(self, scale=1.0):
-    ...         self.scale = scale
-    ...
+    >>> class HalfProportion(LLPMethod):
     ...     def get_loss(self, module, X, logits, bags, step, total_steps):
-    ...         return self.scale * bags.proportion_loss(logits)
+    ...         return 0.5 * bags.proportion_loss(logits)
     """
 
     #: scikit-learn style constraints of the hyperparameters (:meth:`validate`).
@@ -97,9 +86,7 @@ class LLPMethod(BaseEstimator):
         return self
 
     def prepare(self, bags, random_state):
-        """See the training :class:`~sklearn_llp.core.Bags` once per fit (with a
-        seeded ``RandomState``); subclasses call it first. Sets ``bag_sizes_``
-        (total weights) and ``class_prior_``."""
+        """See the training bags once per fit: ``bag_sizes_``, ``class_prior_``."""
         self.bag_sizes_ = bags.total_weights()
         if bags.n_classes is not None:
             prior = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
@@ -111,9 +98,7 @@ class LLPMethod(BaseEstimator):
         """Hook before every epoch (``epoch`` counts from 0 in each fit)."""
 
     def bag_tensor(self, name, like, bags=None):
-        """The array attribute ``name`` on ``like``'s device, moved once per
-        value; floating arrays in ``like``'s dtype (float32 at least). With
-        ``bags`` (a :class:`BagBatch`), the rows of the batch's bags."""
+        """Attribute ``name`` on ``like``'s device, moved once; ``bags``: their rows."""
         values = getattr(self, name)
         cache = vars(self).setdefault("_device_cache", {})
         dtype = None
@@ -133,14 +118,11 @@ class LLPMethod(BaseEstimator):
         return state
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        """The loss of a batch of rows ``X``, ``logits = module(X)`` and
-        ``bags`` a :class:`BagBatch`, at optimizer ``step`` of the training
-        (``total_steps`` planned for the current fit)."""
+        """The loss of a batch: ``logits = module(X)``, ``bags`` a :class:`BagBatch`."""
         raise NotImplementedError
 
     def rampup_weight(self, alpha, rampup, step, total_steps):
-        """``alpha exp(-5 (1 - t/T)^2)`` at step ``t``, ``alpha`` from ``T =
-        rampup * total_steps`` on."""
+        """``alpha exp(-5 (1 - t/T)^2)`` at step ``t < T = rampup * total_steps``."""
         ramp = int(round(rampup * total_steps))
         if ramp <= 0 or step >= ramp:
             return alpha
@@ -156,9 +138,7 @@ _RAMP_CONSTRAINTS = {
 
 
 class ConsistencyMethod(LLPMethod):
-    """``L_prop + w(t) mean(consistency_loss)`` (LLP-VAT's recipe), ``w(t)`` of
-    :meth:`~LLPMethod.rampup_weight`, against the clean prediction held fixed.
-    Subclasses set ``alpha`` and ``rampup``.
+    """``L_prop + w(t) mean(consistency_loss)``, ``w`` ramped up to ``alpha``.
 
     Examples
     --------
@@ -166,7 +146,6 @@ class ConsistencyMethod(LLPMethod):
     >>> class Smooth(ConsistencyMethod):
     ...     def __init__(self, alpha=1.0, rampup=0.0):
     ...         self.alpha, self.rampup = alpha, rampup
-    ...
     ...     def consistency_loss(self, module, X, target_logits):
     ...         return (module(X) - target_logits).pow(2).sum(1)
     """
@@ -189,14 +168,12 @@ class ConsistencyMethod(LLPMethod):
 
 
 class DLLP(LLPMethod):
-    """DLLP (Ardehaly & Culotta 2017): the proportion loss alone
-    (:func:`~sklearn_llp.methods.functional.proportion_loss`).
+    """DLLP (Ardehaly & Culotta 2017): the proportion loss alone.
 
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
-    >>> from sklearn_llp.methods import DLLP
-    >>> clf = LLPClassifier(method=DLLP())
+    >>> clf = LLPClassifier(method="dllp")
     """
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
@@ -210,9 +187,7 @@ def _active_dropouts(module):
 
 @contextmanager
 def perturbation_mode(module):
-    """Extra forward passes without dropout (its noise would count as
-    inconsistency) and without BatchNorm updates (running statistics must not
-    drift towards perturbed inputs).
+    """Context for extra forward passes: no dropout, no BatchNorm statistics update.
 
     Examples
     --------

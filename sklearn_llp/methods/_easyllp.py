@@ -25,20 +25,15 @@ def _class_losses(logits, loss):
 def easyllp_loss(
     logits, segments, bag_props, bag_sizes, prior, weights=None, loss="log"
 ):
-    """EasyLLP's loss ``sum_c y~_c l(f(x), c)``, averaged over rows: soft label
-    ``y~ = k (alpha - p) + p`` for a bag of full size ``k`` (``bag_sizes``),
-    proportions ``alpha`` and prior ``p``; ``loss`` as in
-    :class:`~sklearn_llp.methods.EasyLLP`.
+    """EasyLLP's loss of soft labels ``k (alpha - p) + p`` over rows (:ref:`easyllp`).
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import tensor, zeros
     >>> from sklearn_llp.methods.functional import easyllp_loss
-    >>> props, prior = torch.tensor([[0.75, 0.25]]), torch.tensor([0.5, 0.5])
-    >>> loss = easyllp_loss(torch.zeros(1, 2), torch.tensor([0]), props,
-    ...                     torch.tensor([4.0]), prior)  # soft label [1.5, -0.5]
-    >>> round(loss.item(), 4)  # q = [0.5, 0.5]: log 2
-    0.6931
+    >>> props, size, prior = tensor([[0.75, 0.25]]), tensor([4.0]), tensor([0.5, 0.5])
+    >>> easyllp_loss(zeros(1, 2), tensor([0]), props, size, prior)  # y~ = [1.5, -0.5]
+    tensor(0.6931)
     """
     losses = _class_losses(logits, loss)
     w = torch.ones_like(losses[:, 0]) if weights is None else weights
@@ -50,8 +45,7 @@ def easyllp_loss(
 
 
 def _effective_sizes(bags):
-    """Kish's effective size ``(sum w)^2 / sum w^2`` of every bag: its row
-    count when unweighted, the same under any rescaling of the weights."""
+    """Kish's effective size ``(sum w)^2 / sum w^2`` of every bag."""
     if bags.weights is None:
         return bags.sizes.astype(np.float64)
     w = bags.weights[bags.members]
@@ -61,10 +55,7 @@ def _effective_sizes(bags):
 
 
 def bag_spread(props, sizes, prior=None):
-    """How many times more the bags' proportions vary than random bags' would,
-    and the p-value: the chi-square statistic ``sum_b k_b sum_c (alpha_bc -
-    p_c)^2 / p_c`` over its expectation ``n_bags (C - 1)`` (:ref:`easyllp`);
-    ``prior`` defaults to the size-weighted mean proportions.
+    """How many times more bags' proportions vary than random bags', and the p-value.
 
     Examples
     --------
@@ -88,23 +79,12 @@ def bag_spread(props, sizes, prior=None):
 
 
 class EasyLLP(LLPMethod):
-    """EasyLLP (Busa-Fekete et al. 2023): every row trained on a soft label
-    whose expected loss, for bags of random draws, is the instance loss with
-    the true labels (:func:`~sklearn_llp.methods.functional.easyllp_loss`).
-    The default loss is bounded (soft labels can be negative), early stopping
-    is on and :meth:`prepare` warns when bags do not look random
-    (:ref:`easyllp`).
+    """EasyLLP (Busa-Fekete et al. 2023): unbiased soft labels of rows (:ref:`easyllp`).
 
     Parameters
     ----------
     loss : {"square", "bounded_log", "log"}, default="square"
-        ``l(f(x), c)``: ``||softmax(f(x)) - e_c||^2``, ``-log(softmax(f(x))_c
-        + 1e-8)`` or the cross-entropy (unbounded below).
-
-    Attributes
-    ----------
-    class_prior_, bag_sizes_ : ndarray
-        The prior ``p``; the (weighted) size ``k`` of every training bag.
+        ``||q - e_c||^2``, ``-log(q_c + 1e-8)`` or ``-log q_c``, ``q = softmax(f(x))``.
 
     Examples
     --------
@@ -119,8 +99,6 @@ class EasyLLP(LLPMethod):
         self.loss = loss
 
     def prepare(self, bags, random_state):
-        """Bag sizes and prior; a NonRandomBagsWarning when the bags'
-        proportions spread too much to be random (``bag_spread``)."""
         super().prepare(bags, random_state)
         ratio, p_value = bag_spread(
             bags.props, _effective_sizes(bags), self.class_prior_

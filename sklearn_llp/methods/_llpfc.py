@@ -12,17 +12,12 @@ from ._segments import _full_size_scale
 
 
 def llpfc_transition_matrices(props, sizes):
-    """``T[g, c, i] = P(noisy = i | y = c) = n_i p_ic / sum_j n_j p_jc`` in
-    every group ``g`` of bags of proportions ``props`` (``(n_groups, m,
-    n_classes)``) and sizes ``sizes`` (``(n_groups, m)``); a class absent
-    from a group gets the row ``n_i / sum_j n_j``.
+    """``T[g, c, i] = P(noisy = i | y = c)`` of every group of bags (:ref:`llpfc`).
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sklearn_llp.methods.functional import llpfc_transition_matrices
-    >>> props = np.array([[[0.75, 0.25], [0.0, 1.0]]])  # one group, 2 bags
-    >>> llpfc_transition_matrices(props, np.array([[4.0, 4.0]]))[0]
+    >>> llpfc_transition_matrices([[[0.75, 0.25], [0.0, 1.0]]], [[4.0, 4.0]])[0]
     array([[1. , 0. ],
            [0.2, 0.8]])
     """
@@ -39,17 +34,13 @@ def llpfc_transition_matrices(props, sizes):
 
 
 def forward_correction_loss(logits, transition_columns, weights=None):
-    """Forward-corrected cross-entropy ``-log(sum_c softmax(f(x))_c T[c,
-    noisy])`` (Patrini et al. 2017) of every row from its column ``T[:,
-    noisy_i]``, exact where ``T`` has zeros; with ``weights``, their
-    weighted mean (0 when all are 0).
+    """Forward-corrected cross-entropy of rows from their ``T[:, noisy]`` columns.
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import tensor, zeros
     >>> from sklearn_llp.methods.functional import forward_correction_loss
-    >>> logits = torch.log(torch.tensor([[0.5, 0.5]]))
-    >>> forward_correction_loss(logits, torch.tensor([[0.6, 0.2]]))  # -log 0.4
+    >>> forward_correction_loss(zeros(1, 2), tensor([[0.6, 0.2]]))  # -log 0.4
     tensor([0.9163])
     """
     log_probs = torch.log_softmax(logits, dim=1)
@@ -61,13 +52,7 @@ def forward_correction_loss(logits, transition_columns, weights=None):
 
 
 class LLPFC(LLPMethod):
-    """LLPFC (Zhang, Wang & Scott 2022): proportions as label noise.
-
-    Bags are grouped at random by ``C`` (the classes); a row's noisy label is
-    its bag's position in the group, trained with
-    :func:`~sklearn_llp.methods.functional.forward_correction_loss` through
-    the group's :func:`~sklearn_llp.methods.functional.llpfc_transition_matrices`.
-    Needs disjoint bags; early stopping is on. See :ref:`llpfc`.
+    """LLPFC (Zhang, Wang & Scott 2022): proportions as label noise (:ref:`llpfc`).
 
     Parameters
     ----------
@@ -77,11 +62,9 @@ class LLPFC(LLPMethod):
     Attributes
     ----------
     groups_, positions_ : ndarray of shape (n_bags,)
-        Group of every training bag (-1: left over, weight 0) and its
-        position there, its rows' noisy label.
+        Group of every training bag (-1: left over) and its position there.
     transitions_ : ndarray of shape (n_groups, n_classes, n_classes)
     n_singular_groups_, n_regroupings_ : int
-        Groups of rank below ``n_classes``; groupings drawn in this fit.
 
     Examples
     --------
@@ -98,8 +81,7 @@ class LLPFC(LLPMethod):
         self.regroup_every = regroup_every
 
     def prepare(self, bags, random_state):
-        """Draw the first grouping; refuse overlapping bags and fewer bags
-        than classes."""
+        """Draw the first grouping; refuse overlapping bags, fewer bags than classes."""
         if bags.overlapping:
             raise ValueError(
                 "method='llpfc' needs disjoint bags: an instance in several bags "

@@ -15,10 +15,7 @@ from ._segments import proportion_loss
 def noisy_proportion_weights(
     sizes, count_variance, label_variance, n_classes, weighting="likelihood"
 ):
-    """Weight of every bag's proportion loss under noise on its counts: the
-    reliability ``r_B = n_B tau / (n_B tau + (1 - 1/C) v)`` (size ``n_B``,
-    count noise variance ``v``, label variance ``tau``), or with
-    ``weighting="likelihood"`` ``n_B r_B`` (:ref:`noisy_proportions`).
+    """``n_B r_B`` or ``r_B``, the weights of noisy bags (:ref:`noisy_proportions`).
 
     Examples
     --------
@@ -40,36 +37,28 @@ def noisy_proportion_weights(
 def noisy_proportion_loss(
     logits, segments, bag_props, bag_weights, normaliser, weights=None
 ):
-    """``sum_B w_B CE(p_B, q_B) / (n_bags * normaliser)`` over a batch's bags,
-    ``CE`` DLLP's: with a fixed ``normaliser`` (the training bags' mean
-    ``w_B``), a batch of unreliable bags takes a small step.
+    """DLLP's bag losses weighted by ``bag_weights``, over ``n_bags * normaliser``.
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import tensor, zeros
     >>> from sklearn_llp.methods.functional import noisy_proportion_loss
-    >>> logits = torch.zeros(3, 2)  # every row predicts [0.5, 0.5]
-    >>> loss = noisy_proportion_loss(logits, torch.tensor([0, 0, 1]),
-    ...     torch.tensor([[0.5, 0.5], [1.0, 0.0]]), torch.tensor([1.0, 0.5]), 0.75)
-    >>> round(loss.item(), 4)  # (1 + 0.5) log 2 / (2 * 0.75)
-    0.6931
+    >>> props, w = tensor([[0.5, 0.5], [1.0, 0.0]]), tensor([1.0, 0.5])
+    >>> noisy_proportion_loss(zeros(3, 2), tensor([0, 0, 1]), props, w, 0.75)  # log 2
+    tensor(0.6931)
     """
     per_bag = proportion_loss(logits, segments, bag_props, weights, reduction="none")
     return (bag_weights * per_bag).sum() / (per_bag.shape[0] * normaliser)
 
 
 class NoisyProportions(LLPMethod):
-    """DLLP for noisy proportions: every bag weighed by what its counts tell
-    (:func:`~sklearn_llp.methods.functional.noisy_proportion_weights`);
-    without noise, ``weighting="reliability"`` is DLLP exactly. Proportions
-    must be on the simplex. See :ref:`noisy_proportions`.
+    """DLLP, bags weighed by what their noisy counts tell (:ref:`noisy_proportions`).
 
     Parameters
     ----------
     noise : {"laplace", "gaussian", "discrete_laplace", "discrete_gaussian"}, \
 default="laplace"
-        Noise on every count (``attrs["noise"]`` of a
-        :func:`~sklearn_llp.privacy.dp_proportions` release).
+        Noise on every count (``attrs["noise"]`` of a release).
     scale : float or dict or Series, default=1.0
         Its scale (``attrs["noise_scale"]``), or one per bag id.
     weighting : {"likelihood", "reliability"}, default="likelihood"
@@ -78,7 +67,6 @@ default="laplace"
     Attributes
     ----------
     bag_weights_, reliability_, count_variance_ : ndarray of shape (n_bags,)
-        ``w_B``, ``r_B`` and ``v`` of every training bag.
     label_variance_ : float
 
     Examples
@@ -99,7 +87,6 @@ default="laplace"
         self.weighting = weighting
 
     def prepare(self, bags, random_state):
-        """Every training bag's weight from its size and noise."""
         super().prepare(bags, random_state)
         sizes, prior = self.bag_sizes_, self.class_prior_
         self.label_variance_ = float(np.mean(prior * (1.0 - prior)))

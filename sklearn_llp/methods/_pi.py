@@ -10,9 +10,7 @@ from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 
 
 def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
-    """Squared error between the class probabilities of the fixed clean
-    ``target_logits`` and of the input plus Gaussian noise, summed over
-    classes; averaged over rows, or per row with ``reduction="none"``.
+    """Squared error of the probabilities of noisy ``X`` against ``target_logits``.
 
     Examples
     --------
@@ -30,15 +28,12 @@ def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
 
 
 class PiModel(ConsistencyMethod):
-    """DLLP plus Pi-model consistency (Laine & Aila 2017), a
-    :class:`~sklearn_llp.methods.ConsistencyMethod` of consistency loss
-    :func:`~sklearn_llp.methods.functional.pi_loss`.
+    """DLLP plus Pi-model consistency (Laine & Aila 2017): Gaussian input noise.
 
     Parameters
     ----------
     alpha, rampup : float, default=1.0, 0.4
-        Maximum weight of the consistency loss, and the fraction of the
-        planned optimizer steps it ramps up over.
+        Maximum weight of the consistency loss; share of the steps ramping it up.
     noise_std : float, default=0.15
         Standard deviation of the input noise, in input units.
 

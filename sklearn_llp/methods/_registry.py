@@ -1,5 +1,4 @@
-"""Method names of ``LLPClassifier(method=...)`` and ``LLPRegressor(method=...)``:
-one registry per task, a name in one only."""
+"""Method names of the estimators: one registry per task, a name in one only."""
 
 from sklearn.base import clone
 
@@ -38,18 +37,13 @@ def _task_of(method_class):
 
 
 def register_method(name, method_class):
-    """Make ``method=name`` build ``method_class`` (an :class:`LLPMethod`) in
-    ``LLPRegressor`` if it is a :class:`RegressionMethod`, else in
-    ``LLPClassifier``; a name of the other task is refused.
+    """Make ``method=name`` build ``method_class`` in the estimator of its task.
 
     Examples
     --------
     >>> from sklearn_llp.methods import DLLP, register_method
-    >>> class MyDLLP(DLLP):
-    ...     pass
-    >>> register_method("bag", MyDLLP)  # a regression method's name
+    >>> register_method("bag", DLLP)  # a regression method's name
     Traceback (most recent call last):
-    ...
     ValueError: method name 'bag' is taken by a regression method; choose another name.
     """
     if not (isinstance(method_class, type) and issubclass(method_class, LLPMethod)):
@@ -64,8 +58,7 @@ def register_method(name, method_class):
 
 
 def available_methods(task="classification"):
-    """Sorted names accepted by ``LLPClassifier(method=...)``, or with
-    ``task="regression"`` by ``LLPRegressor(method=...)``.
+    """Sorted method names of ``LLPClassifier``, or of ``LLPRegressor``.
 
     Examples
     --------
@@ -116,9 +109,7 @@ def method_params(method, task=None):
 
 
 def make_method(method, params=None, task=None):
-    """A fresh, validated method from ``method`` (a registered name, or an
-    instance, cloned and never modified) and ``params`` (``method__*``
-    overrides without the prefix); ``task`` refuses the other task's methods.
+    """A fresh, validated method from a name or an instance, and ``method__*`` params.
 
     Examples
     --------

@@ -21,23 +21,15 @@ def regression_losses(
     bag_sizes=None,
     reduction="mean",
 ):
-    """The bag-level and instance-level squared losses of a batch of bags,
-    ``sum_a W_a (y_a - f_a)^2`` and ``sum_a W_a mean_{i in a} (y_a - f_i)^2``
-    over ``sum_a W_a`` (:ref:`regression_losses`): ``f_a`` the weighted mean
-    prediction of the bag's rows in the batch, ``W_a`` its total weight
-    (``bag_sizes``, for a bag the batch holds a sample of) times
-    ``bag_weights``; ``members`` maps pairs to rows. ``reduction="none"``:
-    every bag's terms, not divided by ``sum_a W_a``.
+    """The bag and instance squared losses of a batch (:ref:`regression_losses`).
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import tensor
     >>> from sklearn_llp.methods.functional import regression_losses
-    >>> pred = torch.tensor([1.0, 3.0, 5.0])
-    >>> bag, instance = regression_losses(
-    ...     pred, torch.tensor([0, 0, 1]), torch.tensor([1.0, 4.0]))
-    >>> round(float(bag), 4), round(float(instance), 4)  # 3 / 3, (0 + 4 + 1) / 3
-    (1.0, 1.6667)
+    >>> pred = tensor([1.0, 3.0, 5.0])
+    >>> regression_losses(pred, tensor([0, 0, 1]), tensor([1.0, 4.0]))  # 3/3, 5/3
+    (tensor(1.), tensor(1.6667))
     """
     pred = at_least_float32(predictions)
     if pred.ndim == 2:
@@ -67,18 +59,15 @@ def regression_losses(
 
 
 def interpolating_loss(predictions, segments, bag_means, rho, *args, **kwargs):
-    """``(1 - rho) * bag_loss + rho * instance_loss`` of
-    :func:`regression_losses`, which takes the further arguments.
+    """``(1 - rho) bag_loss + rho instance_loss`` of :func:`regression_losses`.
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import tensor
     >>> from sklearn_llp.methods.functional import interpolating_loss
-    >>> pred = torch.tensor([1.0, 3.0, 5.0])
-    >>> loss = interpolating_loss(pred, torch.tensor([0, 0, 1]),
-    ...                           torch.tensor([1.0, 4.0]), rho=0.5)
-    >>> round(float(loss), 4)  # (1.0 + 5 / 3) / 2
-    1.3333
+    >>> pred = tensor([1.0, 3.0, 5.0])
+    >>> interpolating_loss(pred, tensor([0, 0, 1]), tensor([1.0, 4.0]), rho=0.5)
+    tensor(1.3333)
     """
     losses = regression_losses(predictions, segments, bag_means, *args, **kwargs)
     return _interpolate(*losses, rho)
@@ -93,11 +82,7 @@ def _interpolate(bag, instance, rho):
 
 
 class RegressionMethod(LLPMethod):
-    """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`, from
-    one (standardised) mean per bag: ``self._losses(logits, bags)`` gives a
-    batch's bag and instance losses, bags weighing their full size and
-    batches adding up to the training set's loss (:ref:`regression_losses`).
-    Early stopping is on by default.
+    """Base class of the losses of :class:`~sklearn_llp.LLPRegressor`.
 
     Examples
     --------
@@ -110,8 +95,6 @@ class RegressionMethod(LLPMethod):
     early_stopping_default = True
 
     def prepare(self, bags, random_state):
-        """Set ``bag_sizes_`` and the mean weight of a pair; refuse bags with
-        label proportions (a regression loss given to a classifier)."""
         if bags.props is None or bags.props.shape[1] != 1:
             raise ValueError(
                 f"{type(self).__name__} is a regression loss, for LLPRegressor "
@@ -141,14 +124,12 @@ class RegressionMethod(LLPMethod):
 
 
 class BagLoss(RegressionMethod):
-    """Bag-level squared loss, the default of :class:`~sklearn_llp.LLPRegressor`:
-    every bag's mean prediction against its mean, weighted by its size.
+    """Bag-level squared loss (the default): bag mean predictions against bag means.
 
     Examples
     --------
     >>> from sklearn_llp import LLPRegressor
-    >>> from sklearn_llp.methods import BagLoss
-    >>> reg = LLPRegressor(method=BagLoss())
+    >>> reg = LLPRegressor(method="bag")
     """
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
@@ -156,8 +137,7 @@ class BagLoss(RegressionMethod):
 
 
 class InstanceLoss(RegressionMethod):
-    """Instance-level squared loss: every row regressed on its bag's mean (the
-    bag loss plus the within-bag variance of the predictions).
+    """Instance-level squared loss: every row regressed on its bag's mean.
 
     Examples
     --------
@@ -170,14 +150,12 @@ class InstanceLoss(RegressionMethod):
 
 
 class InterpolatingLoss(RegressionMethod):
-    """``(1 - rho) * bag_loss + rho * instance_loss`` (Javanmard et al., ICLR
-    2024): ``rho`` trades the instance loss's bias for its lower variance.
+    """``(1 - rho) bag_loss + rho instance_loss`` (Javanmard et al., ICLR 2024).
 
     Parameters
     ----------
     rho : float in [0, 1], default=0.5
-        0 is :class:`BagLoss`, 1 is :class:`InstanceLoss`; tune it as
-        ``method__rho`` on held-out bags.
+        0 is :class:`BagLoss`, 1 is :class:`InstanceLoss`.
 
     Examples
     --------

@@ -13,19 +13,14 @@ from ._segments import _segment_plan, _sum_runs, segment_mean, weighted_mean
 def sinkhorn_pseudo_labels(
     log_probs, segments, bag_props, reg=1.0, n_iter=50, weights=None
 ):
-    """Soft labels of every row by entropic optimal transport within its bag
-    (:ref:`rot`): rows (mass 1, or ``weights``) to the class counts ``|B|
-    p_B`` (``bag_props`` rescaled to sum 1) at cost ``-log_probs``, entropy
-    ``reg``, by ``n_iter`` log-domain Sinkhorn steps over all bags at once.
-    Rows sum to 1; a class of proportion 0 gets none.
+    """Soft labels of rows by optimal transport to their bags' counts (:ref:`rot`).
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import randn, tensor
     >>> from sklearn_llp.methods.functional import sinkhorn_pseudo_labels
-    >>> log_probs = torch.log_softmax(torch.randn(3, 2), dim=1)
-    >>> props = torch.tensor([[1.0, 0.0], [0.5, 0.5]])
-    >>> sinkhorn_pseudo_labels(log_probs, torch.tensor([0, 1, 1]), props)[0]
+    >>> props = tensor([[1.0, 0.0], [0.5, 0.5]])
+    >>> sinkhorn_pseudo_labels(randn(3, 2).log_softmax(1), tensor([0, 1, 1]), props)[0]
     tensor([1., 0.])
     """
     if not reg > 0:
@@ -59,17 +54,14 @@ def sinkhorn_pseudo_labels(
 def pseudo_label_loss(
     logits, segments, pseudo_labels, n_bags, weights=None, bag_weights=None
 ):
-    """Cross-entropy with soft labels, averaged within bags (weighted by
-    ``weights``), then over bags (by ``bag_weights``).
+    """Cross-entropy with soft labels, averaged within bags, then over bags.
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import eye, tensor, zeros
     >>> from sklearn_llp.methods.functional import pseudo_label_loss
-    >>> logits = torch.zeros(3, 2)
-    >>> labels = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
-    >>> round(pseudo_label_loss(logits, torch.tensor([0, 0, 1]), labels, 2).item(), 4)
-    0.6931
+    >>> pseudo_label_loss(zeros(2, 2), tensor([0, 1]), eye(2), 2)  # log 2
+    tensor(0.6931)
     """
     log_probs = torch.log_softmax(logits, dim=1)
     per_row = -(pseudo_labels * log_probs).sum(1, keepdim=True)
@@ -78,18 +70,12 @@ def pseudo_label_loss(
 
 
 class ROT(LLPMethod):
-    """DLLP plus optimal-transport pseudo-labels (Dulac-Arnold et al. 2019):
-    ``rot_alpha * L_prop + (1 - rot_alpha) * L_OT``, the cross-entropy with
-    the fixed pseudo-labels of
-    :func:`~sklearn_llp.methods.functional.sinkhorn_pseudo_labels` (:ref:`rot`).
+    """ROT (Dulac-Arnold et al. 2019): DLLP plus transport pseudo-labels (:ref:`rot`).
 
     Parameters
     ----------
-    rot_alpha : float, default=0.5
-        Weight of the proportion loss.
-    reg : float, default=1.0
-        Entropic regularisation of the transport, in nats.
-    n_iter : int, default=50
+    rot_alpha, reg, n_iter : float, float, int, default=0.5, 1.0, 50
+        Weight of the proportion loss; entropic regularisation (in nats) and
         Sinkhorn iterations per batch.
 
     Examples

@@ -1,5 +1,4 @@
-"""Segment reductions (bag means of a batch) and the losses built on them,
-without atomic adds: reproducible on CUDA (:ref:`segment_reductions`)."""
+"""Bag means as segment reductions without atomic adds (:ref:`segment_reductions`)."""
 
 from typing import NamedTuple
 
@@ -28,8 +27,7 @@ class _Plan(NamedTuple):
 
 
 def _segment_plan(segments, n_segments):
-    """Check ``segments`` and plan their sums; a plan attached in advance
-    (:func:`attach_plan`) is used as it is, with no check and no device sync."""
+    """Check and plan the sums of ``segments``, or take the plan attached to them."""
     known = getattr(segments, "_segment_plan", None)
     if known is not None and known.offsets.shape[0] == n_segments + 1:
         return known
@@ -39,8 +37,7 @@ def _segment_plan(segments, n_segments):
 
 
 def attach_plan(segments, offsets, counts, size, order=None):
-    """Give ``segments`` a plan computed in advance on the host, so that a
-    step's segment sums need no device sync (a derived tensor is replanned)."""
+    """Attach a plan computed on the host: the step's sums then need no device sync."""
     ordered = segments if order is None else segments[order]
     segments._segment_plan = _Plan(order, ordered, offsets, counts, size)
     return segments
@@ -148,18 +145,14 @@ def _sum_runs(values, plan):
 
 
 def segment_sum(values, segments, n_segments):
-    """Sums ``(n_segments, ...)`` of the rows of ``values`` ``(n, ...)`` by
-    their ``segments`` (in ``[0, n_segments)``, any order), in a fixed
-    order: deterministic on every device, differentiable any number of times.
+    """Sums of the rows of ``values`` by ``segments``, deterministic on every device.
 
     Examples
     --------
     >>> import torch
     >>> from sklearn_llp.methods.functional import segment_sum
-    >>> segment_sum(torch.tensor([[1.0], [2.0], [4.0]]), torch.tensor([0, 0, 2]), 3)
-    tensor([[3.],
-            [0.],
-            [4.]])
+    >>> segment_sum(torch.tensor([1.0, 2.0, 4.0]), torch.tensor([0, 0, 2]), 3)
+    tensor([3., 0., 4.])
     """
     plan = _segment_plan(segments, n_segments)
     if plan.order is not None:
@@ -183,16 +176,14 @@ def gather_rows(source, index):
 
 
 def segment_mean(values, segments, n_segments, weights=None):
-    """(Weighted) means ``(n_segments, k)`` of the rows of ``values`` ``(n, k)``
-    by their ``segments``; every segment must hold a row of positive weight.
+    """(Weighted) means of the rows of ``values`` ``(n, k)`` by ``segments``.
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import tensor
     >>> from sklearn_llp.methods.functional import segment_mean
-    >>> segment_mean(torch.tensor([[1.0], [3.0], [4.0]]), torch.tensor([0, 0, 1]), 2)
-    tensor([[2.],
-            [4.]])
+    >>> segment_mean(tensor([[1.0, 2.0], [3.0, 4.0]]), tensor([0, 0]), 1)
+    tensor([[2., 3.]])
     """
     plan = _segment_plan(segments, n_segments)
     if plan.order is not None:
@@ -209,9 +200,7 @@ def segment_mean(values, segments, n_segments, weights=None):
 
 
 def _full_size_scale(segments, bag_sizes, weights=None):
-    """``W_B / (weight of B's pairs in the batch)`` of every bag (0 for a bag
-    of no weight in the batch): scaled so, a bag the batch holds a sample of
-    (``max_bag_size``) weighs its full (weighted) size ``bag_sizes``."""
+    """Per bag, its full size over its weight in the batch (0 if none there)."""
     w = torch.ones_like(segments, dtype=bag_sizes.dtype) if weights is None else weights
     drawn = segment_sum(w.to(bag_sizes.dtype), segments, bag_sizes.shape[0])
     return torch.where(drawn > 0, bag_sizes / drawn, torch.zeros_like(drawn))
@@ -235,19 +224,14 @@ def weighted_mean(values, weights=None):
 def proportion_loss(
     logits, segments, bag_props, weights=None, bag_weights=None, reduction="mean"
 ):
-    """DLLP's loss ``-sum_c p_c log(mean_{i in bag} softmax(f(x_i))_c)``: the
-    cross-entropy of every bag's proportions and its rows' (``weights``-)
-    weighted mean probabilities, averaged over bags (by ``bag_weights``), or
-    per bag with ``reduction="none"``; for bags of one row, the cross-entropy.
+    """DLLP's loss: cross-entropy of bag proportions and mean probabilities.
 
     Examples
     --------
-    >>> import torch
+    >>> from torch import tensor, zeros
     >>> from sklearn_llp.methods.functional import proportion_loss
-    >>> logits = torch.zeros(2, 2)  # both rows predict [0.5, 0.5]
-    >>> round(proportion_loss(logits, torch.tensor([0, 0]),
-    ...                       torch.tensor([[1.0, 0.0]])).item(), 4)  # log 2
-    0.6931
+    >>> proportion_loss(zeros(2, 2), tensor([0, 0]), tensor([[1.0, 0.0]]))  # log 2
+    tensor(0.6931)
     """
     logits = at_least_float32(logits)  # LOG_EPS is 0 in float16
     probs = F.softmax(logits, dim=1)
@@ -263,7 +247,7 @@ def proportion_loss(
 
 
 def kl_divergence_with_logits(target_logits, logits, reduction="mean"):
-    """``KL(softmax(target_logits) || softmax(logits))`` of every row.
+    """``KL(softmax(target_logits) || softmax(logits))`` of every row, or their mean.
 
     Examples
     --------
@@ -279,8 +263,7 @@ def kl_divergence_with_logits(target_logits, logits, reduction="mean"):
 
 
 def l2_normalize(d):
-    """Every row of ``d`` scaled to unit L2 norm, without underflow for tiny
-    rows (power-iteration gradients); an all-zero row stays zero.
+    """Rows of ``d`` at unit L2 norm, tiny ones without underflow; zero rows stay 0.
 
     Examples
     --------

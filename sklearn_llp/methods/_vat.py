@@ -23,10 +23,7 @@ def _autocast_enabled(device_type):
 
 
 def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
-    """``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row (Miyato et al.
-    2018), without gradient, by ``n_power`` power iterations from the clean
-    ``target_logits``, of finite-difference step ``xi`` (``"auto"``: 3e-3
-    times the batch's RMS row norm, above float32 rounding; :ref:`vat_xi`).
+    """``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row (:ref:`vat_xi`).
 
     Examples
     --------
@@ -61,9 +58,7 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
 
 
 def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mean"):
-    """``KL(f(x) || f(x + r_adv))`` with the clean prediction held fixed, for
-    :func:`vat_perturbation`'s ``r_adv``; averaged over rows, or one value
-    per row with ``reduction="none"``.
+    """``KL(f(x) || f(x + r))`` for ``r`` of :func:`vat_perturbation`, or its mean.
 
     Examples
     --------
@@ -81,26 +76,21 @@ def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mea
 
 
 class VAT(ConsistencyMethod):
-    """LLP-VAT (Tsai & Lin 2020): DLLP plus virtual adversarial training, a
-    :class:`~sklearn_llp.methods.ConsistencyMethod` of consistency loss
-    :func:`~sklearn_llp.methods.functional.vat_loss`. See :ref:`llp_vat`.
+    """LLP-VAT (Tsai & Lin 2020): DLLP plus adversarial consistency (:ref:`llp_vat`).
 
     Parameters
     ----------
-    alpha : float, default=0.05
-        Maximum weight of the consistency loss.
+    alpha, rampup : float, default=0.05, 0.4
+        Maximum weight of the consistency loss; share of the steps ramping it up.
     eps : float, default=1.0
         L2 radius of the perturbation, in input units.
     xi, n_power : float or "auto", int, default="auto", 1
         Finite-difference step and iterations of the power iteration.
-    rampup : float, default=0.4
-        Fraction of the planned optimizer steps the weight ramps up over.
 
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
-    >>> from sklearn_llp.methods import VAT
-    >>> clf = LLPClassifier(method=VAT(alpha=0.1, eps=2.0))
+    >>> clf = LLPClassifier(method="vat", method__alpha=0.1, method__eps=2.0)
     """
 
     _parameter_constraints = {

@@ -1,6 +1,4 @@
-"""The tensor operations the LLP methods are built from: bag means are
-deterministic segment reductions (:func:`segment_sum`, :func:`gather_rows`),
-each method's loss a function of logits and a batch's bag structure."""
+"""The tensor operations of the methods: deterministic segment reductions, losses."""
 
 from ._base import perturbation_mode
 from ._easyllp import bag_spread, easyllp_loss
