@@ -349,7 +349,8 @@ def _read_bags(form, value, n_samples, name, allow_unbagged, rows):
             raise TypeError(
                 f"{name} is a list of row-index arrays (one per bag), which does "
                 "not say how many rows there are: pass one bag id per row "
-                "(1-D), or a sparse membership matrix."
+                "(1-D) or a sparse membership matrix (or n_samples, where the "
+                "function takes it)."
             )
         n_samples = value.shape[0]
     membership = membership_matrix(value, n_samples, name, rows)
