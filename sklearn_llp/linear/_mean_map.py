@@ -29,8 +29,7 @@ def _dense(matrix):
 
 
 def class_means_from_bags(bag_means, props, bag_weights, alpha):
-    """Class means that best explain the bag means (:ref:`mean_map`);
-    ``alpha=0``: least squares, of minimum norm if ``props`` are singular."""
+    """Class means that best explain the bag means (:ref:`mean_map`)."""
     weights = bag_weights / bag_weights.sum()
     center = weights @ bag_means
     deviations = bag_means - center
@@ -44,9 +43,7 @@ def class_means_from_bags(bag_means, props, bag_weights, alpha):
 
 
 def bag_graph(bag_means, n_neighbors):
-    """Laplacian ``(D - V) / n_bags`` of the symmetric k-nearest-neighbour
-    graph of the bag means, weights ``exp(-d^2 / h)`` with ``h`` the median
-    squared distance of the links (on the scale of the least squares)."""
+    """Laplacian of the k-nearest-neighbour graph of the bag means (:ref:`mean_map`)."""
     n_bags = len(bag_means)
     k = min(n_neighbors, n_bags - 1)
     nearest = NearestNeighbors(n_neighbors=k + 1).fit(bag_means)
@@ -63,8 +60,7 @@ def bag_graph(bag_means, n_neighbors):
 def bag_class_means_laplacian(
     bag_means, props, bag_weights, alpha, laplacian, n_neighbors
 ):
-    """Class means ``(n_bags, n_classes, n_features)`` of every bag, smoothed
-    over the graph of similar bags: the Laplacian Mean Map (:ref:`mean_map`)."""
+    """Class means of every bag, by the Laplacian Mean Map (:ref:`mean_map`)."""
     n_bags, n_classes = props.shape
     weights = bag_weights / bag_weights.sum()
     center = weights @ bag_means
@@ -88,9 +84,7 @@ def bag_class_means_laplacian(
 
 
 def _statistics(X, bags, on_labels, params):
-    """Class totals ``T`` and class means ``mu`` (so that ``S = T mu``):
-    exact on labels (one-hot bags of one row), estimated from the bag means
-    by the Mean Map otherwise."""
+    """Class totals ``T`` and means ``mu``: exact on labels, else by Mean Map."""
     n_samples, n_classes = X.shape[0], len(bags.classes)
     weights = np.ones(n_samples) if bags.weights is None else bags.weights
     pair_weights = weights[bags.members]
@@ -134,9 +128,7 @@ def _statistics(X, bags, on_labels, params):
 
 
 def _fit_logistic(X, row_weights, totals, means, params):
-    """Minimise ``0.5 ||W||^2 + C (sum_i s_i A(x_i) - <W, S> - <b, T>)``,
-    scaled by ``1 / sum_i s_i`` as LogisticRegression is (so ``tol`` means
-    the same); two classes have one weight vector (class 0 the reference)."""
+    """Logistic regression from the class statistics, by L-BFGS (:ref:`mean_map`)."""
     C, fit_intercept = params["C"], params["fit_intercept"]
     n_classes, n_features = means.shape
     total = row_weights.sum()
@@ -229,66 +221,45 @@ def _fit_logistic(X, row_weights, totals, means, params):
 class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
     """Linear classifier learned from bags by Mean Map.
 
-    Logistic regression needs the labels only through the feature sums of
-    every class (the *mean operator*); Mean Map estimates them from the bag
-    means by least squares (:ref:`mean_map`), then fits the convex loss by
-    L-BFGS: seconds for millions of rows, dense or sparse ``X``, no PyTorch.
-    ``fit(X, y)`` without ``props`` is
-    :class:`~sklearn.linear_model.LogisticRegression` with the same ``C``.
+    Logistic regression needs the labels only through each class's feature
+    sums; Mean Map estimates them from the bag means by least squares, then
+    fits the convex loss by L-BFGS: dense or sparse ``X``, no PyTorch
+    (:ref:`mean_map`). On labels (``props=None``) it is LogisticRegression.
 
     Parameters
     ----------
     C : float, default=1e-3
-        Inverse strength of the L2 penalty, as in LogisticRegression: the
-        estimated class means are noisy, and a strong penalty pays.
+        Inverse strength of the L2 penalty (strong: the class means are noisy).
     mean_alpha : float, default=1e-4
-        Ridge penalty pulling the class means towards the mean of the bags,
-        so that classes the proportions cannot tell apart stay solvable.
+        Ridge penalty pulling the class means towards the mean of the bags.
     bag_weights : {"size", "uniform"}, default="size"
-        Weight of a bag in the least squares: its total sample weight, or 1
-        (the original method).
+        Weight of a bag in the least squares: its total sample weight, or 1.
     laplacian : float, default=0.0
-        Smoothing of the Laplacian Mean Map (Patrini et al. 2014): every bag
-        gets its own class means, close between its ``n_neighbors`` nearest
-        bags; 0 is Mean Map.
+        Smoothing of the Laplacian Mean Map; 0 is Mean Map.
     n_neighbors : int, default=10
         Neighbours of a bag in the graph of the Laplacian Mean Map.
     classes : array-like of shape (n_classes,), default=None
         Class labels in the column order of ``props``.
     threshold : {"auto", "prior", "argmax"} or float, default="auto"
-        The decision rule of ``predict``, as in :class:`sklearn_llp.LLPClassifier`.
+        The decision rule of ``predict`` (:ref:`threshold`).
     fit_intercept : bool, default=True
         Fit an unpenalised intercept per class.
     tol : float, default=1e-4
-        L-BFGS stops when the largest gradient entry (per unit of sample
-        weight) falls below ``tol``.
+        L-BFGS gradient tolerance, per unit of sample weight.
     max_iter : int, default=500
-        Most L-BFGS iterations (a ConvergenceWarning says when too few).
+        Most L-BFGS iterations.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
     coef_, intercept_ : ndarray of shape (n_rows, n_features), (n_rows,)
-        ``n_rows`` is 1 (for ``classes_[1]``) with two classes, else n_classes.
-    class_means_ : ndarray of shape (n_classes, n_features)
-        The estimated class means (exact on labels).
-    class_prior_ : ndarray of shape (n_classes,)
-        Share of every class in the weighted training rows.
+        One row (for ``classes_[1]``) with two classes, else one per class.
+    class_means_, class_prior_ : ndarray
+        Estimated class means (exact on labels); class shares of the rows.
     threshold_, decision_offsets_ : float or None, ndarray
-        The fitted decision rule, as in :class:`sklearn_llp.LLPClassifier`.
+        The fitted decision rule.
     n_iter_ : ndarray of shape (1,)
     n_features_in_, feature_names_in_ : int, ndarray
-
-    See Also
-    --------
-    sklearn_llp.LLPClassifier : Neural networks on the proportion loss.
-
-    References
-    ----------
-    .. [1] N. Quadrianto, A. J. Smola, T. S. Caetano and Q. V. Le,
-       "Estimating Labels from Label Proportions", JMLR 10:2349-2374, 2009.
-    .. [2] G. Patrini, R. Nock, P. Rivera and T. Caetano, "(Almost) No Label
-       No Cry", NIPS 2014.
 
     Examples
     --------
@@ -301,8 +272,6 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
     >>> bags = np.argsort(np.argsort(X[:, 0])) // 25  # 23 bags along feature 0
     >>> props = np.bincount(bags, weights=y)[bags] / np.bincount(bags)[bags]
     >>> clf = MeanMapClassifier().fit(X, bags, props)  # positive fractions
-    >>> bool(clf.score(X, bags, props) > 0.9)  # 1 - hard L1 / 2 on the bags
-    True
     >>> bool(np.mean(clf.predict(X) == y) > 0.9)
     True
     """
@@ -360,14 +329,13 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
-            Numeric instances; standardise them for a comparable ``C``.
+            Numeric instances (standardised, for a comparable ``C``).
         y : array-like, DataFrame, sparse matrix, list of arrays or Bags
-            The bags, in any form :func:`~sklearn_llp.core.check_bags`
-            accepts; with ``props=None``, the class label of every row.
+            The bags (:ref:`data_model`), or labels when ``props=None``.
         props : array-like, DataFrame, Series or dict, default=None
-            The bags' label proportions, in any form ``check_bags`` accepts.
+            The bags' label proportions.
         sample_weight : array-like of shape (n_samples,), default=None
-            Weight of every row (0 leaves it out); equal weights are none.
+            Weight of every row.
 
         Returns
         -------

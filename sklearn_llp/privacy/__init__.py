@@ -1,5 +1,4 @@
-"""Simulated differentially private releases of bag proportions and bag
-means, and what a learner needs to account for their noise."""
+"""Simulated differentially private releases, and weights for their noise."""
 
 from ._mechanisms import NOISE_NORMS as NOISE_NORMS
 from ._mechanisms import dp_noise_scale, noise_variance

@@ -75,8 +75,7 @@ def _check_arguments(
 
 
 def _check_sensitivity(sensitivity, mechanism, *, release=False, contributions=1):
-    """``sensitivity``, None giving the replace-one value times
-    ``contributions``; with ``release=True`` smaller values are refused."""
+    """``sensitivity`` checked; None: the replace-one value (a floor if ``release``)."""
     norm = _norm(mechanism)
     key = "laplace" if norm == "L1" else "gaussian"
     replace_one = contributions * REPLACE_ONE_SENSITIVITY[key]
@@ -149,22 +148,22 @@ def _draw(rng, noise, scale, shape):
 
 
 def noise_variance(noise, scale):
-    """Variance of the noise of a given scale on one released count (or sum),
-    which :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by.
+    """Variance of the noise of a given scale on one released count (or sum).
+
+    :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by it
+    (formulas: :ref:`privacy_accounting`).
 
     Parameters
     ----------
     noise : {"laplace", "gaussian", "discrete_laplace", "discrete_gaussian"}
         The distribution (``attrs["noise"]`` of a release).
     scale : float or array-like of float
-        Non-negative: Laplace ``b`` (variance ``2 b**2``), Gaussian
-        ``sigma``, discrete Laplace ``t`` (``2 q / (1 - q)**2``, ``q =
-        exp(-1/t)``) or discrete Gaussian ``sigma`` (just below ``sigma**2``).
+        Its non-negative scale (``attrs["noise_scale"]``).
 
     Returns
     -------
     variance : float or ndarray
-        Of the shape of ``scale``; a ValueError names an invalid argument.
+        Of the shape of ``scale``.
 
     Examples
     --------
@@ -200,8 +199,7 @@ def noise_variance(noise, scale):
 
 
 def _zcdp_log_delta(rho, epsilon):
-    """log delta at ``epsilon`` of rho-zCDP (CKS 2020, Corollary 13), minimised
-    over ``log(a - 1)`` on a grid, then by Brent's method in the best cell."""
+    """log delta at ``epsilon`` of rho-zCDP (CKS 2020, Corollary 13)."""
 
     def log_delta(u):
         a_minus_1 = np.exp(u)
@@ -225,8 +223,7 @@ def _zcdp_delta(rho, epsilon):
 
 
 def _largest(ok, start):
-    """The largest positive ``x`` with ``ok(x)`` (true below a threshold), to
-    a relative 1e-13 on the safe side, by bisection on ``log x``."""
+    """The largest ``x`` with ``ok(x)`` (true below a threshold), by bisection."""
     low = high = start
     while ok(high) and high < 1e300:
         high *= 16.0
@@ -255,8 +252,7 @@ def _analytic_gaussian_delta(sigma, epsilon, sensitivity):
 
 
 def _checked_scale(epsilon, mechanism, delta, sensitivity):
-    """The scale of :func:`dp_noise_scale` for validated arguments (calibrated
-    as in :ref:`privacy_accounting`), refusing one that overflows."""
+    """The scale of :func:`dp_noise_scale` for checked arguments; overflow refused."""
     if math.isinf(epsilon):
         return 0.0
     if mechanism in _PURE:
@@ -297,9 +293,8 @@ def dp_noise_scale(
 ):
     """Scale of the noise a mechanism adds to each count for (epsilon, delta)-DP.
 
-    By default calibrated as :func:`dp_proportions` is, for neighbours that
-    differ in one person's label with the bag sizes public: sensitivity 2
-    (L1) or ``sqrt(2)`` (L2) per row of a person (:ref:`privacy_accounting`).
+    By default calibrated as :func:`dp_proportions` is
+    (:ref:`privacy_accounting`); ``sensitivity`` calibrates another release.
 
     Parameters
     ----------
@@ -307,14 +302,13 @@ def dp_noise_scale(
         Privacy budget, positive; ``np.inf`` gives 0 (no noise).
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
-        Calibrated as in :ref:`privacy_accounting` (the classical Gaussian
-        bound for ``epsilon < 1`` only).
+        The mechanism (``"gaussian"``: for ``epsilon < 1`` only).
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
-        In the mechanism's norm, for the caller's neighbouring relation.
+        In the mechanism's norm; None: that of a change of one person's labels.
     max_contributions : int, default=1
-        Most rows one person has; the default sensitivity scales with it.
+        Most rows one person has.
 
     Returns
     -------

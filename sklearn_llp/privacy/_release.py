@@ -31,10 +31,7 @@ _POST_PROCESSING = ("project", "clip")
 
 
 def read_bags(bags, n_samples=None, *, rows=None, release=False):
-    """Disjoint bags in any form :func:`~sklearn_llp.core.check_bags` reads,
-    rows in no bag (id ``-1``) of code ``-1``. ``rows`` (of ``y``) goes only
-    to forms that need a count (row-index lists), so that the caller blames
-    a ``y`` of the wrong length; ``n_samples`` (the user's) must match."""
+    """Disjoint bags read by ``check_bags``; ``rows`` counts row-index lists."""
     rows = rows if n_samples is None else n_samples
     try:
         validated = check_bags(bags, min_bags=0, allow_unbagged=True, disjoint=True)
@@ -59,8 +56,7 @@ def read_bags(bags, n_samples=None, *, rows=None, release=False):
 
 
 def _noisy(validated, totals, checked, sensitivity, min_bag_size, random_state):
-    """Every bag's ``totals`` plus noise (drawn before suppression), the mask
-    of the bags kept, the bag ids and the release's ``attrs``."""
+    """Noisy bag totals, the mask of the bags kept, their ids and the ``attrs``."""
     mechanism, epsilon, delta, contributions, clamp = checked
     scale = _checked_scale(epsilon, mechanism, delta, sensitivity)
     min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
@@ -111,52 +107,46 @@ def dp_proportions(
 ):
     """Differentially private label proportions of every bag (a simulated release).
 
-    Noise on every class count, shares over the public bag sizes:
-    (epsilon, delta)-DP for neighbours that differ in one person's label, same
-    people in the same bags (:ref:`privacy_accounting`); numpy's samplers make
-    it a simulation, not a hardened release.
+    Noise on every class count, shares over the public bag sizes
+    (:ref:`noisy_proportions`); numpy's samplers make it a simulation, not a
+    hardened release.
 
     Parameters
     ----------
     bags : array-like, sparse matrix, list of arrays or Bags
-        Disjoint bags (any form :func:`~sklearn_llp.core.check_bags` reads);
-        rows of id ``-1`` are left out.
+        Disjoint bags; rows of id ``-1`` are left out.
     y : array-like of shape (n_samples,)
         Class label of every row.
     epsilon : float
         Privacy budget of the whole table; ``np.inf`` adds no noise.
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
-        See :func:`dp_noise_scale`.
+        The noise, calibrated as in :ref:`privacy_accounting`.
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
-        None: 2 (L1) or ``sqrt(2)`` (L2) per contribution; less is refused.
+        None: that of a change of one person's labels; less is refused.
     max_contributions : int, default=1
-        Most rows one person has; the sensitivity scales with it.
+        Most rows one person has.
     min_bag_size : int, default=None
-        Smaller bags are withheld (``attrs["suppressed"]``, :func:`released_rows`).
+        Smaller bags are withheld (ids in ``attrs["suppressed"]``).
     clamp : bool, default=False
-        Clip every noisy count to ``[0, n_B]`` (biased for small bags).
+        Clip every noisy count to ``[0, n_B]``.
     classes : array-like of shape (n_classes,), default=None
-        The columns, in this order; default the sorted labels of ``y``.
+        The columns, in order; default the sorted labels of ``y``.
     post_processing : {"project", "clip"}, default="project"
-        :func:`project_to_simplex` of ``counts / n_B``, or ``max(counts,
-        0)`` renormalised (uniform where all are 0).
+        :func:`project_to_simplex`, or ``max(counts, 0)`` renormalised.
     return_counts : bool, default=False
-        Also return the noisy counts (unbiased unless clamped).
+        Also return the noisy counts.
     random_state : int, RandomState instance or None, default=None
-        Seeds the noise, drawn for every bag before suppression.
+        Seeds the noise.
 
     Returns
     -------
     table : DataFrame of shape (n_released_bags, n_classes)
-        A per-bag ``props`` table; ``attrs`` record the arguments,
-        ``neighbours``, ``suppressed``, ``rho`` (zCDP, discrete Gaussian) and
-        the ``noise``, ``noise_scale``, ``noise_variance`` and ``noise_std``
-        of a count (for :class:`~sklearn_llp.methods.NoisyProportions`).
+        Per-bag ``props``; ``attrs`` record the release and its noise.
     counts : DataFrame of shape (n_released_bags, n_classes)
-        With ``return_counts=True``: the noisy counts.
+        The noisy counts, with ``return_counts=True``.
 
     Examples
     --------
@@ -228,16 +218,13 @@ def dp_bag_means(
 ):
     """Differentially private means of a bounded target in every bag.
 
-    Every row's target clipped to ``bounds``, noise on every bag's sum
-    (sensitivity ``max_contributions * (hi - lo)``), divided by the public
-    size: (epsilon, delta)-DP for neighbours that differ in one person's
-    values, same people in the same bags (:ref:`privacy_accounting`).
+    Every target clipped to ``bounds``, noise on every bag's sum, divided by
+    the public size (:ref:`dp_bag_means`).
 
     Parameters
     ----------
     bags : array-like, sparse matrix, list of arrays or Bags
-        Disjoint bags (any form :func:`~sklearn_llp.core.check_bags` reads);
-        rows of id ``-1`` are left out.
+        Disjoint bags; rows of id ``-1`` are left out.
     y : array-like of shape (n_samples,)
         Target of every row, numeric and finite.
     epsilon : float
@@ -245,23 +232,22 @@ def dp_bag_means(
     bounds : (float, float)
         ``(lo, hi)``, finite with ``lo < hi``, fixed before seeing the data.
     mechanism : {"laplace", "gaussian", "analytic_gaussian"}, default="laplace"
-        See :func:`dp_noise_scale`.
+        The noise, calibrated as in :ref:`privacy_accounting`.
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for Laplace.
     max_contributions : int, default=1
-        Most rows one person has; the sensitivity scales with it.
+        Most rows one person has.
     min_bag_size : int, default=None
         Smaller bags are withheld (ids in ``attrs["suppressed"]``).
     clamp : bool, default=False
         Clip every noisy mean to ``bounds``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the noise, drawn for every bag before suppression.
+        Seeds the noise.
 
     Returns
     -------
     table : DataFrame of shape (n_released_bags, 3)
-        ``"mean"``, ``"std"`` (its noise sd) and ``"size"`` by bag id;
-        ``attrs`` as :func:`dp_proportions`'s, the noise of a bag's sum.
+        ``"mean"``, ``"std"`` (its noise sd) and ``"size"`` by bag id.
 
     Examples
     --------
@@ -321,24 +307,22 @@ def dp_bag_means(
 def released_rows(bags, table, *, n_samples=None):
     """Which rows have proportions (or a target) in a released per-bag table.
 
-    A release that withholds small bags has no row for them, and
-    ``LLPClassifier.fit`` refuses rows whose bag has no proportions: fit on
-    ``X[keep]``, ``bags[keep]``.
+    A release that withholds small bags has no row for them, and ``fit``
+    refuses their rows: fit on ``X[keep]``, ``bags[keep]``.
 
     Parameters
     ----------
     bags : array-like, sparse matrix, list of arrays or Bags
-        The disjoint bags the table was released for (any form
-        :func:`~sklearn_llp.core.check_bags` reads).
+        The disjoint bags the table was released for.
     table : DataFrame, Series or dict
-        Indexed (or keyed) by bag id (``0..n_bags-1`` for membership forms).
+        Indexed (or keyed) by bag id.
     n_samples : int, default=None
         Number of rows; needed only with bags as row-index lists.
 
     Returns
     -------
     keep : ndarray of bool, shape (n_samples,)
-        True where the row's bag has a row in ``table`` (never for id -1).
+        True where the row's bag has a row in ``table``.
 
     Examples
     --------

@@ -7,10 +7,9 @@ import pandas as pd
 def project_to_simplex(props):
     """Euclidean projection of every row onto the probability simplex.
 
-    A raw noisy release has shares below 0 or rows not summing to 1, which
-    :func:`~sklearn_llp.core.check_bags` refuses; the projection ``max(v -
-    theta, 0)`` (Duchi et al. 2008) puts them back, leaving rows on the
-    simplex unchanged.
+    Puts a raw noisy release, with shares below 0 or rows not summing to 1,
+    back on the simplex that :func:`~sklearn_llp.core.check_bags` accepts
+    (:ref:`noisy_proportions`).
 
     Parameters
     ----------
@@ -20,8 +19,7 @@ def project_to_simplex(props):
     Returns
     -------
     projected : ndarray of the same shape, or DataFrame
-        Non-negative rows summing to 1, for any finite input however large;
-        a DataFrame keeps its index and columns.
+        Non-negative rows summing to 1; a DataFrame keeps its index and columns.
 
     Examples
     --------

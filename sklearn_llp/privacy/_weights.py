@@ -20,19 +20,17 @@ def noise_aware_bag_weights(
 ):
     """Inverse-variance weights of noisy bag means, per bag or per row.
 
-    A released mean varies around the model's bag mean by ``target_variance
-    / n_B + std_B**2``; weighting a bag's squared error by the inverse makes
-    the fit the Gaussian maximum-likelihood one (:ref:`noise_aware_weights`).
+    Weighting a bag's squared error by the inverse variance of its released
+    mean makes the fit the Gaussian maximum-likelihood one
+    (:ref:`noise_aware_weights`).
 
     Parameters
     ----------
     released : DataFrame
-        One row per bag id, with the columns ``"size"`` and ``"std"``, as
+        One row per bag id with the columns ``"size"`` and ``"std"``, as
         :func:`dp_bag_means` returns.
     bags : array-like, sparse matrix, list of arrays or Bags, default=None
-        Disjoint bags (any form :func:`~sklearn_llp.core.check_bags` reads),
-        every row in a released bag: return ``w_B / n_B`` per row, so that a
-        bag's total row weight is proportional to ``w_B``.
+        Disjoint bags, every row in a released bag: weights per row.
     target_variance : float, default=0.0
         Variance of a row's target around the model; 0 keeps only the noise.
     n_samples : int, default=None
