@@ -1,5 +1,4 @@
-"""Cross-validation for bags: no bag, or group of overlapping bags, is ever
-split; :func:`cross_val_predict` predicts out of fold, one column per class."""
+"""Cross-validation that never splits a bag (:ref:`model_selection`)."""
 
 from ._cross_val_predict import cross_val_predict
 from ._split import BagKFold, BagShuffleSplit, subset_membership

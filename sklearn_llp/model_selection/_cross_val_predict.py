@@ -1,4 +1,4 @@
-"""Cross-validated predictions for LLP: one probability column per class."""
+"""Out-of-fold predictions for LLP: one probability column per class."""
 
 import numbers
 
@@ -30,30 +30,26 @@ def cross_val_predict(
 ):
     """Predictions for every row from a model that did not train on its bag.
 
-    The LLP counterpart of :func:`sklearn.model_selection.cross_val_predict`,
-    whose probabilities would have one column per bag id (``y`` holds them):
-    here the columns are the classes of ``props``, the same in every fold.
+    scikit-learn's ``cross_val_predict`` would give one probability column per
+    bag id (``y`` holds them); here the columns are the classes of ``props``.
 
     Parameters
     ----------
     estimator : LLP classifier or Pipeline ending in one
-        Cloned and fitted as ``fit(X_train, bags_train)`` with the fold's
-        validated :class:`~sklearn_llp.core.Bags` (props and weights included).
+        Cloned and fitted on each fold's validated bags.
     X : array-like or DataFrame of shape (n_samples, n_features)
     bags : array-like, DataFrame, sparse matrix or list of arrays
-        The bags, in any form :func:`~sklearn_llp.core.check_bags` accepts.
+        The bags (:ref:`data_model`).
     props : array-like, DataFrame, Series or dict
-        Their proportions, in any form ``check_bags`` accepts.
+        Their label proportions.
     cv : int or splitter, default=None
-        Splits the rows into whole bags, every row tested exactly once:
-        ``BagKFold(5)``, or ``BagKFold(cv)`` for an int.
+        Splits the rows into whole bags, every row tested once; ``BagKFold(5)``.
     method : {"predict", "predict_proba"}, default="predict"
         The estimator's method for the held-out rows.
     n_jobs : int, default=None
         Folds fitted in parallel (joblib).
     fit_params : dict, default=None
-        Extra keyword arguments of ``fit``; a ``"sample_weight"`` is validated
-        with the bags and reaches every fold through its bags.
+        Extra arguments of ``fit``; ``sample_weight`` travels with the bags.
 
     Returns
     -------

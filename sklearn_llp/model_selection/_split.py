@@ -1,6 +1,4 @@
-"""Splitters that keep every bag (every connected group of overlapping bags)
-on one side; the bags come from ``groups``, else from ``y`` (where LLP keeps
-them), so they work in GridSearchCV with or without metadata routing."""
+"""Splitters that keep every bag (every group of overlapping bags) on one side."""
 
 from numbers import Integral, Real
 
@@ -34,9 +32,7 @@ def _group_target(size, n_groups, total_rows, what):
 
 
 def _draw_groups(order, group_rows, kind, target):
-    """Groups from ``order`` while they bring the rows closer to ``target``
-    (within half a group of it; the smallest if every group exceeds twice
-    the target), or the first ``target`` groups."""
+    """Groups from ``order`` while they bring the rows closer to ``target``."""
     taken = np.zeros(len(group_rows), dtype=bool)
     if kind == "groups":
         taken[order[:target]] = True
@@ -52,10 +48,7 @@ def _draw_groups(order, group_rows, kind, target):
 
 
 def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split"):
-    """One random split of groups of rows: boolean ``(train, test)`` masks.
-    Sizes are fractions of the rows (float) or numbers of groups (int), None
-    the complement of the other (``test_size`` 0.1 if both are); sizes that do
-    not fit together, or a side left empty, are refused."""
+    """One random split of groups of rows: boolean ``(train, test)`` masks."""
     n_groups, total = len(group_rows), float(group_rows.sum())
     if test_size is None and train_size is None:
         test_size = 0.1
@@ -117,8 +110,7 @@ def shuffle_split_groups(group_rows, test_size, train_size, rng, splitter="split
 def subset_membership(bags, rows):
     """The overlapping bags that lie wholly within ``rows``, re-indexed to them.
 
-    With overlapping bags the splitters yield row indices; this gives the
-    bags of one side, for ``fit(X[rows], sub_bags, props[kept])``.
+    One side's bags of a split of overlapping bags (:ref:`overlapping_splits`).
 
     Parameters
     ----------
@@ -178,8 +170,7 @@ def subset_membership(bags, rows):
 
 
 class _BagSplitter:
-    """``split`` reads the bags (``groups``, else ``y``); subclasses split them
-    in ``_split(bags, name)``."""
+    """Reads the bags (``groups``, else ``y``); subclasses split them in ``_split``."""
 
     def split(self, X, y=None, groups=None):
         """Generate train and test row indices, whole bags on each side.
@@ -188,8 +179,7 @@ class _BagSplitter:
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,), sparse matrix or list of arrays
-            The bags, in any form :func:`~sklearn_llp.core.check_bags`
-            accepts; used when ``groups`` is None.
+            The bags, used when ``groups`` is None.
         groups : array-like, sparse matrix or list of arrays, default=None
             The bags; takes precedence over ``y``.
 
@@ -211,25 +201,17 @@ class _BagSplitter:
 class BagKFold(_BagSplitter, GroupKFold):
     """K-fold cross-validation over bags: every bag lands whole in one test fold.
 
-    Pass it as ``cv=`` instead of an integer: with ``y=bags``, ``cv=5`` is a
-    StratifiedKFold over the bag ids, which spreads every bag over all folds
-    (:ref:`model_selection`). Overlapping bags stay with the bags they share
-    rows with; rows in no bag are on neither side; :func:`subset_membership`
-    gives each side's bags.
+    Pass it as ``cv=``: an integer ``cv`` spreads every bag over all folds
+    (:ref:`model_selection`).
 
     Parameters
     ----------
     n_splits : int, default=5
-        Number of folds, at most the number of bags (groups of connected bags).
+        Number of folds, at most the number of bags.
     shuffle : bool, default=False
-        Shuffle the bags before assigning them to folds (else folds are
-        balanced by rows).
+        Shuffle the bags before assigning them to folds (else balanced by rows).
     random_state : int, RandomState instance or None, default=None
         Seed of the shuffle.
-
-    See Also
-    --------
-    BagShuffleSplit : Random held-out fractions of the rows, in whole bags.
 
     Examples
     --------
@@ -262,24 +244,17 @@ class BagKFold(_BagSplitter, GroupKFold):
 class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
     """Random train/test splits of the rows, in whole bags.
 
-    Each split holds out about ``test_size`` of the **rows** (within half a
-    bag), in whole bags or groups of overlapping ones, drawn at random: bag
-    sizes vary (10 % of census groups can hold 40 % of the rows).
+    Each split holds out about ``test_size`` of the **rows**, not of the bags,
+    whose sizes vary (:ref:`model_selection`).
 
     Parameters
     ----------
     n_splits : int, default=5
         Number of splits.
     test_size, train_size : float, int or None, default=None
-        Fraction of the rows (float) or number of bags (int) on each side;
-        None is the complement of the other, ``test_size=0.1`` when both are
-        None. Sizes that ask for more than there is are refused.
+        Fraction of the rows (float) or number of bags (int) on each side.
     random_state : int, RandomState instance or None, default=None
         Seed of the draws.
-
-    See Also
-    --------
-    BagKFold : K-fold over bags.
 
     Examples
     --------
@@ -297,9 +272,9 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
         Parameters
         ----------
         bags : Bags
-            Validated bags (:func:`~sklearn_llp.core.check_bags`).
+            Validated bags.
         min_train_bags : int, default=1
-            Fewest bags the training side may hold; fewer is a ValueError.
+            Fewest bags the training side may hold (fewer: a ValueError).
 
         Yields
         ------
