@@ -1,5 +1,4 @@
-"""Make bags (one id per row, ``-1`` for a row in no bag), per-bag label
-proportions, and check whether the bags can identify a classifier."""
+"""Make bags and proportion tables, and check that bags can identify a classifier."""
 
 from ._feature import FeatureBagGenerator
 from ._identifiability import IdentifiabilityReport, check_identifiability

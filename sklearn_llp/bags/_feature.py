@@ -17,9 +17,7 @@ _UNSEEN = -2
 
 
 def _as_frame(X):
-    """``X`` as a DataFrame, and whether it was one. A list of rows is read
-    column by column, as ``pd.DataFrame`` does: ``np.asarray`` would turn the
-    numbers of ``[[18, "N"], [40, "Y"]]`` into strings."""
+    """``X`` as a DataFrame (a list of rows read by column), and whether it was one."""
     if isinstance(X, pd.DataFrame):
         return X, True
     rows = isinstance(X, (list, tuple))
@@ -57,10 +55,7 @@ def _uniques(values):
 
 
 class _ColumnEncoder:
-    """Integer codes of one grouping column: its values or quantile bins;
-    ``n_levels`` for missing (last), ``_UNSEEN`` for values unseen in fit.
-    ``True == 1`` in Python and pandas, so booleans and other values are
-    looked up in two indexes: a boolean never matches a number."""
+    """Codes of one grouping column; booleans apart, as ``True == 1`` in pandas."""
 
     def __init__(self, values, n_bins):
         self.edges = None
@@ -137,23 +132,17 @@ class _ColumnEncoder:
 class FeatureBagGenerator(_BaseBagGenerator):
     """Bags of rows sharing the values of some columns (census-style groups).
 
-    Rows are grouped like ``X.groupby(columns, dropna=False)``, numeric
-    columns optionally cut into quantile bins first: the way aggregate
-    statistics are published (rates per region and age band). Bag ids are
-    ``0..n_bags_ - 1`` in the sorted order of the groups, missing values
-    (their own group) last; ``True`` and ``1`` are different values.
+    Rows are grouped like ``X.groupby(columns, dropna=False)``, numeric columns
+    optionally cut into quantile bins first (:ref:`data_model`): the way rates
+    are published (per region and age band).
 
     Parameters
     ----------
     columns : str, int or list of str and int
-        Grouping columns, by name (DataFrame) or position, as in
-        :class:`~sklearn.compose.ColumnTransformer`.
+        Grouping columns, by name (DataFrame) or position.
     n_bins : int, dict or None, default=None
-        Bin every numeric grouping column into at most ``n_bins`` quantile
-        bins (an int), only the columns a dict ``{column: n_bins}`` names, or
-        none. Edges are the distinct quantiles of the fitted column; bins are
-        right-closed, the first also holding its left edge (as
-        :func:`pandas.qcut` with ``duplicates="drop"``).
+        Quantile bins of every numeric grouping column (an int), of the columns
+        a dict ``{column: n_bins}`` names, or of none.
 
     Attributes
     ----------
@@ -164,10 +153,6 @@ class FeatureBagGenerator(_BaseBagGenerator):
     bin_edges_ : dict
         ``{column: edges}`` of every binned column.
     n_features_in_, feature_names_in_
-
-    See Also
-    --------
-    UniformBagGenerator, KMeansBagGenerator, label_proportions
 
     Examples
     --------
@@ -299,8 +284,7 @@ class FeatureBagGenerator(_BaseBagGenerator):
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
-            ``-1`` for values (or a combination) unseen in fit; binned
-            values beyond the fitted range fall in the first or last bin.
+            ``-1`` for values unseen in fit; binned values clip to the end bins.
         """
         check_is_fitted(self)
         frame, is_frame = _as_frame(X)

@@ -1,5 +1,4 @@
-"""Do the bags identify an instance-level classifier? Theory and the
-measured thresholds: the user guide, :ref:`identifiability_report`."""
+"""Can the bags identify an instance-level classifier (:ref:`identifiability`)?"""
 
 import dataclasses
 import math
@@ -62,8 +61,7 @@ def _numeric_rows(X, rows):
 
 
 def _check_finite_X(X):
-    """Refuse NaN or infinite features (a DataFrame's numeric columns), which
-    the effective dimension would silently leave out."""
+    """Refuse NaN or infinite features, which the dimension would leave out."""
     fix = "check_identifiability needs finite features: impute or drop them first."
     if isinstance(X, pd.DataFrame):
         for name, column in X.items():  # categories: a missing value is no level
@@ -90,9 +88,7 @@ def _check_finite_X(X):
 
 
 def _effective_dimension(X, n_samples):
-    """``(sum l)^2 / sum l^2`` over the eigenvalues ``l`` of the covariance of
-    evenly spaced rows of ``X``, columns standardised except 0/1 indicators
-    (constant and non-finite columns left out)."""
+    """Participation ratio of the covariance of evenly spaced rows of ``X``."""
     width = max(_n_columns(X), 1)
     # fewer rows for very wide X (images): the Gram matrix stays affordable
     n_rows = int(
@@ -124,16 +120,14 @@ class IdentifiabilityReport:
     """What the bags and their proportions can and cannot pin down.
 
     Returned by :func:`check_identifiability`: ``ok`` when ``problems`` is
-    empty, ``print(report)`` shows every number. The numbers are defined in
-    :ref:`identifiability_numbers`.
+    empty; ``print(report)`` shows every number (:ref:`identifiability_numbers`).
 
     Attributes
     ----------
     n_samples, n_bags, n_classes, rank : int
         Bagged rows, bags, classes; rank of the proportion matrix.
     classes : tuple
-        Class labels in column order (column numbers if
-        ``positional_classes``).
+        Class labels in column order (column numbers if ``positional_classes``).
     n_features, effective_dimension : int or None, float or None
         Width and effective dimension of ``X`` (None without ``X``).
     prior, proportion_std, relative_spread, canonical_correlations : tuple
@@ -172,8 +166,7 @@ class IdentifiabilityReport:
 
     @property
     def between_bag_share(self):
-        """Share of the label variance between bags: the mean squared
-        canonical correlation (two classes: ``Var_bags(p) / (p (1 - p))``)."""
+        """Share of the label variance between bags: the mean squared correlation."""
         correlations = np.asarray(self.canonical_correlations)
         return float(np.mean(correlations**2)) if correlations.size else 0.0
 
@@ -284,16 +277,14 @@ def _findings(report):
 def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=None):
     """Check whether bags and their proportions can identify a classifier.
 
-    Milliseconds for 10^5 rows: how much the proportions vary from bag to
-    bag, and in how many bags, against the classes and the effective
-    dimension of ``X`` (:ref:`identifiability_report`). A clean report is no
-    guarantee.
+    How much the proportions vary from bag to bag, and in how many bags,
+    against the classes and the effective dimension of ``X``
+    (:ref:`identifiability_report`). A clean report is no guarantee.
 
     Parameters
     ----------
     bags, props : array-like, DataFrame, sparse matrix, list of arrays or Bags
-        The bags and their label proportions, in any form
-        :func:`~sklearn_llp.core.check_bags` accepts.
+        The bags and their label proportions (:ref:`data_model`).
     X : array-like, DataFrame or sparse matrix, default=None
         The instances (finite), for the effective dimension; default 10.
     sample_weight : array-like of shape (n_samples,), default=None
@@ -368,9 +359,7 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
 
 
 def warn_if_unidentifiable(report, stacklevel=2):
-    """Issue an :class:`~sklearn_llp.exceptions.IdentifiabilityWarning`
-    listing ``report.problems``, if any; return whether it warned.
-    ``stacklevel`` counts from the caller, as in :func:`warnings.warn`."""
+    """Warn with ``report.problems``, if any, and return whether it warned."""
     if report.ok:
         return False
     remedy = ""

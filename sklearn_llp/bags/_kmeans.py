@@ -25,14 +25,11 @@ class KMeansBagGenerator(_BaseBagGenerator):
     Parameters
     ----------
     n_clusters : int
-        Number of clusters, at most as many bags (``n_samples / n_clusters``
-        rows on average).
+        Number of clusters, so at most as many bags.
     n_components : int, float or None, default=None
-        Principal components kept before clustering (an int), or the share of
-        variance to keep (a float in (0, 1)); None clusters ``X`` itself.
+        PCA components kept (an int) or share of variance kept (a float).
     minibatch : bool or "auto", default="auto"
-        Use :class:`~sklearn.cluster.MiniBatchKMeans`; ``"auto"`` above
-        10,000 rows.
+        Use MiniBatchKMeans; ``"auto"``: above 10,000 rows.
     random_state : int, RandomState instance or None, default=None
         Seed of the PCA solver and the K-means initialisation.
 
@@ -43,10 +40,6 @@ class KMeansBagGenerator(_BaseBagGenerator):
     pca_, kmeans_ : PCA or None, KMeans or MiniBatchKMeans
         The fitted projection and clustering.
     n_features_in_, feature_names_in_
-
-    See Also
-    --------
-    UniformBagGenerator, FeatureBagGenerator
 
     Examples
     --------
@@ -116,7 +109,6 @@ class KMeansBagGenerator(_BaseBagGenerator):
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
-            Possibly a cluster that was empty in fit (no fitted bag).
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)

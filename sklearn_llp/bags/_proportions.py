@@ -9,8 +9,7 @@ from ..core import attach_table, bag_means, check_bags
 
 
 def id_bags(bags):
-    """Disjoint bags (``-1``: a row in no bag), read by
-    :func:`~sklearn_llp.core.check_bags`."""
+    """Disjoint bags, ``-1`` for a row in no bag, read by ``check_bags``."""
     return check_bags(bags, min_bags=0, allow_unbagged=True, disjoint=True)
 
 
@@ -26,12 +25,12 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     classes : array-like of shape (n_classes,), default=None
         The columns, in order; default the sorted labels of ``y``.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weight of every row (a weighted census table's shares).
+        Weight of every row.
 
     Returns
     -------
     table : DataFrame of shape (n_bags, n_classes)
-        Indexed by sorted bag id: a per-bag ``props`` accepted everywhere.
+        Indexed by sorted bag id: a per-bag ``props``.
 
     Examples
     --------
@@ -86,8 +85,7 @@ def expand_proportions(table, bags):
     Parameters
     ----------
     table : DataFrame, Series or dict
-        Per-bag proportions by bag id, as from :func:`label_proportions` (a
-        Series: positive-class fractions).
+        Per-bag proportions by bag id (a Series: positive-class fractions).
     bags : array-like of shape (n_samples,)
         Bag id of every row; a row of id ``-1`` gets NaN.
 
@@ -100,9 +98,8 @@ def expand_proportions(table, bags):
     >>> import pandas as pd
     >>> from sklearn_llp.bags import expand_proportions
     >>> table = pd.DataFrame({"no": [0.9, 0.5], "yes": [0.1, 0.5]}, index=[3, 7])
-    >>> expand_proportions(table, [7, 3, 3, -1])
+    >>> expand_proportions(table, [7, 3, -1])
     array([[0.5, 0.5],
-           [0.9, 0.1],
            [0.9, 0.1],
            [nan, nan]])
     """

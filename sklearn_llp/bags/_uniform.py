@@ -15,17 +15,15 @@ from ._base import _BaseBagGenerator
 class UniformBagGenerator(_BaseBagGenerator):
     """Random partition of the rows into bags of ``bag_size`` rows.
 
-    The standard LLP benchmark protocol (e.g. the LLP-VAT paper). A random
-    partition exists only for the rows it was drawn on: no ``transform``.
+    The standard LLP benchmark protocol. A random partition exists only for
+    the rows it was drawn on: no ``transform``.
 
     Parameters
     ----------
     bag_size : int
         Rows in every bag.
     drop_last : bool, default=True
-        Whether the ``n_samples % bag_size`` left-over rows get the id ``-1``
-        (in no bag; keep ``bags >= 0`` before fitting) so that every bag is
-        full, or form one smaller last bag.
+        Give the left-over rows the id ``-1`` (no bag), or one smaller last bag.
     random_state : int, RandomState instance or None, default=None
         Seed of the shuffle.
 
@@ -38,10 +36,6 @@ class UniformBagGenerator(_BaseBagGenerator):
     classes_ : ndarray of shape (n_classes,)
         Sorted labels of ``y``, set by :meth:`make_bags`.
     n_features_in_, feature_names_in_
-
-    See Also
-    --------
-    KMeansBagGenerator, FeatureBagGenerator, label_proportions
 
     Examples
     --------
