@@ -1,11 +1,4 @@
-"""Label-free decision rules: labels whose class rates are the bags' rates.
-
-Two classes: ``proba[:, 1] >= threshold``, compared in the dtype of ``proba``.
-More: ``np.argmax(np.log(proba.astype(np.float64)) + offsets, axis=1)``, the
-first maximum on ties. Prior matching chooses the threshold or the offsets
-from the training rows' probabilities and the class rates the bags reveal;
-it needs no instance label (user guide: :ref:`threshold`).
-"""
+"""Label-free decision rules: class rates that match the bags' (:ref:`threshold`)."""
 
 import math
 
@@ -17,8 +10,7 @@ _TOL = 1e-9  # Newton stops at a class-total residual of 1e-9 of the weight
 
 
 def class_prior(bags):
-    """Class proportions of the rows of ``bags``: ``sum_B W_B p_B / sum_B W_B``
-    with ``W_B`` the total weight of bag B.
+    """Class proportions of the rows of ``bags``: the size-weighted mean of ``props``.
 
     Examples
     --------
@@ -34,11 +26,7 @@ def class_prior(bags):
 def prior_threshold(proba_1, prior_1, weights=None):
     """The cut point whose (weighted) positive rate is closest to ``prior_1``.
 
-    The cut points are the distinct values of ``proba_1`` of positive weight
-    and the smallest float32 above them all (no positive); between two equally
-    close (to 1e-9 of the total weight), the lower. The result is a Python
-    float exact in float32 and float64, so ``proba_1 >= threshold`` is the
-    same in either dtype.
+    Exact in float32 and float64 (:ref:`prior_matching`).
 
     Examples
     --------
@@ -81,10 +69,7 @@ def _softmax(adjusted, t):
 
 
 def _newton(scores, target, weights, offsets, t, tol, max_move):
-    """Minimise ``g_t`` from ``offsets`` (``offsets[0]`` fixed) until the
-    residual is ``tol``: steps ``(H + lam I) d = -grad``, ``lam = |grad| /
-    (32 t)`` (so ``|d| <= 32 t``), halved until Armijo's condition holds on the
-    exact change of ``g_t``. False if the offsets moved apart by ``max_move``."""
+    """Damped Newton steps on ``g_t``; False if the offsets move apart ``max_move``."""
     start, k = offsets, len(target)
     pi = _softmax(scores + offsets, t)
     for _ in range(100):
@@ -112,10 +97,7 @@ def _newton(scores, target, weights, offsets, t, tol, max_move):
 
 
 def _match(scores, target, weights):
-    """The minimiser of ``g_t`` at ``t = 1e-8``, by continuation from the
-    label-shift correction ``log(prior / mean p)``; at each ``t`` the rows
-    more than ``100 t`` from a tie count for their best class (exact to
-    ``e^-50`` while the offsets move apart by ``50 t`` at most)."""
+    """The minimiser of ``g_t`` at ``t = 1e-8``, by continuation in ``t``."""
     total = weights.sum()
     mean = np.einsum("i,ij->j", weights, np.exp(scores)) / total
     offsets = np.log(target / total) - np.log(np.maximum(mean, 1e-300))
@@ -147,19 +129,8 @@ def _match(scores, target, weights):
 def prior_offsets(proba, prior, weights=None):
     """Log-probability offsets whose argmax predicts every class at its prior.
 
-    ``o`` minimises ``g_t(o) = sum_i w_i t logsumexp((log p_i + o) / t) - W
-    prior @ o`` at ``t = 1e-8``, the entropy-smoothed dual of the transport
-    problem that gives class c the weight ``W prior[c]`` and maximises ``sum_i
-    w_i log p_ic``. Guarantee for positive probabilities (proof:
-    :ref:`prior_matching`): the soft shares ``sum_i w_i softmax((log p_i +
-    o) / t)`` are ``W prior`` to 1e-9 W, so the weights ``decide`` predicts
-    miss ``W prior`` (L1) by at most twice the weight of the rows whose two
-    best ``log p_ic + o_c`` are within 1e-6, plus 1e-9 W; no set of classes
-    gets more than its share from the rows sure to be in it (the transport
-    optimum up to ties). Tied rows go to their largest soft share. A class
-    of prior 0 gets an offset one nat below winning any row; a zero
-    probability never wins. Two classes: ``[0, -logit(t)]`` of
-    :func:`prior_threshold`.
+    The smoothed dual of the transport problem that gives every class its
+    prior's weight; its guarantee and proof are in :ref:`prior_matching`.
 
     Parameters
     ----------
@@ -201,11 +172,7 @@ def prior_offsets(proba, prior, weights=None):
 
 
 def fit_decision(rule, proba, prior=None, weights=None):
-    """``(offsets, threshold)`` of a rule for :func:`decide`: ``"argmax"``,
-    ``"prior"`` (match ``prior`` over the rows of ``proba``, weighted by
-    ``weights``) or a float threshold on the probability of the second class.
-    ``threshold`` is None unless there are two classes (0.5 for ``"argmax"``);
-    ``offsets`` are then ``[0, -logit(threshold)]``, for information.
+    """``(offsets, threshold)`` of a rule (``"argmax"``, ``"prior"`` or a float).
 
     Examples
     --------
@@ -226,10 +193,7 @@ def fit_decision(rule, proba, prior=None, weights=None):
 
 
 def decide(proba, offsets=None, threshold=None):
-    """Class index of every row: with ``threshold`` (two classes),
-    ``proba[:, 1] >= threshold`` compared by NumPy in the dtype of ``proba``;
-    else with ``offsets``, ``np.argmax(np.log(proba.astype(np.float64)) +
-    offsets, axis=1)`` (the first maximum on ties); else ``argmax(proba)``.
+    """Class index of every row: by ``threshold``, else ``offsets``, else argmax.
 
     Examples
     --------
