@@ -38,10 +38,8 @@ def load_adult(*, as_frame=True, return_X_y=False):
     Parameters
     ----------
     as_frame : bool, default=True
-        If True, ``data`` is a DataFrame (categorical columns as ``category``
-        with missing values NaN, numeric ones ``int64``), ``target`` a
-        categorical Series and ``frame`` both; if False, object arrays
-        (missing values NaN) and ``frame`` None.
+        DataFrame (categorical columns as ``category``) and Series, or object
+        arrays (``frame`` None); missing values NaN.
     return_X_y : bool, default=False
         Return ``(data, target)`` instead of a Bunch.
 
@@ -55,8 +53,6 @@ def load_adult(*, as_frame=True, return_X_y=False):
     --------
     >>> from sklearn_llp.datasets import load_adult
     >>> adult = load_adult()
-    >>> adult.data.shape
-    (48842, 14)
     >>> adult.target.value_counts().to_dict()
     {'<=50K': 37155, '>50K': 11687}
     """

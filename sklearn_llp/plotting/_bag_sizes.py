@@ -11,18 +11,15 @@ def plot_bag_sizes(bags, ax=None, **hist_kwargs):
     Parameters
     ----------
     bags : array-like of shape (n_samples,)
-        Bag id of every row, as a bag generator gives them; rows of id ``-1``
-        are in no bag.
+        Bag id of every row; rows of id ``-1`` are in no bag.
     ax : matplotlib Axes, default=None
         Axes to draw on; a new figure when None.
     **hist_kwargs : dict
-        Passed to :meth:`matplotlib.axes.Axes.hist`; by default one bar per
-        integer size while the sizes span at most 50 values.
+        Passed to :meth:`matplotlib.axes.Axes.hist` (default: a bar per size).
 
     Returns
     -------
     ax : matplotlib Axes
-        Titled with the number of bags and the min / median / max size.
 
     Examples
     --------
