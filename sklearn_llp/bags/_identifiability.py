@@ -131,9 +131,7 @@ class IdentifiabilityReport:
     n_features, effective_dimension : int or None, float or None
         Width and effective dimension of ``X`` (None without ``X``).
     prior, proportion_std, relative_spread, canonical_correlations : tuple
-        Per class (per class contrast for the correlations).
-    condition_number, effective_n_bags, informative_n_bags, effective_labels
-        Floats.
+    condition_number, effective_n_bags, informative_n_bags, effective_labels : float
     problems, notes : tuple of str
         One sentence per problem (these warn) or observation.
     positional_classes : bool

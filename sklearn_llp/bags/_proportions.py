@@ -98,10 +98,8 @@ def expand_proportions(table, bags):
     >>> import pandas as pd
     >>> from sklearn_llp.bags import expand_proportions
     >>> table = pd.DataFrame({"no": [0.9, 0.5], "yes": [0.1, 0.5]}, index=[3, 7])
-    >>> expand_proportions(table, [7, 3, -1])
-    array([[0.5, 0.5],
-           [0.9, 0.1],
-           [nan, nan]])
+    >>> expand_proportions(table, [7, 3, -1]).tolist()
+    [[0.5, 0.5], [0.9, 0.1], [nan, nan]]
     """
     if not isinstance(table, (pd.DataFrame, pd.Series, Mapping)):
         raise TypeError(

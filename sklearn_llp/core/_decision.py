@@ -1,4 +1,4 @@
-"""Label-free decision rules: class rates that match the bags' (:ref:`threshold`)."""
+"""Label-free decision rules: class rates matching the bags' (:ref:`prior_matching`)."""
 
 import math
 
@@ -24,15 +24,7 @@ def class_prior(bags):
 
 
 def prior_threshold(proba_1, prior_1, weights=None):
-    """The cut point whose (weighted) positive rate is closest to ``prior_1``.
-
-    Exact in float32 and float64 (:ref:`prior_matching`).
-
-    Examples
-    --------
-    >>> prior_threshold([0.1, 0.2, 0.2, 0.4, 0.9], 0.45)
-    0.4
-    """
+    """The cut point whose (weighted) positive rate is closest to ``prior_1``."""
     proba_1 = np.asarray(proba_1)
     weights = np.ones(len(proba_1)) if weights is None else np.asarray(weights, float)
     keep = weights > 0
@@ -127,28 +119,7 @@ def _match(scores, target, weights):
 
 
 def prior_offsets(proba, prior, weights=None):
-    """Log-probability offsets whose argmax predicts every class at its prior.
-
-    The smoothed dual of the transport problem that gives every class its
-    prior's weight; its guarantee and proof are in :ref:`prior_matching`.
-
-    Parameters
-    ----------
-    proba : ndarray of shape (n_samples, n_classes)
-    prior : ndarray of shape (n_classes,)
-    weights : ndarray of shape (n_samples,), default=None
-
-    Returns
-    -------
-    offsets : ndarray of shape (n_classes,)
-        Zero for the first class of positive prior.
-
-    Examples
-    --------
-    >>> proba = np.array([[0.6, 0.3, 0.1], [0.5, 0.4, 0.1], [0.4, 0.2, 0.4]])
-    >>> decide(proba, prior_offsets(proba, [1 / 3, 1 / 3, 1 / 3])).tolist()
-    [0, 1, 2]
-    """
+    """Log-probability offsets whose argmax predicts every class at its prior."""
     proba, prior = np.asarray(proba), np.asarray(prior, dtype=np.float64)
     if proba.shape[1] == 2:
         return _binary_offsets(prior_threshold(proba[:, 1], prior[1], weights))
@@ -172,14 +143,7 @@ def prior_offsets(proba, prior, weights=None):
 
 
 def fit_decision(rule, proba, prior=None, weights=None):
-    """``(offsets, threshold)`` of a rule (``"argmax"``, ``"prior"`` or a float).
-
-    Examples
-    --------
-    >>> proba = np.array([[0.7, 0.3], [0.6, 0.4], [0.8, 0.2]])
-    >>> fit_decision("prior", proba, np.array([2 / 3, 1 / 3]))[1]
-    0.4
-    """
+    """``(offsets, threshold)`` of a rule: ``"argmax"``, ``"prior"`` or a float."""
     n_classes = proba.shape[1]
     if rule == "argmax":
         return np.zeros(n_classes), (0.5 if n_classes == 2 else None)
@@ -193,13 +157,7 @@ def fit_decision(rule, proba, prior=None, weights=None):
 
 
 def decide(proba, offsets=None, threshold=None):
-    """Class index of every row: by ``threshold``, else ``offsets``, else argmax.
-
-    Examples
-    --------
-    >>> decide(np.array([[0.7, 0.3], [0.6, 0.4]]), threshold=0.35).tolist()
-    [0, 1]
-    """
+    """Class index of every row: by ``threshold``, else ``offsets``, else argmax."""
     if threshold is not None:
         return (proba[:, 1] >= float(threshold)).astype(np.intp)
     if offsets is None:

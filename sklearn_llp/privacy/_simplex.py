@@ -24,10 +24,8 @@ def project_to_simplex(props):
     Examples
     --------
     >>> from sklearn_llp.privacy import project_to_simplex
-    >>> project_to_simplex([[0.7, 0.5], [-0.2, 0.9], [1.3, -0.1]])
-    array([[0.6, 0.4],
-           [0. , 1. ],
-           [1. , 0. ]])
+    >>> project_to_simplex([[0.7, 0.5], [-0.2, 0.9], [1.3, -0.1]]).tolist()
+    [[0.6, 0.4], [0.0, 1.0], [1.0, 0.0]]
     """
     frame = props if isinstance(props, pd.DataFrame) else None
     try:
