@@ -366,7 +366,7 @@ def warn_if_unidentifiable(report, stacklevel=2):
         remedy = (
             " With few large bags of two classes, method='easyllp' and "
             "sklearn_llp.linear.MeanMapClassifier measured far better than "
-            "the proportion loss (README, 'Methods')."
+            "the proportion loss (user guide, 'Methods')."
         )
     warnings.warn(
         "The bags may not identify an instance-level classifier: "
