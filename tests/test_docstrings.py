@@ -6,7 +6,7 @@ import pytest
 
 from sklearn_llp import LLPClassifier, LLPRegressor
 
-KEY_PARAMETERS = ("method", "max_epochs", "lr", "batch_size", "random_state")
+KEY_PARAMETERS = ("module", "method", "max_epochs", "lr", "batch_size", "random_state")
 
 
 @pytest.mark.parametrize("estimator", [LLPClassifier, LLPRegressor])

@@ -12,7 +12,13 @@ from ..bags import check_identifiability, warn_if_unidentifiable
 from ..core import BAG_METRICS, LLPClassifierMixin, bag_errors_of, decide, decision_of
 from ..exceptions import FitDivergedError
 from ._data import ArrayDataset, subset_rows
-from ._net import KEY_PARAMETERS, MORE_PARAMETERS, LLPNet, declare_parameters
+from ._net import (
+    KEY_PARAMETERS,
+    MODULE_PARAMETER,
+    MORE_PARAMETERS,
+    LLPNet,
+    declare_parameters,
+)
 
 
 @declare_parameters
@@ -41,7 +47,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     True
 
     Parameters
-    ----------
+    ----------{module}
     method : str or LLPMethod, default="vat"
         The training loss, a component with ``method__*`` parameters:
         ``"dllp"``, ``"vat"`` (LLP-VAT), ``"pi"``, ``"rot"``, ``"llpfc"``,
@@ -305,9 +311,11 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         return self
 
 
-LLPClassifier.__doc__ = LLPClassifier.__doc__.replace(
-    "{key}", KEY_PARAMETERS.rstrip()
-).replace("{more}", MORE_PARAMETERS)
+LLPClassifier.__doc__ = (
+    LLPClassifier.__doc__.replace("{module}", MODULE_PARAMETER)
+    .replace("{key}", KEY_PARAMETERS.rstrip())
+    .replace("{more}", MORE_PARAMETERS)
+)
 
 
 def _module_outputs(net):

@@ -82,6 +82,12 @@ _MAX_CPU_BATCH = 2048
 _BAGS_PER_STEP = 8
 _POSITIVE = Interval(Integral, 1, None, closed="left")
 
+MODULE_PARAMETER = """
+    module : torch.nn.Module class or instance, default=None
+        The network (default :class:`~sklearn_llp.modules.MLP`); a class
+        taking ``n_features``/``n_classes`` is sized from the data. An
+        instance is a template: every fit trains a reset copy."""
+
 KEY_PARAMETERS = """
     max_epochs : int, default=100
         Epochs per ``fit`` (and per ``partial_fit``).
@@ -114,10 +120,6 @@ MORE_PARAMETERS = """
         least 5 bags are held out.
     n_iter_no_change : int, default=10
         Patience of early stopping, in epochs.
-    module : torch.nn.Module class or instance, default=None
-        The network (default :class:`~sklearn_llp.modules.MLP`); a class
-        taking ``n_features``/``n_classes`` is sized from the data. An
-        instance is a template: every fit trains a reset copy.
     max_bag_size : int, default=1024
         Larger bags are subsampled afresh every epoch to this many rows; a
         subsampled bag keeps its full size as its weight in the loss. None

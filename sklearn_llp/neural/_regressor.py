@@ -9,7 +9,13 @@ from sklearn.utils.validation import check_is_fitted
 from ..core import REGRESSION_METRICS, LLPRegressorMixin, bag_errors_of
 from ..exceptions import IdentifiabilityWarning
 from ..methods.functional import regression_losses
-from ._net import KEY_PARAMETERS, MORE_PARAMETERS, LLPNet, declare_parameters
+from ._net import (
+    KEY_PARAMETERS,
+    MODULE_PARAMETER,
+    MORE_PARAMETERS,
+    LLPNet,
+    declare_parameters,
+)
 
 #: A feature whose bag means spread by less than this fraction of its
 #: standard deviation has "the same mean in every bag".
@@ -71,7 +77,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     (3,)
 
     Parameters
-    ----------
+    ----------{module}
     method : str or RegressionMethod, default="bag"
         ``"bag"`` (squared error of every bag's mean prediction),
         ``"instance"`` (every row regressed on its bag's mean),
@@ -236,6 +242,8 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         return y_pred
 
 
-LLPRegressor.__doc__ = LLPRegressor.__doc__.replace(
-    "{key}", KEY_PARAMETERS.rstrip()
-).replace("{more}", MORE_PARAMETERS)
+LLPRegressor.__doc__ = (
+    LLPRegressor.__doc__.replace("{module}", MODULE_PARAMETER)
+    .replace("{key}", KEY_PARAMETERS.rstrip())
+    .replace("{more}", MORE_PARAMETERS)
+)
