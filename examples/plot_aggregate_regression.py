@@ -18,7 +18,8 @@ compared on the test people with:
 true hours, and the bag view: every held-out group of test people, its
 predicted mean hours against its true mean (marker area by group size).
 
-What it shows (seed 0): test R² 0.157 from group means, 0.156 for the
+What the full run shows (seed 0; the gallery runs ``--quick``, whose
+figure and numbers below differ): test R² 0.157 from group means, 0.156 for the
 group-average lookup and 0.262 with individual hours; on the 186 held-out
 groups the predicted means have R² 0.714 against the true ones. Weekly
 hours are hard to predict from census columns (the network trained on every
