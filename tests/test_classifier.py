@@ -402,12 +402,14 @@ SCORING = {
     C: (
         hard_l1_scorer,
         "received no label proportions",
-        r"got no props, but the model was fitted on bags.*make_bag_scorer\('hard_l1'",
+        r"got no props, but the model was fitted on bags.*accuracy_score\(y_true"
+        r".*make_bag_scorer\('hard_l1'",
     ),
     R: (
         bag_r2_scorer,
         "received no bag means",
-        r"got no targets, but the model was fitted on bags.*make_bag_scorer\('r2'",
+        r"got no targets, but the model was fitted on bags.*r2_score\(y_true"
+        r".*make_bag_scorer\('r2'",
     ),
 }
 
