@@ -250,6 +250,16 @@ BAG_FORMS = {
         p.aligned,
         {},
     ),
+    "interval_keys": lambda p: (  # pd.cut bands in a composite key
+        pd.DataFrame(
+            {
+                "band": pd.IntervalIndex.from_breaks(range(p.n_bags + 1))[p.codes],
+                "sex": "F",
+            }
+        ),
+        p.aligned,
+        {},
+    ),
     "str_ids_with_str_keyed_table": lambda p: (
         str_ids(p.codes),
         keyed(p.per_bag, str_ids(range(p.n_bags))),

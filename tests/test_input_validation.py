@@ -167,6 +167,11 @@ CATALOGUE = [
          lambda: LLP().fit(X,
                    np.array(["a", "a", "b", "b", None, None, "c", "c"], dtype=object),
                    props)),
+    Case("fit", "composite keys with a missing value",
+         ValueError, r"missing ids .* row 4: \(nan, 'b'\).*fillna",
+         lambda: LLP().fit(X, pd.DataFrame(
+             {"k": [1.0, 1, 2, 2, np.nan, np.nan, 3, 3], "s": list("aabbbbcc")}),
+             props)),
     Case("fit", "bags of non-integer floats",
          ValueError, r"bags holds non-integer floats",
          lambda: LLP().fit(X, bags + 0.5, props)),
