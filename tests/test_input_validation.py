@@ -172,6 +172,11 @@ CATALOGUE = [
          lambda: LLP().fit(X, pd.DataFrame(
              {"k": [1.0, 1, 2, 2, np.nan, np.nan, 3, 3], "s": list("aabbbbcc")}),
              props)),
+    Case("fit", "sample-aligned props whose index is in another order than X's",
+         ValueError, r"props differ between rows of the same bag \(bag 1: "
+         r"\[0.0, 1.0\] and \[1.0, 0.0\]\).*index is in the order of X",
+         lambda: LLP().fit(Xdf, bags, pd.DataFrame(
+             props[[1, 2, 3, 4, 5, 6, 7, 0]], index=[11, 12, 13, 14, 15, 16, 17, 10]))),
     Case("fit", "bags of non-integer floats",
          ValueError, r"bags holds non-integer floats",
          lambda: LLP().fit(X, bags + 0.5, props)),
