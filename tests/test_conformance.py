@@ -218,55 +218,6 @@ def keyed(values, keys):
 #: Big ids (64-bit hashes) that sort like the codes, on both sides of 2**63.
 HASHES = [7, 2**40, 2**63 - 1, 2**63, 2**63 + 5, 2**63 + 6, 2**64 - 2, 2**64 - 1]
 
-#: name -> (problem -> (bags, values, params)): one form of the bags at a
-#: time, the values sample-aligned (or per bag where the form needs it).
-BAG_FORMS = {
-    "str_ids": lambda p: (str_ids(p.codes), p.aligned, {}),
-    "one_column_list": lambda p: ([[int(c)] for c in p.codes], p.aligned, {}),
-    "series": lambda p: (pd.Series(p.codes), p.aligned, {}),
-    "one_column_frame": lambda p: (pd.DataFrame({"bag": p.codes}), p.aligned, {}),
-    "bags_object": lambda p: (
-        check_bags(p.codes, **{_key(p): p.aligned}),
-        None,
-        {},
-    ),
-    "csc_membership": lambda p: (membership(p.codes, p.n_bags), p.per_bag, {}),
-    "csr_membership": lambda p: (membership(p.codes, p.n_bags).tocsr(), p.per_bag, {}),
-    "row_index_lists": lambda p: (row_lists(p.codes, p.n_bags), p.per_bag, {}),
-    "membership_with_dict": lambda p: (
-        membership(p.codes, p.n_bags),
-        dict(enumerate(p.per_bag)),
-        {},
-    ),
-    "tuple_keys": lambda p: (
-        [(int(c) // 3, f"k{c:02d}") for c in p.codes],
-        p.aligned,
-        {},
-    ),
-    "uint64_hash_array": lambda p: (
-        np.array((HASHES * 7)[: p.n_bags], dtype=object)[p.codes].astype(np.uint64)
-        if p.n_bags <= len(HASHES)
-        else p.codes.astype(np.uint64) + np.uint64(2**63),
-        p.aligned,
-        {},
-    ),
-    "interval_keys": lambda p: (  # pd.cut bands in a composite key
-        pd.DataFrame(
-            {
-                "band": pd.IntervalIndex.from_breaks(range(p.n_bags + 1))[p.codes],
-                "sex": "F",
-            }
-        ),
-        p.aligned,
-        {},
-    ),
-    "str_ids_with_str_keyed_table": lambda p: (
-        str_ids(p.codes),
-        keyed(p.per_bag, str_ids(range(p.n_bags))),
-        {},
-    ),
-}
-
 
 def _key(p):
     return "targets" if p.per_bag.ndim == 1 else "props"
@@ -276,63 +227,62 @@ def _columns(p):
     return [f"c{k}" for k in range(p.per_bag.shape[1])]
 
 
+# fmt: off
+#: name -> (problem -> (bags, values[, params])): one form of the bags at a
+#: time, the values sample-aligned (or per bag where the form needs it).
+BAG_FORMS = {
+    "str_ids": lambda p: (str_ids(p.codes), p.aligned),
+    "one_column_list": lambda p: ([[int(c)] for c in p.codes], p.aligned),
+    "series": lambda p: (pd.Series(p.codes), p.aligned),
+    "one_column_frame": lambda p: (pd.DataFrame({"bag": p.codes}), p.aligned),
+    "bags_object": lambda p: (check_bags(p.codes, **{_key(p): p.aligned}), None),
+    "csc_membership": lambda p: (membership(p.codes, p.n_bags), p.per_bag),
+    "csr_membership": lambda p: (membership(p.codes, p.n_bags).tocsr(), p.per_bag),
+    "row_index_lists": lambda p: (row_lists(p.codes, p.n_bags), p.per_bag),
+    "membership_with_dict": lambda p: (
+        membership(p.codes, p.n_bags), dict(enumerate(p.per_bag))),
+    "tuple_keys": lambda p: ([(int(c) // 3, f"k{c:02d}") for c in p.codes], p.aligned),
+    "uint64_hash_array": lambda p: (
+        np.array((HASHES * 7)[: p.n_bags], dtype=object)[p.codes].astype(np.uint64)
+        if p.n_bags <= len(HASHES) else p.codes.astype(np.uint64) + np.uint64(2**63),
+        p.aligned),
+    "interval_keys": lambda p: (  # pd.cut bands in a composite key
+        pd.DataFrame({"band": pd.interval_range(0, p.n_bags)[p.codes], "sex": "F"}),
+        p.aligned),
+    "str_ids_with_str_keyed_table": lambda p: (
+        str_ids(p.codes), keyed(p.per_bag, str_ids(range(p.n_bags)))),
+}
 #: The forms of the values of each task (the bags as int ids).
 VALUE_FORMS = {
     C: {
-        "positive_fraction": lambda p: (p.codes, p.aligned[:, 1], {}),
-        "dict_of_vectors": lambda p: (p.codes, dict(enumerate(p.per_bag)), {}),
+        "positive_fraction": lambda p: (p.aligned[:, 1],),
+        "dict_of_vectors": lambda p: (dict(enumerate(p.per_bag)),),
         "dict_of_fractions": lambda p: (
-            p.codes,
-            {j: float(v[1]) for j, v in enumerate(p.per_bag)},
-            {},
-        ),
-        "series_of_fractions": lambda p: (
-            p.codes,
-            keyed(p.per_bag[:, 1], range(p.n_bags)),
-            {},
-        ),
-        "frame_int_columns": lambda p: (p.codes, keyed(p.per_bag, range(p.n_bags)), {}),
+            {j: float(v[1]) for j, v in enumerate(p.per_bag)},),
+        "series_of_fractions": lambda p: (keyed(p.per_bag[:, 1], range(p.n_bags)),),
+        "frame_int_columns": lambda p: (keyed(p.per_bag, range(p.n_bags)),),
         "frame_str_columns": lambda p: (
-            p.codes,
             keyed(p.per_bag, range(p.n_bags)).set_axis(_columns(p), axis=1),
-            {"classes": _columns(p)},
-        ),
-        "label_proportions_table": lambda p: (
-            p.codes,
-            label_proportions(p.codes, p.y),
-            {},
-        ),
+            {"classes": _columns(p)}),
+        "label_proportions_table": lambda p: (label_proportions(p.codes, p.y),),
     },
     R: {
-        "aligned_list": lambda p: (p.codes, p.aligned.tolist(), {}),
-        "aligned_series": lambda p: (p.codes, pd.Series(p.aligned), {}),
-        "aligned_column": lambda p: (p.codes, p.aligned[:, None], {}),
-        "per_bag_dict": lambda p: (p.codes, dict(enumerate(p.per_bag)), {}),
+        "aligned_list": lambda p: (p.aligned.tolist(),),
+        "aligned_series": lambda p: (pd.Series(p.aligned),),
+        "aligned_column": lambda p: (p.aligned[:, None],),
+        "per_bag_dict": lambda p: (dict(enumerate(p.per_bag)),),
         "per_bag_dict_reversed": lambda p: (
-            p.codes,
-            {j: p.per_bag[j] for j in reversed(range(p.n_bags))},
-            {},
-        ),
+            {j: p.per_bag[j] for j in reversed(range(p.n_bags))},),
         "per_bag_series_reversed": lambda p: (
-            p.codes,
-            keyed(p.per_bag, range(p.n_bags)).iloc[::-1],
-            {},
-        ),
+            keyed(p.per_bag, range(p.n_bags)).iloc[::-1],),
         "per_bag_mean_frame": lambda p: (
-            p.codes,
-            keyed(p.per_bag, range(p.n_bags)).to_frame("mean"),
-            {},
-        ),
-        "per_bag_sum_size_frame": lambda p: (
-            p.codes,
-            pd.DataFrame(
-                {"sum": p.per_bag * p.sizes, "size": p.sizes},
-                index=pd.Index(range(p.n_bags), name="bag"),
-            ),
-            {},
-        ),
+            keyed(p.per_bag, range(p.n_bags)).to_frame("mean"),),
+        "per_bag_sum_size_frame": lambda p: (pd.DataFrame(
+            {"sum": p.per_bag * p.sizes, "size": p.sizes},
+            index=pd.Index(range(p.n_bags), name="bag")),),
     },
 }
+# fmt: on
 BINARY_ONLY = {"positive_fraction", "dict_of_fractions", "series_of_fractions"}
 FORM_CASES = [
     (name, variant, form)
@@ -343,8 +293,11 @@ FORM_CASES = [
 
 
 def form_of(name, variant, form):
+    """``(bags, values, params)``; a value form gives the bags as int ids."""
     p = data(name, variant)
-    return {**BAG_FORMS, **VALUE_FORMS[task(name)]}[form](p)
+    if form in BAG_FORMS:
+        return (*BAG_FORMS[form](p), {})[:3]
+    return (p.codes, *VALUE_FORMS[task(name)][form](p), {})[:3]
 
 
 # ----------------------------------------------------------------------
@@ -920,7 +873,7 @@ def test_score_is_the_bag_metric_of_predict_in_every_form(name):
         "row_index_lists",
         "str_ids_with_str_keyed_table",
     ):
-        bags, values, _ = BAG_FORMS[form](p)
+        bags, values = BAG_FORMS[form](p)
         assert est.score(p.X, bags, values) == pytest.approx(expected, abs=1e-12), form
         if form != "bags_object":
             weighted = est.score(p.X, bags, values, sample_weight=w)

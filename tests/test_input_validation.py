@@ -7,11 +7,12 @@ offending argument or the fix). Each row is one case of
 ``test_malformed_input_gets_a_clear_error``; an ``xfail`` reason marks an
 input not yet refused clearly (a strict xfail, so the mark must go once
 fixed). ``docs/make_malformed_inputs_table.py`` renders the rows, with the
-error each call gets, as ``docs/malformed_inputs.md``. A reader message has
-one row: ``tests/test_conformance.py`` proves that every estimator, score,
-scorer, metric and ``check_identifiability`` gives it alike, and what must not
-change with how valid data is written down. Behaviour that takes more than one
-call is a plain test after the catalogue.
+error each call gets, as ``docs/malformed_inputs.md``. A message has one row:
+``MORE`` holds further inputs refused with a row's message, and
+``tests/test_conformance.py`` proves that every estimator, score, scorer,
+metric and ``check_identifiability`` gives a reader message alike (and what
+must not change with how valid data is written down). Behaviour that takes
+more than one call is a plain test after the catalogue.
 """
 
 import functools
@@ -199,8 +200,6 @@ CATALOGUE = [
          lambda: LLP().fit(X, np.zeros(8))),
     Case("fit", "props with NaN", ValueError, r"props contains NaN or infinite",
          lambda: LLP().fit(X, bags, np.where(props == 1, np.nan, props))),
-    Case("fit", "props with infinity", ValueError, r"props contains NaN or infinite",
-         lambda: LLP().fit(X, bags, np.where(props == 1, np.inf, props))),
     Case("fit", "props negative", ValueError, r"props contains negative",
          lambda: LLP().fit(X, bags, props - 0.25)),
     Case("fit", "props as percentages",
@@ -210,12 +209,8 @@ CATALOGUE = [
          lambda: LLP().fit(X, bags, np.full(8, 1.5))),
     Case("fit", "props 3-D", ValueError, r"props must be 1-D or 2-D",
          lambda: LLP().fit(X, bags, props[:, :, None])),
-    Case("fit", "props as a string", ValueError, r"props must be 1-D or 2-D",
-         lambda: LLP().fit(X, bags, "0.5")),
     Case("fit", "props of non-numeric strings", TypeError, r"props must hold numbers",
          lambda: LLP().fit(X, bags, np.full((8, 2), "x"))),
-    Case("fit", "props ragged list", TypeError, r"props must hold numbers",
-         lambda: LLP().fit(X, bags, [[0.5, 0.5]] * 7 + [[1.0]])),
     Case("fit", "props with one class column", ValueError, r"props has 1 class column",
          lambda: LLP().fit(X, bags, np.ones((8, 1)))),
     Case("fit", "props that differ within a bag",
@@ -401,34 +396,18 @@ CATALOGUE = [
          ValueError, r"targets has columns \['sum'\].*'sum' and 'size'",
          lambda: check_bags(["a", "a", "b"], targets=pd.DataFrame(
              {"sum": [1.0, 2.0]}, index=["a", "b"]))),
-    Case("check_bags", "targets table read by row with 'sum' without 'size'",
-         ValueError, r"targets has columns \['sum'\].*'sum' and 'size'",
-         lambda: check_bags(["a", "b"], targets=pd.DataFrame(
-             {"sum": [1.0, 2.0]}))),
     Case("check_bags", "per-bag targets table with a zero 'size'",
          ValueError, r"targets\['size'\] must be positive",
          lambda: check_bags(["a", "a", "b"], targets=pd.DataFrame(
              {"sum": [1.0, 2.0], "size": [1, 0]}, index=["a", "b"]))),
-    Case("check_bags", "targets table read by row with a zero 'size'",
-         ValueError, r"targets\['size'\] must be positive",
-         lambda: check_bags(["a", "b"], targets=pd.DataFrame(
-             {"sum": [1.0, 2.0], "size": [1, 0]}))),
     Case("check_bags", "per-bag targets table with unknown columns",
          ValueError, r"targets has columns \['mean', 'total'\]",
          lambda: check_bags(["a", "a", "b"], targets=pd.DataFrame(
              {"mean": [1.0, 2.0], "total": [1, 2]}, index=["a", "b"]))),
-    Case("check_bags", "targets table read by row with unknown columns",
-         ValueError, r"targets has columns \['mean', 'total'\]",
-         lambda: check_bags(["a", "b"], targets=pd.DataFrame(
-             {"mean": [1.0, 2.0], "total": [1, 2]}))),
     Case("check_bags", "per-bag targets table with a NaN 'sum'",
          ValueError, r"targets\['sum'\] contains NaN",
          lambda: check_bags(["a", "a", "b"], targets=pd.DataFrame(
              {"sum": [1.0, np.nan], "size": [1, 1]}, index=["a", "b"]))),
-    Case("check_bags", "targets table read by row with a NaN 'sum'",
-         ValueError, r"targets\['sum'\] contains NaN",
-         lambda: check_bags(["a", "b"], targets=pd.DataFrame(
-             {"sum": [1.0, np.nan], "size": [1, 1]}))),
     # check_fit_inputs ----------------------------------------------------------
     Case("check_fit_inputs", "sample_weight leaving one class",
          ValueError, r"sample_weight leaves rows of a single class",
@@ -500,21 +479,12 @@ CATALOGUE = [
     Case("splitters", "subset_membership with repeated rows",
          ValueError, r"rows holds repeated indices",
          lambda: subset_membership(lists, np.array([0, 0, 1]))),
-    Case("splitters", "BagShuffleSplit without bags",
-         ValueError, r"needs the bag id of every sample",
-         lambda: next(BagShuffleSplit(2).split(X))),
     Case("splitters", "BagKFold with 2-D y",
          ValueError, r"y must be 1-D with one bag id per row",
          lambda: next(BagKFold(2).split(X, np.zeros((8, 2))))),
-    Case("splitters", "BagShuffleSplit with 2-D y",
-         ValueError, r"y must be 1-D with one bag id per row",
-         lambda: next(BagShuffleSplit(2).split(X, np.zeros((8, 2))))),
     Case("splitters", "test_size=0.0",
          ValueError, r"test_size must be a float in \(0, 1\).*got 0.0",
          lambda: next(BagShuffleSplit(1, test_size=0.0).split(X, bags))),
-    Case("splitters", "test_size=1.0",
-         ValueError, r"test_size must be a float in \(0, 1\).*got 1.0",
-         lambda: next(BagShuffleSplit(1, test_size=1.0).split(X, bags))),
     Case("splitters", "train_size=1.5",
          ValueError, r"train_size must be a float in \(0, 1\).*got 1.5",
          lambda: next(
@@ -525,24 +495,9 @@ CATALOGUE = [
     Case("splitters", "test_size larger than the number of bags",
          ValueError, r"test_size=10 bags must be at least 1 and fewer than the 4 bags",
          lambda: next(BagShuffleSplit(1, test_size=10).split(X, bags))),
-    Case("splitters", "test_size=True",
-         ValueError, r"test_size must be a float in \(0, 1\).*got True",
-         lambda: next(BagShuffleSplit(1, test_size=True).split(X, bags))),
     Case("splitters", "min_train_bags=0", ValueError, r"min_train_bags",
          lambda: next(
              BagShuffleSplit(1).split_bags(check_bags(bags), min_train_bags=0))),
-    Case("splitters", "min_train_bags=-1", ValueError, r"min_train_bags",
-         lambda: next(
-             BagShuffleSplit(1).split_bags(check_bags(bags), min_train_bags=-1))),
-    Case("splitters", "min_train_bags=1.5", ValueError, r"min_train_bags",
-         lambda: next(
-             BagShuffleSplit(1).split_bags(check_bags(bags), min_train_bags=1.5))),
-    Case("splitters", "min_train_bags=True", ValueError, r"min_train_bags",
-         lambda: next(
-             BagShuffleSplit(1).split_bags(check_bags(bags), min_train_bags=True))),
-    Case("splitters", "min_train_bags=None", ValueError, r"min_train_bags",
-         lambda: next(
-             BagShuffleSplit(1).split_bags(check_bags(bags), min_train_bags=None))),
     Case("cross_val_predict", "cv a string", TypeError, r"cv must be None, an int",
          lambda: cross_val_predict(LLP(), X, bags, props, cv="5")),
     # bag generators ------------------------------------------------------------
@@ -564,8 +519,6 @@ CATALOGUE = [
              X, np.r_[0, 1, np.nan, 1, 0, 1, 0, 1])),
     Case("generators", "make_bags with 2-D y", ValueError, r"y must be 1-D",
          lambda: UniformBagGenerator(2, random_state=0).make_bags(X, np.zeros((8, 2)))),
-    Case("generators", "bag_size not an integer", ValueError, r"'bag_size' parameter",
-         lambda: UniformBagGenerator(2.5).fit(X)),
     Case("generators", "drop_last not a bool", ValueError, r"'drop_last' parameter",
          lambda: UniformBagGenerator(4, drop_last="yes").fit(X)),
     Case("generators", "random_state not a seed",
@@ -606,12 +559,6 @@ CATALOGUE = [
     Case("generators", "1-D X",
          ValueError, r"X must be 2-D \(n_samples, n_features\); got shape \(5,\)",
          lambda: FeatureBagGenerator(0).fit(np.arange(5))),
-    Case("generators", "a ragged list of rows",
-         ValueError, r"X must be 2-D \(n_samples, n_features\); got shape \(2,\)",
-         lambda: FeatureBagGenerator(0).fit([[1, 2], [3]])),
-    Case("generators", "a list of numbers as X",
-         ValueError, r"X must be 2-D \(n_samples, n_features\); got shape \(3,\)",
-         lambda: FeatureBagGenerator(0).fit([1, 2, 3])),
     # proportions ---------------------------------------------------------------
     Case("proportions", "label_proportions with a label outside classes",
          ValueError, r"not in classes",
@@ -631,9 +578,6 @@ CATALOGUE = [
     Case("proportions", "expand_proportions with bags missing from the table",
          ValueError, r"no row for 2 bag id\(s\).*\[4, 5\]",
          lambda: expand_proportions(table, [0, 1, 4, 5, 4])),
-    Case("proportions", "expand_proportions with a table as long as bags",
-         ValueError, r"no row for 1 bag id\(s\).*\[7\]",
-         lambda: expand_proportions(table.iloc[:2], [0, 7])),
     Case("proportions", "expand_proportions of a plain array",
          TypeError, r"table must be",
          lambda: expand_proportions(table.to_numpy(), [0, 1])),
@@ -649,109 +593,27 @@ CATALOGUE = [
     Case("proportions", "project_to_simplex with NaN",
          ValueError, r"props contains NaN or infinite",
          lambda: project_to_simplex([[0.5, np.nan]])),
-    Case("proportions", "project_to_simplex with infinity",
-         ValueError, r"props contains NaN or infinite",
-         lambda: project_to_simplex([[np.inf, 0.0]])),
     Case("proportions", "project_to_simplex of a scalar",
          ValueError, r"props must have at least one class along its last axis",
          lambda: project_to_simplex(3.0)),
-    Case("proportions", "project_to_simplex of no classes",
-         ValueError, r"props must have at least one class along its last axis",
-         lambda: project_to_simplex(np.empty((2, 0)))),
     Case("identifiability", "X of strings",
          ValueError, r"\bX\b.*could not convert string to float",
          lambda: check_identifiability(bags, props, np.full((8, 3), "a"))),
     Case("identifiability", "X with NaN", ValueError, r"X contains NaN",
          lambda: check_identifiability(bags, props, np.where(X > 1, np.nan, X))),
-    Case("identifiability", "X with NaN as a list of rows",
-         ValueError, r"X contains NaN",
-         lambda: check_identifiability(bags, props,
-                               np.where(X > 1, np.nan, X).tolist())),
-    Case("identifiability", "X with NaN as a sparse matrix",
-         ValueError, r"X contains NaN",
-         lambda: check_identifiability(bags, props,
-                               sp.csr_matrix(np.where(X > 1, np.nan, X)))),
-    Case("identifiability", "X with NaN as float32", ValueError, r"X contains NaN",
-         lambda: check_identifiability(bags, props,
-                               np.where(X > 1, np.nan, X).astype(np.float32))),
     Case("identifiability", "X DataFrame with NaN",
          ValueError, r"X has NaN or infinite values in column 'b'",
          lambda: check_identifiability(bags, props, Xdf.assign(b=np.nan))),
     Case("identifiability", "X with infinity", ValueError, r"X contains infinity",
          lambda: check_identifiability(bags, props, np.where(X > 1, np.inf, X))),
-    Case("identifiability", "X with infinity as a list of rows",
-         ValueError, r"X contains infinity",
-         lambda: check_identifiability(bags, props,
-                               np.where(X > 1, np.inf, X).tolist())),
-    Case("identifiability", "X with infinity as a sparse matrix",
-         ValueError, r"X contains infinity",
-         lambda: check_identifiability(bags, props,
-                               sp.csr_matrix(np.where(X > 1, np.inf, X)))),
-    Case("identifiability", "X with infinity as float32",
-         ValueError, r"X contains infinity",
-         lambda: check_identifiability(bags, props,
-                               np.where(X > 1, np.inf, X).astype(np.float32))),
-    Case("identifiability", "X DataFrame with infinity",
-         ValueError, r"X has NaN or infinite values in column 'b'",
-         lambda: check_identifiability(bags, props, Xdf.assign(b=np.inf))),
-    Case("identifiability", "X with minus infinity", ValueError, r"X contains infinity",
-         lambda: check_identifiability(bags, props, np.where(X > 1, -np.inf, X))),
-    Case("identifiability", "X with minus infinity as a list of rows",
-         ValueError, r"X contains infinity",
-         lambda: check_identifiability(bags, props,
-                               np.where(X > 1, -np.inf, X).tolist())),
-    Case("identifiability", "X with minus infinity as a sparse matrix",
-         ValueError, r"X contains infinity",
-         lambda: check_identifiability(bags, props,
-                               sp.csr_matrix(np.where(X > 1, -np.inf, X)))),
-    Case("identifiability", "X with minus infinity as float32",
-         ValueError, r"X contains infinity",
-         lambda: check_identifiability(bags, props,
-                               np.where(X > 1, -np.inf, X).astype(np.float32))),
-    Case("identifiability", "X DataFrame with minus infinity",
-         ValueError, r"X has NaN or infinite values in column 'b'",
-         lambda: check_identifiability(bags, props, Xdf.assign(b=-np.inf))),
     # privacy -------------------------------------------------------------------
     Case("privacy", "dp_proportions with epsilon=0",
          ValueError, r"epsilon must be a positive number",
          lambda: dp_proportions(bags, labels, epsilon=0)),
-    Case("privacy", "dp_proportions with a negative epsilon (discrete Laplace)",
-         ValueError, r"epsilon must be a positive number",
-         lambda: dp_proportions(bags, labels, epsilon=-0.5,
-                        mechanism="discrete_laplace")),
-    Case("privacy", "dp_proportions with epsilon=NaN (discrete Gaussian)",
-         ValueError, r"epsilon must be a positive number",
-         lambda: dp_proportions(bags, labels, epsilon=np.nan,
-                        mechanism="discrete_gaussian", delta=1e-05)),
     Case("privacy", "dp_proportions with epsilon too small for the discrete Laplace",
          ValueError, r"epsilon=.*too small",
          lambda: dp_proportions(bags, labels, epsilon=1e-13,
                         mechanism="discrete_laplace")),
-    Case("privacy", "dp_proportions with epsilon=1e-300 (laplace)",
-         ValueError, r"epsilon=.*too small",
-         lambda: dp_proportions(bags, labels, epsilon=1e-300, mechanism="laplace")),
-    Case("privacy", "dp_noise_scale with epsilon=1e-300 (laplace)",
-         ValueError, r"epsilon=.*too small",
-         lambda: dp_noise_scale(1e-300, "laplace")),
-    Case("privacy", "dp_proportions with epsilon=5e-324 (laplace)",
-         ValueError, r"epsilon=.*too small",
-         lambda: dp_proportions(bags, labels, epsilon=5e-324, mechanism="laplace")),
-    Case("privacy", "dp_noise_scale with epsilon=5e-324 (laplace)",
-         ValueError, r"epsilon=.*too small",
-         lambda: dp_noise_scale(5e-324, "laplace")),
-    Case("privacy", "dp_proportions with epsilon=1e-160 (laplace)",
-         ValueError, r"epsilon=.*too small",
-         lambda: dp_proportions(bags, labels, epsilon=1e-160, mechanism="laplace")),
-    Case("privacy", "dp_noise_scale with epsilon=1e-160 (laplace)",
-         ValueError, r"epsilon=.*too small",
-         lambda: dp_noise_scale(1e-160, "laplace")),
-    Case("privacy", "dp_proportions with epsilon=1e-300 (gaussian)",
-         ValueError, r"epsilon=.*too small",
-         lambda: dp_proportions(bags, labels, epsilon=1e-300, mechanism="gaussian",
-                        delta=1e-05)),
-    Case("privacy", "dp_noise_scale with epsilon=1e-300 (gaussian)",
-         ValueError, r"epsilon=.*too small",
-         lambda: dp_noise_scale(1e-300, "gaussian", delta=1e-05)),
     Case("privacy", "dp_proportions with delta with a pure-DP mechanism",
          ValueError, r"delta=1e-05 is only used by the Gaussian mechanisms",
          lambda: dp_proportions(bags, labels, epsilon=1.0, mechanism="discrete_laplace",
@@ -760,37 +622,15 @@ CATALOGUE = [
          ValueError, r"delta must be a number in \(0, 1\).*got None",
          lambda: dp_proportions(bags, labels, epsilon=1.0,
                         mechanism="discrete_gaussian")),
-    Case("privacy", "dp_proportions with delta above 1",
-         ValueError, r"delta must be a number in \(0, 1\).*got 1.5",
-         lambda: dp_proportions(bags, labels, epsilon=1.0,
-                        mechanism="discrete_gaussian", delta=1.5)),
     Case("privacy", "dp_proportions with min_bag_size=0",
          ValueError, r"min_bag_size must be a positive integer or None; got 0",
          lambda: dp_proportions(bags, labels, epsilon=1.0, min_bag_size=0)),
-    Case("privacy", "dp_proportions with min_bag_size negative",
-         ValueError, r"min_bag_size must be a positive integer or None; got -3",
-         lambda: dp_proportions(bags, labels, epsilon=1.0, min_bag_size=-3)),
-    Case("privacy", "dp_proportions with min_bag_size=2.5",
-         ValueError, r"min_bag_size must be a positive integer or None; got 2.5",
-         lambda: dp_proportions(bags, labels, epsilon=1.0, min_bag_size=2.5)),
-    Case("privacy", "dp_proportions with min_bag_size=True",
-         ValueError, r"min_bag_size must be a positive integer or None; got True",
-         lambda: dp_proportions(bags, labels, epsilon=1.0, min_bag_size=True)),
-    Case("privacy", "dp_proportions with min_bag_size as a string",
-         ValueError, r"min_bag_size must be a positive integer or None; got '5'",
-         lambda: dp_proportions(bags, labels, epsilon=1.0, min_bag_size="5")),
     Case("privacy", "dp_proportions with min_bag_size that withholds every bag",
          ValueError, r"min_bag_size=10000 withholds",
          lambda: dp_proportions(bags, labels, epsilon=1.0, min_bag_size=10000)),
     Case("privacy", "dp_proportions with max_contributions=0",
          ValueError, r"max_contributions",
          lambda: dp_proportions(bags, labels, epsilon=1.0, max_contributions=0)),
-    Case("privacy", "dp_proportions with max_contributions=1.5",
-         ValueError, r"max_contributions",
-         lambda: dp_proportions(bags, labels, epsilon=1.0, max_contributions=1.5)),
-    Case("privacy", "dp_proportions with max_contributions=None",
-         ValueError, r"max_contributions",
-         lambda: dp_proportions(bags, labels, epsilon=1.0, max_contributions=None)),
     Case("privacy", "dp_proportions with clamp not a bool",
          ValueError, r"clamp must be True or False",
          lambda: dp_proportions(bags, labels, epsilon=1.0, clamp="yes")),
@@ -798,62 +638,10 @@ CATALOGUE = [
          ValueError, r"bounds must be a pair \(lo, hi\) of finite numbers",
          lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
                       bounds=(1.0, 1.0))),
-    Case("privacy", "dp_bag_means with bounds in the wrong order",
-         ValueError, r"bounds must be a pair \(lo, hi\) of finite numbers",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(2.0, 1.0))),
-    Case("privacy", "dp_bag_means with an infinite bound",
-         ValueError, r"bounds must be a pair \(lo, hi\) of finite numbers",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(0.0, np.inf))),
-    Case("privacy", "dp_bag_means with bounds=None",
-         ValueError, r"bounds must be a pair \(lo, hi\) of finite numbers",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=None)),
-    Case("privacy", "dp_bag_means with three bounds",
-         ValueError, r"bounds must be a pair \(lo, hi\) of finite numbers",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(0.0, 1.0, 2.0))),
-    Case("privacy", "dp_bag_means with a string bound",
-         ValueError, r"bounds must be a pair \(lo, hi\) of finite numbers",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=("a", 1.0))),
-    Case("privacy", "dp_bag_means with epsilon=0",
-         ValueError, r"epsilon must be a positive number",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=0.0,
-                      bounds=(0, 1))),
-    Case("privacy", "dp_bag_means with a negative epsilon",
-         ValueError, r"epsilon must be a positive number",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=-1,
-                      bounds=(0, 1))),
     Case("privacy", "dp_bag_means with a discrete mechanism for real targets",
          ValueError, r"mechanism must be one of",
          lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
                       bounds=(0, 1), mechanism="discrete_laplace")),
-    Case("privacy", "dp_bag_means with the Gaussian mechanism without delta",
-         ValueError, r"delta must be a number in \(0, 1\).*got None",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(0, 1), mechanism="gaussian")),
-    Case("privacy", "dp_bag_means with delta with the Laplace mechanism",
-         ValueError, r"delta=1e-05 is only used by the Gaussian mechanisms",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(0, 1), delta=1e-05)),
-    Case("privacy", "dp_bag_means with max_contributions=0",
-         ValueError, r"max_contributions",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(0, 1), max_contributions=0)),
-    Case("privacy", "dp_bag_means with min_bag_size=0",
-         ValueError, r"min_bag_size must be a positive integer or None; got 0",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(0, 1), min_bag_size=0)),
-    Case("privacy", "dp_bag_means with min_bag_size that withholds every bag",
-         ValueError, r"min_bag_size=1000 withholds every bag",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(0, 1), min_bag_size=1000)),
-    Case("privacy", "dp_bag_means with clamp not a bool",
-         ValueError, r"clamp must be True or False",
-         lambda: dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], epsilon=1.0,
-                      bounds=(0, 1), clamp=1)),
     Case("privacy", "dp_bag_means with y with NaN",
          ValueError, r"y contains NaN or infinite",
          lambda: dp_bag_means([0, 0, 1, 1], [0.0, np.nan, 1.0, 1.0], epsilon=1.0,
@@ -870,9 +658,6 @@ CATALOGUE = [
     Case("plotting", "plot_bag_sizes with every row in no bag",
          ValueError, r"bags holds no bag",
          lambda: plot_bag_sizes([-1, -1])),
-    Case("plotting", "plot_bag_sizes with 2-D bags",
-         TypeError, r"bags is a list of row-index arrays .* one bag id per row",
-         lambda: plot_bag_sizes([[0, 1]])),
     Case("plotting", "plot_bag_calibration with bags shorter than y_proba",
          ValueError, r"bags has 7 entries but y_proba has 8",
          lambda: plot_bag_calibration(bags[:7], props[:7], proba)),
@@ -914,6 +699,105 @@ CATALOGUE = [
 assert len({case.id for case in CATALOGUE}) == len(CATALOGUE), "duplicate ids"
 
 
+def means(**kw):
+    """``dp_bag_means`` of two bags of two targets in [0, 1] at epsilon=1."""
+    kw = {"epsilon": 1.0, "bounds": (0, 1), **kw}
+    return dp_bag_means([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4], **kw)
+
+
+def non_finite(value):
+    """``X`` with ``value`` in it, as an array, rows, sparse and float32."""
+    X_bad = np.where(X > 1, value, X)
+    return [X_bad, X_bad.tolist(), sp.csr_matrix(X_bad), X_bad.astype(np.float32)]
+
+
+TINY = [dict(epsilon=e, mechanism="laplace") for e in (1e-300, 5e-324, 1e-160)]
+TINY += [dict(epsilon=1e-300, mechanism="gaussian", delta=1e-05)]
+
+# More inputs refused with the message of a catalogue row (the catalogue has one
+# row a message): (row id, call of v, values[, pattern]). The pattern is the
+# row's unless given; "{v}" in it stands for the value's repr.
+# fmt: off
+MORE = [
+    ("fit-props-with-nan", lambda v: LLP().fit(X, bags, np.where(props == 1, v, props)),
+     [np.inf]),
+    ("fit-props-3-d", lambda v: LLP().fit(X, bags, v), ["0.5"]),
+    ("fit-props-of-non-numeric-strings", lambda v: LLP().fit(X, bags, v),
+     [[[0.5, 0.5]] * 7 + [[1.0]]]),
+    # a targets table read by row (the default index) as one read by bag id
+    ("check-bags-per-bag-targets-table-with-sum-without-size",
+     lambda v: check_bags(["a", "b"], targets=pd.DataFrame(v)), [{"sum": [1.0, 2.0]}]),
+    ("check-bags-per-bag-targets-table-with-a-zero-size",
+     lambda v: check_bags(["a", "b"], targets=pd.DataFrame(v)),
+     [{"sum": [1.0, 2.0], "size": [1, 0]}]),
+    ("check-bags-per-bag-targets-table-with-unknown-columns",
+     lambda v: check_bags(["a", "b"], targets=pd.DataFrame(v)),
+     [{"mean": [1.0, 2.0], "total": [1, 2]}]),
+    ("check-bags-per-bag-targets-table-with-a-nan-sum",
+     lambda v: check_bags(["a", "b"], targets=pd.DataFrame(v)),
+     [{"sum": [1.0, np.nan], "size": [1, 1]}]),
+    ("splitters-no-bags-given", lambda v: next(v(2).split(X)), [BagShuffleSplit]),
+    ("splitters-bagkfold-with-2-d-y", lambda v: next(v(2).split(X, np.zeros((8, 2)))),
+     [BagShuffleSplit]),
+    ("splitters-test-size-0-0",
+     lambda v: next(BagShuffleSplit(1, test_size=v).split(X, bags)),
+     [1.0, True], r"test_size must be a float in \(0, 1\).*got {v}"),
+    ("splitters-min-train-bags-0",
+     lambda v: next(BagShuffleSplit(1).split_bags(check_bags(bags), min_train_bags=v)),
+     [-1, 1.5, True, None]),
+    ("generators-bag-size-0", lambda v: UniformBagGenerator(v).fit(X), [2.5]),
+    ("generators-1-d-x", lambda v: FeatureBagGenerator(0).fit(v),
+     [[[1, 2], [3]], [1, 2, 3]],
+     r"X must be 2-D \(n_samples, n_features\); got shape \([23],\)"),
+    ("proportions-expand-proportions-with-bags-missing-from-the-table",
+     lambda v: expand_proportions(table.iloc[:2], v), [[0, 7]],  # as long as the table
+     r"no row for 1 bag id\(s\).*\[7\]"),
+    ("proportions-expand-proportions-with-2-d-bags", plot_bag_sizes, [[[0, 1]]]),
+    ("proportions-project-to-simplex-with-nan", project_to_simplex, [[[np.inf, 0.0]]]),
+    ("proportions-project-to-simplex-of-a-scalar", project_to_simplex,
+     [np.empty((2, 0))]),
+    ("identifiability-x-with-nan", lambda v: check_identifiability(bags, props, v),
+     non_finite(np.nan)[1:]),
+    ("identifiability-x-with-infinity", lambda v: check_identifiability(bags, props, v),
+     non_finite(np.inf)[1:] + non_finite(-np.inf)),
+    ("identifiability-x-dataframe-with-nan",
+     lambda v: check_identifiability(bags, props, Xdf.assign(b=v)), [np.inf, -np.inf]),
+    ("privacy-dp-proportions-with-epsilon-0",
+     lambda v: dp_proportions(bags, labels, **v),
+     [dict(epsilon=-0.5, mechanism="discrete_laplace"),
+      dict(epsilon=np.nan, mechanism="discrete_gaussian", delta=1e-05)]),
+    ("privacy-dp-proportions-with-epsilon-0", lambda v: means(epsilon=v), [0.0, -1]),
+    ("privacy-dp-proportions-with-epsilon-too-small-for-the-discrete-laplace",
+     lambda v: dp_proportions(bags, labels, **v), TINY),
+    ("privacy-dp-proportions-with-epsilon-too-small-for-the-discrete-laplace",
+     lambda v: dp_noise_scale(**v), TINY),
+    ("privacy-dp-proportions-with-delta-with-a-pure-dp-mechanism",
+     lambda v: means(delta=v), [1e-05]),
+    ("privacy-dp-proportions-with-no-delta-for-the-discrete-gaussian",
+     lambda v: means(mechanism="gaussian", delta=v), [None]),
+    ("privacy-dp-proportions-with-no-delta-for-the-discrete-gaussian",
+     lambda v: dp_proportions(bags, labels, epsilon=1.0, mechanism="discrete_gaussian",
+                              delta=v),
+     [1.5], r"delta must be a number in \(0, 1\).*got {v}"),
+    ("privacy-dp-proportions-with-min-bag-size-0",
+     lambda v: dp_proportions(bags, labels, epsilon=1.0, min_bag_size=v),
+     [-3, 2.5, True, "5"], r"min_bag_size must be a positive integer or None; got {v}"),
+    ("privacy-dp-proportions-with-min-bag-size-0", lambda v: means(min_bag_size=v),
+     [0], r"min_bag_size must be a positive integer or None; got {v}"),
+    ("privacy-dp-proportions-with-min-bag-size-that-withholds-every-bag",
+     lambda v: means(min_bag_size=v), [1000], r"min_bag_size={v} withholds every bag"),
+    ("privacy-dp-proportions-with-max-contributions-0",
+     lambda v: dp_proportions(bags, labels, epsilon=1.0, max_contributions=v),
+     [1.5, None], r"max_contributions must be a positive integer; got {v}"),
+    ("privacy-dp-proportions-with-max-contributions-0",
+     lambda v: means(max_contributions=v), [0]),
+    ("privacy-dp-proportions-with-clamp-not-a-bool", lambda v: means(clamp=v), [1]),
+    ("privacy-dp-bag-means-with-empty-bounds", lambda v: means(bounds=v),
+     [(2.0, 1.0), (0.0, np.inf), None, (0.0, 1.0, 2.0), ("a", 1.0)]),
+]
+# fmt: on
+
+
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize(
     "case",
@@ -932,6 +816,26 @@ def test_malformed_input_gets_a_clear_error(case):
     with pytest.raises(case.exception) as info:
         case.call()
     assert re.search(case.match, str(info.value), flags=re.S), str(info.value)
+
+
+ROWS = {case.id.strip("-"): case for case in CATALOGUE}
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize(
+    ("row", "call", "value", "pattern"),
+    [
+        pytest.param(row, call, value, (*more, None)[0], id=f"{row}-{i}")
+        for row, call, values, *more in MORE
+        for i, value in enumerate(values)
+    ],
+)
+def test_more_inputs_get_the_error_of_their_row(row, call, value, pattern):
+    case = ROWS[row]
+    with pytest.raises(case.exception) as info:
+        call(value)
+    pattern = (pattern or case.match).replace("{v}", re.escape(repr(value)))
+    assert re.search(pattern, str(info.value), flags=re.S), str(info.value)
 
 
 # ==========================================================================
