@@ -1,4 +1,6 @@
+import importlib.util
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,3 +76,17 @@ def device():
     if kind == "cuda" and not torch.cuda.is_available():
         pytest.skip(f"SKLEARN_LLP_TEST_DEVICE={name}, but CUDA is not available")
     return name
+
+
+@pytest.fixture(scope="session")
+def load_example():
+    """Import ``examples/<name>.py`` as a module (without running ``main``)."""
+
+    def load(name):
+        path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

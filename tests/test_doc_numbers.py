@@ -11,7 +11,6 @@ and update the quotes. Timings are quoted as measured ranges, untested.
 """
 
 import ast
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -194,15 +193,6 @@ def test_the_docs_quote_the_committed_full_run(name):
 
 
 # ------------------------------------------------------------- opt-in
-def load_example(name):
-    spec = importlib.util.spec_from_file_location(
-        f"example_{name}", EXAMPLES / f"{name}.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def rounded(value):
     """Numbers to the three decimals the docs show; other values as they are."""
     if isinstance(value, dict):
@@ -221,7 +211,7 @@ def rounded(value):
     "SKLEARN_LLP_CHECK_EXAMPLE_RESULTS=1 turns it on",
 )
 @pytest.mark.parametrize("name", QUOTED)
-def test_full_runs_print_the_committed_numbers(name, tmp_path):
+def test_full_runs_print_the_committed_numbers(name, tmp_path, load_example):
     pytest.importorskip("matplotlib")
     load_example(name).main(["--out", str(tmp_path)])
     printed = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))

