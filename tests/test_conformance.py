@@ -351,39 +351,29 @@ def integer_weights(n, seed=0):
     return w
 
 
-@pytest.mark.parametrize("weight", [1.0, 2.5])
-@pytest.mark.parametrize("through", ["ids", "bags_object"])
+@pytest.mark.parametrize("weights", ["ones", "constant", "integers"])
+@pytest.mark.parametrize("given", ["with_ids", "with_a_bags_object", "in_bags"])
 @pytest.mark.parametrize("name", ALL)
-def test_constant_weights_are_no_weights(name, through, weight):
+def test_weights_fit_alike_however_given_and_constant_ones_are_none(
+    name, given, weights
+):
     p = data(name)
-    w = np.full(p.n, weight)
-    bags, values = p.codes, p.aligned
-    if through == "bags_object":
-        bags, values = check_bags(p.codes, **{_key(p): p.aligned}), None
-    est = make(name).fit(p.X, bags, values, sample_weight=w)
-    np.testing.assert_array_equal(
-        output(est, p.X), reference(name, VARIANTS[task(name)][0])
-    )
-
-
-@pytest.mark.parametrize(
-    "given", ["sample_weight_with_bags", "bags_built_with_weights"]
-)
-@pytest.mark.parametrize("name", ALL)
-def test_a_bags_object_with_weights_fits_like_ids_with_the_same_weights(name, given):
-    p = data(name)
-    w = integer_weights(p.n)
-    expected = output(make(name).fit(p.X, p.codes, p.aligned, sample_weight=w), p.X)
-    assert not np.array_equal(expected, reference(name, VARIANTS[task(name)][0]))
-    if given == "sample_weight_with_bags":
-        est = make(name).fit(
-            p.X, check_bags(p.codes, **{_key(p): p.aligned}), sample_weight=w
-        )
+    w = {"ones": 1.0, "constant": 2.5, "integers": integer_weights(p.n)}[weights]
+    w, values = np.broadcast_to(w, p.n), {_key(p): p.aligned}
+    if given == "with_ids":
+        est = make(name).fit(p.X, p.codes, p.aligned, sample_weight=w)
+    elif given == "with_a_bags_object":
+        est = make(name).fit(p.X, check_bags(p.codes, **values), sample_weight=w)
     else:
-        est = make(name).fit(
-            p.X, check_bags(p.codes, **{_key(p): p.aligned}, sample_weight=w)
-        )
-    np.testing.assert_array_equal(output(est, p.X), expected)
+        est = make(name).fit(p.X, check_bags(p.codes, **values, sample_weight=w))
+    unweighted = reference(name, VARIANTS[task(name)][0])
+    if weights != "integers":
+        np.testing.assert_array_equal(output(est, p.X), unweighted)
+    elif given == "with_ids":  # the weights matter
+        assert not np.array_equal(output(est, p.X), unweighted)
+    else:
+        by_ids = make(name).fit(p.X, p.codes, p.aligned, sample_weight=w)
+        np.testing.assert_array_equal(output(est, p.X), output(by_ids, p.X))
 
 
 @pytest.mark.parametrize("zeros", ["some_rows", "a_whole_bag"])
@@ -563,6 +553,13 @@ def _mixed(codes):
     return [str(c) if i % 2 else int(c) for i, c in enumerate(codes)]
 
 
+def _other_task(p):
+    """Case 5: the bags carrying values of the other task (means, or props)."""
+    if p.per_bag.ndim == 2:
+        return check_bags(p.codes, targets=p.aligned[:, 1])
+    return check_bags(p.codes, props=1.0 * (p.aligned > 0))
+
+
 # fmt: off
 #: name -> (problem -> (y, values[, sample_weight[, classes]])).
 MALFORMED = {
@@ -603,6 +600,7 @@ MALFORMED = {
         p.codes, p.aligned, np.ones(p.n - 1)),
     "negative_sample_weight": lambda p: (p.codes, p.aligned, -np.ones(p.n)),
     "weights_leaving_one_bag": lambda p: (p.codes, p.aligned, 1.0 * (p.codes == 0)),
+    "bags_of_the_other_task": lambda p: (_other_task(p), None),
     "weights_leaving_one_bag_of_a_bags_object": lambda p: (
         check_bags(p.codes, **{_key(p): p.aligned}), None, 1.0 * (p.codes == 0)),
     "no_y": lambda p: (None, None),
@@ -725,15 +723,11 @@ def _refit(name, case):
     return p.X, p.codes, p.aligned, {}, CallbackFailure, "test's callback"
 
 
-FAILURES = [
-    "values_with_nan",
-    "values_differing_within_a_bag",
-    "a_table_missing_a_bag",
-    "bags_shorter_than_X",
-    "nan_in_X",
-    "float_threshold_with_three_classes",
-    "callback_raises_at_epoch_end",
-]
+# fmt: off
+FAILURES = ["values_with_nan", "values_differing_within_a_bag", "a_table_missing_a_bag",
+            "bags_shorter_than_X", "nan_in_X", "float_threshold_with_three_classes",
+            "callback_raises_at_epoch_end"]
+# fmt: on
 FAILURE_CASES = [
     (name, case)
     for name in ALL
@@ -1006,25 +1000,6 @@ def test_row_splitting_cross_validation_warns_for_both_tasks(name):
             scoring=scorer,
             params={key: p.aligned},
         )
-
-
-@pytest.mark.parametrize(
-    "name", ["LLPClassifier-dllp", "MeanMapClassifier", "LLPRegressor-bag"]
-)
-def test_bags_of_the_other_task_get_a_clear_error(name):
-    """Case 5: a Bags of means given to a classifier (or of proportions to a
-    regressor) names what it carries and what to do, before any work."""
-    p = data(name)
-    other = problem(
-        R if task(name) == C else C, VARIANTS[R if task(name) == C else C][0]
-    )
-    bags = check_bags(other.codes, **{_key(other): other.aligned})
-    with pytest.raises(ValueError, match="carries .* needed here"):
-        make(name).fit(other.X, bags)
-    if task(name) == C:
-        with pytest.raises(ValueError, match="carries bag means"):
-            check_identifiability(bags, None, other.X)
-    assert p is not None
 
 
 def test_held_out_errors_are_the_metrics_on_overlapping_bags():
