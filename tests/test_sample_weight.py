@@ -10,6 +10,7 @@ is proved in ``tests/test_conformance.py``.
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import label_proportions
@@ -68,34 +69,23 @@ def test_weighted_bag_errors_equal_repeated_rows(weighted):
     np.testing.assert_allclose(props, label_proportions(rep_bags, rep_y))
 
 
-def test_integer_weights_fit_like_repeated_rows_with_rot(weighted):
-    # (DLLP, Mean Map and the regressors: tests/test_conformance.py)
+@pytest.mark.parametrize("on", ["bags_with_rot", "labels"])
+def test_integer_weights_fit_like_repeated_rows(weighted, on):
+    """ROT's pseudo-labels, and each row's cross-entropy of a supervised fit
+    (DLLP, Mean Map and the regressors on bags: tests/test_conformance.py)."""
     X, y, bags, w = weighted
     props = label_proportions(bags, y, sample_weight=w)
-    params = dict(
-        method="rot",
-        max_epochs=15,
-        batch_size=10_000,  # one step per epoch over all bags: same batches
-        verbose=0,
-        random_state=0,
-        device="cpu",
-    )
-    weighted_fit = LLPClassifier(**params).fit(X, bags, props, sample_weight=w)
-    rep_X, rep_bags = _repeat(w, X, bags)
-    repeated_fit = LLPClassifier(**params).fit(rep_X, rep_bags, props)
-    np.testing.assert_allclose(
-        weighted_fit.predict_proba(X), repeated_fit.predict_proba(X), atol=1e-4
-    )
-
-
-def test_supervised_weights_weigh_each_rows_cross_entropy(weighted):
-    X, y, _, w = weighted
-    params = dict(
-        method="dllp", max_epochs=10, batch_size=10_000, verbose=0, random_state=0
-    )
-    weighted_fit = LLPClassifier(**params).fit(X, y, sample_weight=w)
-    rep_X, rep_y = _repeat(w, X, y)
-    repeated_fit = LLPClassifier(**params).fit(rep_X, rep_y)
+    method, epochs = ("rot", 15) if on == "bags_with_rot" else ("dllp", 10)
+    # one step per epoch over all bags: the same batches
+    params = dict(method=method, max_epochs=epochs, batch_size=10_000, verbose=0)
+    clf = LLPClassifier(**params, random_state=0, device="cpu")
+    rep_X, rep_bags, rep_y = _repeat(w, X, bags, y)
+    if on == "labels":
+        weighted_fit = clone(clf).fit(X, y, sample_weight=w)
+        repeated_fit = clone(clf).fit(rep_X, rep_y)
+    else:
+        weighted_fit = clone(clf).fit(X, bags, props, sample_weight=w)
+        repeated_fit = clone(clf).fit(rep_X, rep_bags, props)
     np.testing.assert_allclose(
         weighted_fit.predict_proba(X), repeated_fit.predict_proba(X), atol=1e-4
     )
