@@ -92,6 +92,8 @@ ESTIMATORS |= {
 }
 ALL = sorted(ESTIMATORS)
 NETS = [name for name in ALL if name.startswith("LLP")]
+CLASSIFIERS = [name for name in ALL if ESTIMATORS[name][0] == C]
+REGRESSORS = [name for name in ALL if ESTIMATORS[name][0] == R]
 #: The problems every estimator of a task is checked on: two and three
 #: classes; 8 bags (early stopping off) and 50 small bags (on, 5 held out).
 VARIANTS = {C: (2, 3), R: ("few", "many")}
@@ -407,11 +409,7 @@ def one_step(name, **params):
 
 
 #: One estimator of each loss family whose weights are row copies.
-WEIGHTED = [
-    "LLPClassifier-dllp",
-    "MeanMapClassifier",
-    *[n for n in NETS if task(n) == R],
-]
+WEIGHTED = ["LLPClassifier-dllp", "MeanMapClassifier", *REGRESSORS]
 
 
 @pytest.mark.parametrize("name", WEIGHTED)
@@ -624,11 +622,8 @@ OTHERWISE = {("scorer", "no_bags"), ("score", "duplicated_class"),
 OWN_WORDS = pytest.mark.xfail(strict=True, reason="check_bags_and_output words "
                               "its own check of the length of bags")
 # fmt: on
-ENTRY_POINTS = {
-    kind: [*(n for n in ALL if task(n) == kind), "score", "scorer", "metric"]
-    for kind in (C, R)
-}
-ENTRY_POINTS[C].append("identifiability")
+ENTRY_POINTS = {C: [*CLASSIFIERS, "score", "scorer", "metric", "identifiability"]}
+ENTRY_POINTS[R] = [*REGRESSORS, "score", "scorer", "metric"]
 READ_CASES = [
     pytest.param(kind, entry, case, marks=OWN_WORDS if own else ())
     for kind in (C, R)
@@ -783,7 +778,6 @@ def documented_prediction(est, proba):
     return est.classes_[np.argmax(scores, axis=1)]
 
 
-CLASSIFIERS = [n for n in ALL if task(n) == C]
 PREDICT_CASES = [
     (threshold, k)
     for k in (2, 3)
@@ -922,9 +916,6 @@ def test_cross_validation_scores_agree_with_routing_on_and_off(name):
 # ----------------------------------------------------------------------
 # 9. regression: the units of the targets do not matter
 # ----------------------------------------------------------------------
-REGRESSORS = [n for n in NETS if task(n) == R]
-
-
 @pytest.mark.parametrize(("a", "b"), [(3.0, -7.0), (1e-3, 250.0), (1e4, 0.0)])
 @pytest.mark.parametrize("variant", VARIANTS[R])
 @pytest.mark.parametrize("name", REGRESSORS)

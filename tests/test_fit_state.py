@@ -38,11 +38,7 @@ def make_problem(n_bags=12, size=10, n_classes=2, seed=0):
 
 def small(**params):
     defaults = dict(
-        method="dllp",
-        max_epochs=2,
-        verbose=0,
-        random_state=0,
-        device="cpu",
+        method="dllp", max_epochs=2, verbose=0, random_state=0, device="cpu"
     )
     if params.get("module") is None:
         defaults["module__hidden_sizes"] = (8,)
