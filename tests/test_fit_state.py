@@ -88,9 +88,7 @@ def test_early_stopping_without_held_out_bags_names_validation_fraction():
 # ---------------------------------------------------------------------------
 # warm starts and partial_fit
 # ---------------------------------------------------------------------------
-def test_warm_start_continues_from_the_trained_copy_with_the_changed_method(
-    small_bags,
-):
+def test_warm_start_continues_from_the_trained_copy_with_the_changed_method(small_bags):
     X, bags, props, _ = small_bags
     template = MLP(n_features=4, n_classes=3, hidden_sizes=(8,))
     original = {k: v.clone() for k, v in template.state_dict().items()}

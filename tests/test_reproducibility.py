@@ -62,11 +62,7 @@ def _overlapping(y):
 LAYOUTS = {
     "bags": {},
     "bags_held_out_dropout": {"validation_fraction": 0.25, "module__dropout": 0.3},
-    "overlapping": {
-        "validation_fraction": 0.2,
-        "module__dropout": 0.3,
-        "max_bag_size": 8,
-    },
+    "overlapping": dict(validation_fraction=0.2, module__dropout=0.3, max_bag_size=8),
 }
 
 
