@@ -189,8 +189,8 @@ def check_bags_and_output(
     n_ids = (value.shape[0] if value.ndim else 0) if form == "ids" else n_samples
     if n_ids != n_samples:
         raise ValueError(
-            f"bags has {n_ids} entries but {what} has {n_samples} rows; give one "
-            "bag id per sample."
+            f"bags has {n_ids} entries but {what} has {n_samples} rows; give "
+            "exactly one bag id per row."
         )
     key = "props" if task == CLASSIFICATION else "targets"
     bags = check_bags(

@@ -205,10 +205,9 @@ def _check_ids(ids, name, allow_unbagged):
     elif kind in "Mm" and np.isnat(ids).any():
         raise ValueError(f"{name} contains missing ids (NaT).")
     elif kind == "O":
-        tuples = ids.size and isinstance(ids[0], tuple)
-        if tuples and {len(v) if isinstance(v, tuple) else -1 for v in ids} != {
-            len(ids[0])
-        }:
+        lengths = {len(v) if isinstance(v, tuple) else -1 for v in ids}
+        tuples = lengths != {-1}
+        if tuples and len(lengths) != 1:
             raise TypeError(
                 f"{name} mixes composite keys (tuples) of different lengths or "
                 "with single ids; give every row a tuple of the same length."
