@@ -42,6 +42,7 @@ def quiet():
 
 
 @pytest.mark.parametrize("routing", [False, True])
+@pytest.mark.slow
 def test_cv5_on_bag_ids_warns_naming_bagkfold_and_bagkfold_is_quiet(problem, routing):
     # (KFold, for both tasks: tests/test_conformance.py)
     X, bags, props, _ = problem

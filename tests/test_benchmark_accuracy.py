@@ -28,6 +28,7 @@ def accuracy_module():
     return module
 
 
+@pytest.mark.slow
 def test_quick_run_resume_and_markdown_only(accuracy_module, tmp_path, monkeypatch):
     m, fitted = accuracy_module, []
     fit = m.LLPClassifier.fit

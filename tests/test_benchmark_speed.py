@@ -27,6 +27,7 @@ def speed(*args, out):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_quick_and_scale_runs_write_reports_that_resummarise_renders(tmp_path):
     speed("--quick", out=tmp_path)
     report = json.loads((tmp_path / "speed.json").read_text())

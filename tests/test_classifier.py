@@ -340,6 +340,7 @@ def test_epoch_table_is_plain_text_in_a_pipe_and_callbacks_may_be_a_tuple(capsys
     assert captured.err  # the progress bar
 
 
+@pytest.mark.slow
 def test_threads_and_a_torch_device_hold_during_fit_and_predict():
     X, bags, table = _problem([16] * 30)
     seen = []
@@ -466,6 +467,7 @@ def test_default_scoring_is_the_bag_metric_under_routing_and_refused_without(
 
 
 @pytest.mark.parametrize("estimator", ["LLPClassifier", "MeanMapClassifier"])
+@pytest.mark.slow
 def test_cross_val_predict_predicts_each_fold_with_the_other_folds_model(
     problem, estimator
 ):

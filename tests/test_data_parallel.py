@@ -224,6 +224,7 @@ _WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_train_like_one(tmp_path):
     pytest.importorskip("accelerate", reason=_NEEDS_ACCELERATE)
     script = tmp_path / "worker.py"

@@ -69,6 +69,7 @@ def test_clean_labels_and_missing_values(adult):
     assert missing["native_country"] == 857 and missing[NUMERIC].sum() == 0
 
 
+@pytest.mark.slow
 def test_return_X_y(adult):
     X, y = load_adult(return_X_y=True)
     pd.testing.assert_frame_equal(X, adult.data)

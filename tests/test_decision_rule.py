@@ -88,6 +88,7 @@ def _fit(name, threshold, X, bags, props, sample_weight=None):
 @pytest.mark.parametrize("features", ["discrete", "continuous"])
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("threshold", ["auto", "prior", "weighted", "argmax", 0.3])
+@pytest.mark.slow
 def test_predict_is_the_documented_rule(name, features, n_classes, threshold):
     X, bags, props = _problem(features, n_classes)
     weighted = threshold == "weighted"
@@ -213,6 +214,7 @@ def test_prior_offsets_by_hand(proba, prior, offsets, pred):
     [(3000, c, w, t) for c in (3, 4) for w in (False, True) for t in (False, True)]
     + [(40_000, 5, False, False), (40_000, 5, False, True)],
 )
+@pytest.mark.slow
 def test_multiclass_matching(n, n_classes, weighted, tied):
     rng = np.random.RandomState(n_classes + 2 * weighted + 4 * tied)
     if tied:  # 32 distinct rows, float32 like a network's
@@ -245,6 +247,7 @@ _PROBABILITIES = st.sampled_from(
     weights=st.one_of(st.none(), st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5]))),
     dtype=st.sampled_from([np.float32, np.float64]),
 )
+@pytest.mark.slow
 def test_binary_prior_matching_is_the_closest_cut(p1, prior_1, weights, dtype):
     proba = np.column_stack([1 - np.array(p1), p1]).astype(dtype)
     n = len(proba)
@@ -264,6 +267,7 @@ def test_binary_prior_matching_is_the_closest_cut(p1, prior_1, weights, dtype):
 
 @settings(max_examples=100, deadline=None)
 @given(n_classes=st.integers(3, 10), float32=st.booleans(), data=st.data())
+@pytest.mark.slow
 def test_multiclass_prior_matching_keeps_its_guarantee(n_classes, float32, data):
     """Rows from a few integer prototypes (ties within and across rows, and
     duplicates), some with tiny probabilities; weights (zeros included);
@@ -321,6 +325,7 @@ def _fit_rare(rare, estimator="llp", **params):
 
 
 @pytest.mark.parametrize("estimator", ["llp", "meanmap"])
+@pytest.mark.slow
 def test_prior_threshold_predicts_the_rare_class(rare, estimator):
     X, groups, table, X_test, y_test = rare
     clf = _fit_rare(rare, estimator)
@@ -341,6 +346,7 @@ def test_prior_threshold_predicts_the_rare_class(rare, estimator):
         assert f1 > 0.15 and roc_auc_score(y_test, proba[:, 1]) > 0.65
 
 
+@pytest.mark.slow
 def test_checkpoint_does_not_keep_the_first_epoch(rare):
     argmax = _fit_rare(rare, threshold="argmax", validation_fraction=0.25)
     assert len(set(argmax.history[:, "valid_hard_l1"])) == 1  # argmax: all tie
@@ -351,6 +357,7 @@ def test_checkpoint_does_not_keep_the_first_epoch(rare):
     assert len(set(prior.history[:, "valid_hard_l1"])) > 5
 
 
+@pytest.mark.slow
 def test_grid_search_picks_a_trained_model(rare):
     X, groups, table, _, _ = rare
     searches = {
@@ -368,6 +375,7 @@ def test_grid_search_picks_a_trained_model(rare):
     assert searches["auto"].best_params_ == {"max_epochs": 20}
 
 
+@pytest.mark.slow
 def test_hard_errors_with_prior_decisions(rare):
     X, groups, table, _, _ = rare
     proba = _fit_rare(rare).predict_proba(X)

@@ -41,6 +41,7 @@ ESTIMATORS += [(LLPRegressor, m) for m in available_methods("regression")]
 @pytest.mark.parametrize(
     ("cls", "method"), ESTIMATORS, ids=[f"{c.__name__}-{m}" for c, m in ESTIMATORS]
 )
+@pytest.mark.slow
 def test_a_cpu_fit_creates_no_cuda_context(cls, method, device, cuda_calls):
     if device == "auto" and torch.cuda.is_available():
         pytest.skip("'auto' means CUDA here")

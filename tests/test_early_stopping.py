@@ -80,6 +80,7 @@ AUTO = [
 
 
 @pytest.mark.parametrize(("task", "method", "form", "params", "expected"), AUTO)
+@pytest.mark.slow
 def test_what_auto_true_and_false_turn_on(
     digits_bags, task, method, form, params, expected
 ):
@@ -98,6 +99,7 @@ def test_what_auto_true_and_false_turn_on(
 @pytest.mark.parametrize(
     ("task", "method", "lr"), [(C, "easyllp", 1e-3), (R, "bag", 1e-2)]
 )
+@pytest.mark.slow
 def test_restores_exactly_the_best_epoch(digits_bags, task, method, lr):
     """The stopped model is the model trained for ``best_epoch_`` epochs on
     the same training bags (same split, same seed, same batches)."""
@@ -138,6 +140,7 @@ def test_bad_values_name_the_parameter(small_bags, task, name, value):
         fit(X, bags, values, task, **{name: value})
 
 
+@pytest.mark.slow
 def test_a_user_early_stopping_on_valid_records_works_with_auto(digits_bags):
     """skorch's EarlyStopping may monitor the held-out records that "auto"
     creates (no validation_fraction needed then)."""

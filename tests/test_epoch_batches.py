@@ -115,6 +115,7 @@ def _fit(method, kind, **params):
 
 @pytest.mark.parametrize("kind", ["disjoint", "overlapping", "weighted"])
 @pytest.mark.parametrize("method", available_methods())
+@pytest.mark.slow
 def test_fit_is_the_fit_of_batches_built_one_at_a_time(method, kind, monkeypatch):
     """The whole fit, not only the batches: the same weights and validation
     errors either way, for every method. And every segment sum of a training

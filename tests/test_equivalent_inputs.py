@@ -527,6 +527,7 @@ def _assert_validated(b, validated, case):
 @pytest.mark.parametrize("form", BAG_FORM_NAMES)
 @HYPOTHESIS
 @given(b=bag_problems(permute_columns=False))
+@pytest.mark.slow
 def test_every_form_of_the_same_bags_validates_to_the_same_bags(form, b):
     for kind in PROPS_KINDS:
         bags, props = _bags_form(b, form, kind)
@@ -575,6 +576,7 @@ def _mean_map_problem(seed, n_classes):
 @example(
     seed=1, n_classes=3, names="int", class_order=[2, 0, 1], column_order=[0, 1, 2]
 )
+@pytest.mark.slow
 def test_permuting_classes_and_columns_permutes_predict_proba(
     seed, n_classes, names, class_order, column_order
 ):

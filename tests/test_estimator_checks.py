@@ -46,5 +46,6 @@ def _expected_failed_checks(estimator):
     ],
     expected_failed_checks=_expected_failed_checks,
 )
+@pytest.mark.slow
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

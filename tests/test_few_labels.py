@@ -58,6 +58,7 @@ def accuracy(X, bags, props, classes, test):
     return float(np.mean(clf.predict(X_test) == y_test))
 
 
+@pytest.mark.slow
 def test_labelled_singletons_improve_on_bags_alone(digits_in_big_bags):
     (X_bags, bags, props), (X_lab, y_lab), classes, test = digits_in_big_bags
     alone = accuracy(X_bags, bags, props, classes, test)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
 
 
@@ -19,6 +21,7 @@ def _run(*args, timeout=120):
     )
 
 
+@pytest.mark.slow
 def test_help_and_a_dry_run_that_writes_the_report(tmp_path):
     done = _run("--help")
     assert done.returncode == 0, done.stderr

@@ -143,6 +143,7 @@ def _confident_mlp(X, y, steps):
 
 @pytest.mark.parametrize("scale", [1.0, 16.0])  # standardised and raw-pixel scale
 @pytest.mark.parametrize("steps", [0, 300])  # untrained, and confident
+@pytest.mark.slow
 def test_vat_direction_matches_the_exact_hessian_vector_product(steps, scale):
     """The float32 power iteration points where float64 ``H d`` points."""
     from sklearn.datasets import load_digits

@@ -127,6 +127,7 @@ def test_laplacian_zero_is_mean_map_and_a_large_one_tends_to_it(small_bags):
     assert not np.allclose(small.class_means_, mean_map.class_means_, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_laplacian_mean_map_helps_on_adult_kmeans_bags(adult):
     """Bags of similar rows (K-means) break Mean Map's assumption that a
     class looks alike in every bag; the Laplacian variant lets the class
@@ -208,6 +209,7 @@ def _assert_same_model(ours, theirs, X):
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("C", [0.01, 1.0])
+@pytest.mark.slow
 def test_labels_give_logistic_regression_binary(C, fit_intercept):
     X, y = _breast_cancer()
     weights = np.random.RandomState(0).uniform(0, 2, len(y))
@@ -217,6 +219,7 @@ def test_labels_give_logistic_regression_binary(C, fit_intercept):
     _assert_same_model(ours, theirs, X)
 
 
+@pytest.mark.slow
 def test_labels_give_logistic_regression_multiclass(digits_bags):
     X, _, _, y, X_test, _ = digits_bags
     common = dict(C=0.05, tol=1e-10, max_iter=10_000)
@@ -225,6 +228,7 @@ def test_labels_give_logistic_regression_multiclass(digits_bags):
     _assert_same_model(ours, theirs, X_test)
 
 
+@pytest.mark.slow
 def test_bags_of_one_row_give_logistic_regression():
     X, y = _breast_cancer()
     onehot = np.eye(2)[y]
@@ -244,6 +248,7 @@ def test_bags_of_one_row_give_logistic_regression():
     )
 
 
+@pytest.mark.slow
 def test_string_labels_and_the_classes_parameter():
     X, y = _breast_cancer()
     labels = np.where(y == 1, "benign", "malignant")
@@ -262,6 +267,7 @@ def test_string_labels_and_the_classes_parameter():
 # ----------------------------------------------------------------------
 # learning from bags on real data
 # ----------------------------------------------------------------------
+@pytest.mark.slow
 def test_learns_digits_from_random_bags_of_16(digits_bags):
     X_train, bags, props, _, X_test, y_test = digits_bags
     # measured: 0.837 with the default C=1e-3, 0.750 with C=0.01, 0.657
@@ -302,6 +308,7 @@ def _adult_pipeline(**params):
         ("census", (0.78, 0.50, 0.83)),
     ],
 )
+@pytest.mark.slow
 def test_learns_adult_income_from_bags(adult, bagging, expected):
     X_train, X_test, y_train, y_test = adult
     if bagging == "uniform":
@@ -334,6 +341,7 @@ def test_learns_adult_income_from_bags(adult, bagging, expected):
 # ----------------------------------------------------------------------
 @pytest.mark.estimator_checks
 @parametrize_with_checks([MeanMapClassifier()])
+@pytest.mark.slow
 def test_sklearn_compatible_estimator(estimator, check):
     # y holds labels and no props are passed: the supervised fallback, which
     # passes every check (no expected failures)

@@ -185,6 +185,7 @@ class ScaledProportionLoss(LLPMethod):
         return proportion_loss(logits / self.a, bags.segments, bags.bag_props)
 
 
+@pytest.mark.slow
 def test_user_method_objects_in_grid_search_are_cloned_for_every_fit(digits_bags):
     X_train, bags, props, y_train, _, _ = digits_bags
     X = pd.DataFrame(X_train, columns=[f"px{i}" for i in range(X_train.shape[1])])

@@ -80,6 +80,7 @@ def bag_layouts(draw):
 
 @settings(max_examples=60, deadline=None, database=None)
 @given(bag_layouts(), st.booleans())
+@pytest.mark.slow
 def test_splitters_never_split_a_bag(layout, shuffle):
     bags, n_splits, seed = layout
     X = np.zeros((len(bags), 1))
@@ -113,6 +114,7 @@ def test_splitters_never_split_a_bag(layout, shuffle):
 # --------------------------------------------------------------------------
 # GridSearchCV, routing on and off.
 # --------------------------------------------------------------------------
+@pytest.mark.slow
 def test_grid_search_routing_on_with_groups_and_several_metrics():
     X, bags, props = make_bag_data()
     with sklearn.config_context(enable_metadata_routing=True):
@@ -167,6 +169,7 @@ GRID_model_selection_llp = {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]}
 # --------------------------------------------------------------------------
 # GridSearchCV
 # --------------------------------------------------------------------------
+@pytest.mark.slow
 def test_grid_search_routing_on_and_off_agree(digits):
     # (BagKFold's folds hold whole bags: test_splitters_never_split_a_bag)
     X, bags, props, _ = digits
@@ -300,6 +303,7 @@ def test_validation_fraction_logs_bag_errors_to_stop_and_checkpoint_on(
 # --------------------------------------------------------------------------
 # The validation correlation benchmark
 # --------------------------------------------------------------------------
+@pytest.mark.slow
 def test_validation_correlation_benchmark_quick(tmp_path):
     spec = importlib.util.spec_from_file_location("validation_correlation", BENCHMARK)
     benchmark = importlib.util.module_from_spec(spec)
@@ -337,6 +341,7 @@ def test_validation_correlation_benchmark_quick(tmp_path):
     assert all(len(line.split("|")) == 1 + 3 + 2 for line in lines[:5])
 
 
+@pytest.mark.slow
 def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(digits_bags):
     distributed = pytest.importorskip("distributed")
     joblib = pytest.importorskip("joblib")

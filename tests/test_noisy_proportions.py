@@ -161,6 +161,7 @@ def test_per_bag_scales_are_looked_up_by_bag_id(small_bags):
 
 
 # --- Learning ---
+@pytest.mark.slow
 def test_learns_from_a_moderately_noisy_release():
     """Two classes in 4-D, bags of very different sizes (3 to 300), their
     counts released with Laplace noise of epsilon = 0.4 (scale 2 / 0.4 = 5)."""
@@ -189,6 +190,7 @@ def test_learns_from_a_moderately_noisy_release():
     assert accuracy > np.mean(dllp.predict(X_test) == y_test) + 0.05
 
 
+@pytest.mark.slow
 def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_path):
     """The quick runs of both studies, each table re-rendered from its JSON;
     the committed Adult run used Laplace scale 1 / epsilon at epsilon 0.05 ..

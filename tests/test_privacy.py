@@ -239,6 +239,7 @@ def test_noise_variance_of_every_noise_and_errors():
     + [("analytic_gaussian", 2.0, 1e-6, 1), ("discrete_gaussian", 0.5, 1e-5, 1)]
     + [("discrete_gaussian", 2.0, 1e-6, 1)],
 )
+@pytest.mark.slow
 def test_released_noise_has_the_stated_scale(mechanism, epsilon, delta, k):
     ids, y = census()
     kw = dict(mechanism=mechanism, delta=delta, max_contributions=k)
@@ -382,6 +383,7 @@ def test_pure_privacy_loss_is_at_most_epsilon_and_reaches_it(mechanism, epsilon)
     [("analytic_gaussian", 1.0, 0.01), ("analytic_gaussian", 0.3, 0.02)]
     + [("gaussian", 0.5, 0.05)],
 )
+@pytest.mark.slow
 def test_gaussian_release_has_the_delta_it_is_given(mechanism, epsilon, delta):
     """delta(epsilon) = E_D[(1 - exp(epsilon - L))_+] over the privacy loss
     L of the release; exactly the delta asked for the analytic calibration,

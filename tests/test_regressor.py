@@ -153,6 +153,7 @@ def test_regression_methods_have_their_own_registry():
 # ----------------------------------------------------------------------
 # learning
 # ----------------------------------------------------------------------
+@pytest.mark.slow
 def test_learns_a_nonlinear_target_from_bags_of_16():
     X, y = _synthetic()
     X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
@@ -171,6 +172,7 @@ def test_learns_a_nonlinear_target_from_bags_of_16():
 
 
 @pytest.mark.parametrize("overlapping", [False, True])
+@pytest.mark.slow
 def test_learns_a_linear_target_in_original_units(linear_bags, overlapping):
     X, bags, means, y = linear_bags
     if overlapping:  # the 40 bags, and 20 more that overlap them

@@ -54,6 +54,7 @@ def write_fake_svhn(root, n_train=320, n_test=64, seed=1):
 TINY = ["--epochs", "2", "--wrn-depth", "10", "--wrn-width", "1", "--device", "cpu"]
 
 
+@pytest.mark.slow
 def test_cifar10_and_svhn_cells_end_to_end(tmp_path):
     data, out = tmp_path / "data", tmp_path / "out"
     write_fake_cifar10(data)

@@ -68,6 +68,7 @@ LAYOUTS = {
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("method", METHODS)
+@pytest.mark.slow
 def test_same_seed_bit_identical_for_every_method(small_bags, method, layout, device):
     """Seed 0 twice (the global RNGs moved in between) gives the same
     probabilities and history, also after a partial_fit, seed 1 other ones.

@@ -81,6 +81,7 @@ def test_one_thread_in_a_worker_or_under_a_limit(machine, monkeypatch):
     assert probe() == (True, 1)
 
 
+@pytest.mark.slow
 def test_a_seeded_fit_is_the_same_whatever_the_load(machine, monkeypatch):
     # the old rule chose 1 thread under load, 2 idle: these weights then differ
     machine(affinity=2, threads=2)
