@@ -60,17 +60,8 @@ def small_bags():
 
 @pytest.fixture
 def device():
-    """The device of the tests that mean "any device": ``cpu`` unless the
-    environment variable ``SKLEARN_LLP_TEST_DEVICE`` names another
-    (``benchmarks/gpu_check.py`` runs the suite with ``cuda``); skips where
-    that device is absent.
-
-    Used by ``tests/test_reproducibility.py`` (segment sums, the gather, the
-    GPU plan, every method's step under deterministic algorithms, seeded
-    fits of every method repeat). Others
-    that could: ``test_methods.py`` (losses of each method),
-    ``test_overlapping_bags.py``, ``test_precision.py``, ``test_losses.py``.
-    """
+    """``cpu``, or the device ``SKLEARN_LLP_TEST_DEVICE`` names
+    (``benchmarks/gpu_check.py`` sets ``cuda``); skips where it is absent."""
     name = os.environ.get("SKLEARN_LLP_TEST_DEVICE", "cpu")
     kind = torch.device(name).type
     if kind == "cuda" and not torch.cuda.is_available():

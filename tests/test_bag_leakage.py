@@ -1,9 +1,7 @@
 """The bag scorers warn when the bags they score were trained on.
 
-``cross_val_score(clf, X, bags, cv=5)`` splits every bag across the folds
-(for a classifier an integer ``cv`` stratifies over ``y``, the bag ids), so
-each test fold scores fragments of bags whose other rows were trained on.
-The fitted model's ``train_bag_ids_`` lets the scorer see it and warn with a
+An integer ``cv`` splits every bag across the folds; the model's
+``train_bag_ids_`` lets the scorer see it and warn with a
 ``BagLeakageWarning`` that names ``BagKFold``; with ``BagKFold`` it is quiet.
 """
 

@@ -177,14 +177,9 @@ def test_count_bags_are_n_bags_of_n_train_over_n_rows(accuracy_module):
 
 
 def test_the_committed_records_are_what_the_script_runs(accuracy_module):
-    """The settings the script builds for every cell (epochs, batches, the
-    variants and the selected settings of their cells only, from the
-    package's defaults) are those of every committed record: a changed
-    default or setting would make ``--resume`` rerun them, and the committed
-    table would no longer be what the script computes. And the methods of a
-    row are compared on the same bags: within a data set, bagging and seed
-    every record has the same bag statistics (records kept from an earlier
-    run once had other K-means bags than the rest of their row)."""
+    """Every committed record has the settings the script builds for its cell
+    (else ``--resume`` would rerun it), and the methods of a data set,
+    bagging and seed saw the same bags (same bag statistics)."""
     m = accuracy_module
     records = json.loads(COMMITTED.read_text())["records"]
     done = {m.identity(r): r for r in records}

@@ -1,13 +1,6 @@
 """LLPClassifier and LLPRegressor beyond the conformance suite: learning,
 fitted attributes, forms of X, modules, callbacks, devices and threads,
-scoring, and the paths that once gave a wrong answer without an error.
-
-What every estimator of both tasks must give for equivalent inputs (forms of
-bags and values, weights, seeds, module templates, the global RNG,
-clone/pickle/hyperparameters, refused and failed refits, the decision rule,
-half precision, score/scorers/CV routing) is proved once, in
-``tests/test_conformance.py``; malformed inputs are in
-``tests/test_input_validation.py``.
+scoring, and paths that once gave a wrong answer without an error.
 """
 
 import pickle

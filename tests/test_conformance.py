@@ -1,20 +1,12 @@
 """Conformance: every estimator, for both tasks, gives the same answer to the
 same question.
 
-An LLP user has no instance labels to catch a wrong answer, so the worst
-defect is a silent wrong result: the same bags read two ways, a weight that is
-dropped, a class column read by position, a refit that continues from the
-last one. Every test states an equivalence the documentation promises and puts
-EVERY estimator through it, from one table: ``LLPClassifier`` with every
-registered classification method, ``MeanMapClassifier`` and ``LLPRegressor``
-with every registered regression method. To add an estimator, add a line to
-``ESTIMATORS``; a method registered with ``register_method`` is picked up by
-itself. The last section holds the cases of issue 32 that once gave a wrong
-answer.
-
-Fits are tiny and seeded (CPU, one thread, two epochs of an 8-unit MLP on 64
-rows in 8 bags), so that "the same model" is checked bit for bit. Bag sizes
-are powers of two, so that every proportion, and ``1 - p``, is exact.
+Each test states an equivalence the docs promise and puts every estimator of
+``ESTIMATORS`` through it (LLPClassifier x every registered method, MeanMap,
+LLPRegressor x every regression method; a registered method joins by itself).
+The last section holds the cases of issue 32. Fits are tiny and seeded (CPU,
+one thread, 64 rows in 8 bags of powers of two, so proportions are exact) and
+"the same model" is checked bit for bit.
 """
 
 import functools

@@ -1,12 +1,9 @@
 """Data-parallel training with Accelerate on whole bags.
 
-``AcceleratedLLPClassifier`` deals whole bags to the processes and wraps
-the network in ``DistributedDataParallel``. The end-to-end test launches 2
-CPU processes (``torch.distributed.run``, gloo) on digits in bags of 16 and
-checks: the processes end with the same model and threshold, every epoch
-they trained on disjoint bags that cover the training bags with the same
-number of steps, VAT's gradient through the wrapped network is the mean of
-the processes' gradients, and the accuracy is that of one process.
+Two CPU processes (``torch.distributed.run``, gloo) on digits in bags of 16
+end with the same model and threshold, train each epoch on disjoint bags
+covering the training bags in equal steps, average VAT's gradients and reach
+one process's accuracy.
 """
 
 import json

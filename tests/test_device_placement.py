@@ -1,10 +1,8 @@
 """Where the work happens: a CPU fit never touches CUDA.
 
-``torch.cuda._lazy_init`` is what every call that creates a CUDA context
-goes through (``current_device``, ``mem_get_info``, moving a tensor to
-``cuda``...): patched to record its callers, it shows on any machine --
-with or without a GPU -- whether a CPU fit, prediction or pickling would
-have created a context (hundreds of MiB of GPU memory, seconds of start-up).
+``torch.cuda._lazy_init``, which every call creating a CUDA context goes
+through, is patched to record its callers: on any machine it shows whether a
+CPU fit, prediction or pickling would have created a context.
 """
 
 import pickle

@@ -1,13 +1,9 @@
 """The numbers the docs quote are those the examples printed in full runs.
 
-``examples/results/`` holds the JSON each quoting example writes next to
-its PNG (``--out``); ``QUOTES`` renders the phrases quoting it, rounded as
-the text shows them, per quoting file (the example's docstring, the README,
-the user guide pages). ``tests/test_examples.py`` checks the reduced runs still
-write the same fields; ``SKLEARN_LLP_CHECK_EXAMPLE_RESULTS=1`` re-runs the
-examples in full (minutes) against the committed numbers. After changing an
-example, re-run it with ``--out examples/results`` (delete the PNG there)
-and update the quotes. Timings are quoted as measured ranges, untested.
+``QUOTES`` renders, per quoting file, the phrases quoting ``examples/results/``
+rounded as the text shows them. ``SKLEARN_LLP_CHECK_EXAMPLE_RESULTS=1`` re-runs
+the examples in full (minutes) against the committed numbers; after changing
+an example, re-run it with ``--out examples/results`` and update the quotes.
 """
 
 import ast

@@ -1,11 +1,7 @@
 """Early stopping on held-out bags (``early_stopping``, ``n_iter_no_change``),
-for both tasks.
-
-What ``"auto"`` turns on, that the restored model is exactly the model of
-the best epoch, that the fit stops after the patience, and the defaults it
-makes reach: EasyLLP and LLPFC on digits at 60 epochs. A continued fit
-(``partial_fit``, ``warm_start``) stopping on its own best epoch is in
-``tests/test_conformance.py``.
+for both tasks: what ``"auto"`` turns on, the best epoch's model restored
+exactly, the patience, and what the defaults reach (EasyLLP and LLPFC on
+digits at 60 epochs).
 """
 
 import sys

@@ -1,11 +1,9 @@
 """An epoch's batches built in one go are the batches built one at a time.
 
-``EpochBatches`` computes the structure of every batch of an epoch at once
-and yields slices of tensors already on the data's device. Each batch must be
-exactly ``BagDataset[pairs]`` for the sampler's index array ``pairs``: same
-rows, same segments, same bag indices, proportions and weights, same member
-gather for overlapping bags -- for disjoint, overlapping, weighted and sparse
-data, with capped bags and batches of one bag.
+Each batch of ``EpochBatches`` must be exactly ``BagDataset[pairs]`` for the
+sampler's index array: same rows, segments, bag indices, proportions,
+weights and member gather, for disjoint, overlapping, weighted and sparse
+data, capped bags and batches of one bag.
 """
 
 import numpy as np

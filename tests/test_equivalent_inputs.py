@@ -1,15 +1,11 @@
 """Equivalent inputs: what must not depend on how the same data is written down.
 
 Properties of the bag reader and the metrics over random bag layouts (sizes,
-counts of bags and classes, id kinds, shuffled rows, overlapping bags, every
-form of the bags and of ``props``), then one small example per form. The
-validated structure -- the bags as (member rows, proportions) -- is
-invariant under any relabelling of the ids, any row order and any form of
-``props``; only the order of the bags follows the sorted ids, so structures
-are compared as sets. A relabelling that keeps the sorted order leaves the
-validated arrays bit-identical, hence every fit (``tests/test_conformance.py``
-fits every estimator from every form). Metrics agree up to float rounding
-(1e-12). Malformed inputs are in ``tests/test_input_validation.py``.
+classes, id kinds, row order, overlapping bags, every form of bags and
+``props``), then one small example per form. The validated bags are
+invariant under relabelled ids, row order and the form of ``props`` (compared
+as sets); metrics agree to 1e-12. Fits from every form are in
+``tests/test_conformance.py``, malformed inputs in ``test_input_validation.py``.
 """
 
 import math
@@ -303,6 +299,18 @@ def test_dict_of_dicts_names_the_classes():
     bag_props, classes = checked.props, checked.classes
     assert classes.tolist() == ["no", "yes"]
     np.testing.assert_allclose(bag_props, props)
+
+
+def test_a_series_of_shares_is_named_by_classes():
+    """A fraction names no class: ``classes_`` is 0, 1 unless ``classes`` names
+    them, and then it is the named table's reading."""
+    bags = [0, 0, 1, 1, 2, 2, 3, 3]
+    shares = pd.Series([0.5, 0.0, 1.0, 0.5], name=">50K").rename_axis("group")
+    table = pd.DataFrame({"<=50K": 1 - shares, ">50K": shares})
+    assert check_bags(bags, shares, n_samples=8).classes.tolist() == [0, 1]
+    named = check_bags(bags, shares, n_samples=8, classes=["<=50K", ">50K"])
+    assert named.classes.tolist() == ["<=50K", ">50K"]
+    np.testing.assert_array_equal(named.props, check_bags(bags, table).props)
 
 
 def test_cv_int_is_bag_k_fold():

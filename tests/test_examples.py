@@ -1,13 +1,9 @@
 """The example scripts run end to end and write their figure as a PNG.
 
-Each example's ``main(argv)`` is called in its reduced mode (``--quick`` or
-fewer epochs) with ``--out`` a temporary folder; the accuracies of such short
-runs are not checked, only that the script works and draws its picture.
-The documentation's gallery (``docs/conf.py``) runs them the same way.
-The examples whose numbers the docs quote also write them as JSON; these
-runs check that it holds what they printed, with the fields of the
-committed full run in ``examples/results/`` that ``tests/test_doc_numbers.py``
-compares with the docs.
+Each ``main(argv)`` runs in its reduced mode with ``--out`` a temporary
+folder, as the docs gallery does; accuracies are not checked. The quoting
+examples' JSON must hold the fields of the committed full runs in
+``examples/results/`` that ``tests/test_doc_numbers.py`` compares with the docs.
 """
 
 import ast

@@ -1,10 +1,8 @@
 """A few labelled rows plus bags: labelled rows as singleton bags.
 
-The recipe of ``docs/user_guide/few_labels.rst`` and
-``examples/plot_few_labels.py``: each labelled row is a bag of one whose
-proportions are its one-hot label. These tests check that it helps by a
-margin a broken path (labels ignored, misaligned with the classes) would
-not reach, and how the proportion loss weighs a singleton against a bag.
+The recipe of ``docs/user_guide/few_labels.rst`` helps by a margin a broken
+path (labels ignored or misaligned) would not reach; how the proportion loss
+weighs a singleton against a bag.
 """
 
 import warnings

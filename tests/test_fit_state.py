@@ -1,12 +1,9 @@
 """State before, during and across fits.
 
-A failure during training (a diverged loss, an interruption) leaves the model
-unfitted or usable, never half-updated; checkpoints and ``load_params``
-restore a model; skorch's getters have no side effects. Across fits: warm
-starts, ``partial_fit``, the validation split, devices. During a fit: Ctrl-C
-leaves a usable model that training can go on from. (A refused or failed
-refit of every estimator, module instances as templates and the global RNG
-are in ``tests/test_conformance.py``.)"""
+A failed or interrupted fit leaves the model unfitted or usable, never
+half-updated; checkpoints and ``load_params`` restore a model; getters have no
+side effects; warm starts, ``partial_fit``, the validation split, devices.
+"""
 
 import pickle
 import warnings
@@ -113,7 +110,7 @@ class ValidRows(Callback):
 
     def on_batch_end(self, net, batch=None, training=False, **kwargs):
         if not training:
-            self.rows |= {tuple(row) for row in batch[0].numpy().tolist()}
+            self.rows |= {tuple(row) for row in batch[0].tolist()}
 
 
 def test_partial_fit_keeps_the_validation_split(small_bags):
@@ -314,12 +311,8 @@ BATCHES_PER_EPOCH = 6
 
 
 class InterruptAfter(Callback):
-    """Raise ``KeyboardInterrupt`` at the end of the ``after``-th batch, once.
-
-    Counts training batches, or validation batches with ``training=False``.
-    Module-level so that a net holding it can be pickled. ``initialize`` is
-    not overridden: a later ``partial_fit`` must not re-arm it.
-    """
+    """Raise ``KeyboardInterrupt`` after the ``after``-th (training or
+    validation) batch, once; module-level to pickle, and never re-armed."""
 
     def __init__(self, after, training=True):
         self.after, self.training, self.seen, self.fired = after, training, 0, False

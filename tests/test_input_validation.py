@@ -1,18 +1,10 @@
 """Input validation: every malformed input gets a clear error naming the argument.
 
-``CATALOGUE`` lists the malformed inputs a user could plausibly pass, one
-:class:`Case` a row: where the input goes, what is wrong with it, the call,
-the exception it must raise and a regex its message must match (naming the
-offending argument or the fix). Each row is one case of
-``test_malformed_input_gets_a_clear_error``; an ``xfail`` reason marks an
-input not yet refused clearly (a strict xfail, so the mark must go once
-fixed). ``docs/make_malformed_inputs_table.py`` renders the rows, with the
-error each call gets, as ``docs/malformed_inputs.md``. A message has one row:
-``MORE`` holds further inputs refused with a row's message, and
-``tests/test_conformance.py`` proves that every estimator, score, scorer,
-metric and ``check_identifiability`` gives a reader message alike (and what
-must not change with how valid data is written down). Behaviour that takes
-more than one call is a plain test after the catalogue.
+``CATALOGUE``: one :class:`Case` per malformed input (where it goes, what is
+wrong, the call, the exception and a regex its message must match); a strict
+``xfail`` marks one not yet refused clearly. ``docs/make_malformed_inputs_table.py``
+renders it as ``docs/malformed_inputs.md``; ``MORE`` holds inputs refused with
+a row's message. Behaviour that takes more than one call follows the catalogue.
 """
 
 import functools

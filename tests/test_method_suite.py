@@ -1,13 +1,9 @@
 """Checks every registered training method passes, written once.
 
-Like scikit-learn's ``parametrize_with_checks``: each check runs for every
-name of :func:`~sklearn_llp.methods.available_methods`, and the tables below
-must cover the registry, so a new method without its cases fails here. A
-method's own maths (its loss against a hand computation) stays in its own
-file (``test_losses.py``, ``test_methods.py``, ``test_easyllp.py``,
-``test_llpfc.py``, ``test_noisy_proportions.py``); the answers every
-estimator must give alike (same data in other forms, weights, seeds, clones)
-are in ``test_conformance.py``.
+Like ``parametrize_with_checks``: each check runs for every name of
+:func:`~sklearn_llp.methods.available_methods`, and the tables must cover the
+registry, so a new method without its cases fails here. A method's own maths
+stays in its own test file.
 """
 
 import copy

@@ -1,12 +1,10 @@
 """The noise mechanisms and their privacy accounting, exactly and empirically.
 
-Neighbouring data sets of dp_proportions have the same people in the same
-bags (public sizes) and differ in one person's label: one unit moves between
-two counts, L1 sensitivity 2 and L2 sqrt(2) per row of the person. Checked:
-the sensitivity by enumeration, every calibration exactly, the integer
-samplers against their mass functions, that the noise drawn has the stated
-scale (tolerances from the sample's own standard error, which a factor of 2
-or sqrt(2) fails by far), and the privacy loss of the released counts.
+Neighbours of dp_proportions: same people in the same bags (public sizes),
+one person's label changed, so one unit moves between two counts (L1
+sensitivity 2, L2 sqrt(2)). Checked: sensitivity by enumeration, every
+calibration, the integer samplers' mass functions, the noise scale (to the
+sample's standard error) and the privacy loss of released counts.
 """
 
 import itertools

@@ -1,13 +1,8 @@
 """``LLPRegressor``: learning from bag means.
 
-The losses against hand computations, learning on a nonlinear and a linear
-target, warm starts, identifiability, bad targets and the bag generators'
-means for a continuous ``y``. The equivalences (forms of bags and targets,
-weights, singletons, seeds, clone/pickle, scorers and routing, affine targets,
-malformed bags refused as the reader does) are proved for both tasks in
-``tests/test_conformance.py``; scoring, pipelines and forms of X in
-``tests/test_classifier.py``; early stopping in ``tests/test_early_stopping.py``;
-scikit-learn's common checks in ``tests/test_estimator_checks.py``.
+Losses against hand computations, learning on a nonlinear and a linear
+target, warm starts, bad targets and generated bag means. The equivalences
+shared with classification are in ``tests/test_conformance.py``.
 """
 
 import warnings

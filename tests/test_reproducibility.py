@@ -1,16 +1,11 @@
 """Reproducible by construction: one seed, one result; no atomic sums.
 
-``LLPClassifier(random_state=int)`` seeds a fork of torch's RNG (network
-initialisation, dropout masks, VAT directions, Pi-model noise), the bag
-sampler's shuffles and the validation hold-out, so on the CPU two fits with
-the same seed give bit-identical ``predict_proba``; another seed gives other
-weights. The bag generators with a ``random_state`` draw identical bags
-under one seed. A training step uses no atomic scatter-add whose order of
-additions could vary on a GPU: segment sums, the gather's backward and ROT's
-Sinkhorn are deterministic, and every method's step runs under
-``torch.use_deterministic_algorithms(True)``. Tests that take the ``device``
-fixture run on ``SKLEARN_LLP_TEST_DEVICE`` (``benchmarks/gpu_check.py``
-sets ``cuda``)."""
+``random_state`` seeds the network, dropout, VAT directions, Pi-model noise,
+the bag sampler and the hold-out, so two seeded CPU fits are bit-identical;
+bag generators draw identical bags under one seed; every method's step runs
+under ``torch.use_deterministic_algorithms(True)``. Tests taking ``device``
+run on ``SKLEARN_LLP_TEST_DEVICE`` (``benchmarks/gpu_check.py`` sets cuda).
+"""
 
 import os
 from unittest import mock

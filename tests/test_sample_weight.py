@@ -1,10 +1,8 @@
 """Sample weights (e.g. survey weights): weighted means inside bags.
 
-An integer weight must act as that many copies of the row: in the
-proportion loss, the bag metrics and scorers, a supervised fit, and a fit
-with ROT's pseudo-labels. That equal weights are no weights, a weight of 0
-removes the row and integer weights duplicate rows in every estimator's fit
-is proved in ``tests/test_conformance.py``.
+An integer weight acts as that many copies of the row in the proportion
+loss, the bag metrics and scorers, a supervised fit and ROT's pseudo-labels;
+every estimator's fit is covered in ``tests/test_conformance.py``.
 """
 
 import numpy as np

@@ -205,11 +205,12 @@ class IdentifiabilityReport:
             f"  prior: {prior}",
             f"  std across bags: {floats(self.proportion_std)} (relative "
             f"{floats(self.relative_spread, '{:.2f}')})",
-            f"  canonical correlations bag-class: "
-            f"{floats(self.canonical_correlations)} (rank {self.rank}, "
-            f"condition {self.condition_number:.3g}); between-bag share of "
-            f"the label variance {self.between_bag_share:.3g}",
-            f"  effective labels per class contrast: {self.effective_labels:.1f}",
+            "  how well bags separate the classes (canonical correlations, 0: "
+            f"not at all, 1: pure bags): {floats(self.canonical_correlations)} "
+            f"(rank {self.rank}, condition {self.condition_number:.3g}); share "
+            f"of the label variance between bags {self.between_bag_share:.3g}",
+            f"  worth about {self.effective_labels:.1f} labelled rows per class "
+            "contrast (a direction in which the classes differ)",
         ]
         lines += [f"  problem: {p}" for p in self.problems]
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
