@@ -900,6 +900,9 @@ def test_cross_validation_scores_agree_with_routing_on_and_off(name):
     ]
     np.testing.assert_array_equal(off["test_score"], by_hand)
     np.testing.assert_array_equal(on["test_score"], by_hand)
+    # forgetting the values would fit y (bag ids) as labels: refused in fit
+    with pytest.raises(ValueError, match=f"fit got no {key}.*params="):
+        cross_validate(est, p.X, p.codes, cv=cv, scoring=scorer, error_score="raise")
 
 
 # ----------------------------------------------------------------------

@@ -78,6 +78,7 @@ def refuse_meaningless_cv(estimator, values, task=CLASSIFICATION):
     metadata routing off (``score(X, bags)`` has no values: every score NaN,
     the reason buried in a warning)."""
     if values is None:
+        _refuse_labels_scored_as_bags(task)
         return
     predict = _sklearn_caller("_fit_and_predict")
     method = predict and predict.get("method")
@@ -95,6 +96,25 @@ def refuse_meaningless_cv(estimator, values, task=CLASSIFICATION):
         raise ValueError(
             _SCORE_WITHOUT_VALUES.format(name=name, **_SCORE_WORDS[task])
             + " (Raised in fit, so that the search stops instead of scoring NaN.)"
+        )
+
+
+def _refuse_labels_scored_as_bags(task):
+    """A fit without values reads ``y`` as instance labels; a bag scorer with
+    a table reads the same ``y`` as bag ids: the fit forgot its values."""
+    scoring = _sklearn_caller("_fit_and_score")
+    scorer = scoring and scoring.get("scorer")
+    scorers = getattr(scorer, "_scorers", {"score": scorer}).values()
+    bag_scorers = [s for s in scorers if getattr(s, "table", None) is not None]
+    if bag_scorers:
+        key = "props" if task == CLASSIFICATION else "targets"
+        raise ValueError(
+            f"fit got no {key}, so it reads y as instance "
+            f"{'labels' if task == CLASSIFICATION else 'targets'}, while "
+            f"{bag_scorers[0]!r} reads the same y as bag ids. Pass the bags' "
+            f"{key} to fit: GridSearchCV(...).fit(X, bags, {key}=...) (in a "
+            f"Pipeline, <step>__{key}=...), or params={{'{key}': ...}} to "
+            "cross_validate / cross_val_score."
         )
 
 
