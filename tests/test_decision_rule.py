@@ -32,12 +32,11 @@ def best_binary_gap(proba_1, prior_1, weights):
 
 
 def certify(proba, offsets, prior, weights):
-    """The guarantee of ``prior_offsets`` from outside (returns the L1 miss):
-    (1) no set of classes S gets more than its share from the rows sure to be
-    in S (all classes within 1e-6 of their best in S): the transport optimum
-    up to ties; (2) the predicted weights miss the prior (L1) by at most twice
-    the weight of the rows whose two best scores are within 1e-6, + 1e-9 W;
-    (3) a class of prior 0 never wins."""
+    """The guarantee of ``prior_offsets`` (returns the L1 miss): (1) no class
+    set S gets more than its share from rows sure to be in S (transport
+    optimum up to 1e-6 ties); (2) the L1 miss is at most twice the weight of
+    rows whose two best scores are within 1e-6, + 1e-9 W; (3) a class of
+    prior 0 never wins."""
     n_classes = proba.shape[1]
     with np.errstate(divide="ignore"):
         adjusted = np.log(proba.astype(np.float64)) + offsets

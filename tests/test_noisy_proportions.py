@@ -192,11 +192,9 @@ def test_learns_from_a_moderately_noisy_release():
 
 @pytest.mark.slow
 def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_path):
-    """The quick runs of both studies, each table re-rendered from its JSON;
-    the committed Adult run used Laplace scale 1 / epsilon at epsilon 0.05 ..
-    10 (sensitivity 1): the new grid has the same scales at twice the
-    epsilon, dp_proportions draws the same noise there (same seed, same
-    scale), and --resummarise relabels a JSON written before the fix."""
+    """Quick runs re-render from their JSON; the committed run's scales
+    (1/eps, sensitivity 1) are the new grid's at twice eps, same noise, and
+    --resummarise relabels a JSON written before the fix."""
     script = ROOT / "benchmarks" / "studies" / "noisy_proportions.py"
     spec = importlib.util.spec_from_file_location("benchmark_noisy", script)
     module = importlib.util.module_from_spec(spec)

@@ -1,10 +1,8 @@
 """The noise mechanisms and their privacy accounting, exactly and empirically.
 
-Neighbours of dp_proportions: same people in the same bags (public sizes),
-one person's label changed, so one unit moves between two counts (L1
-sensitivity 2, L2 sqrt(2)). Checked: sensitivity by enumeration, every
-calibration, the integer samplers' mass functions, the noise scale (to the
-sample's standard error) and the privacy loss of released counts.
+Neighbours: one person's label changed in public-size bags (L1 sensitivity
+2, L2 sqrt(2)), checked by enumeration; calibrations, the integer samplers,
+the noise scale (to its standard error) and the privacy loss of counts.
 """
 
 import itertools

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from sklearn_llp import LLPClassifier
+from sklearn_llp import LLPClassifier, LLPRegressor
 from sklearn_llp.core import check_bags
 from sklearn_llp.methods import NoisyProportions
 from sklearn_llp.privacy import (
@@ -129,6 +129,16 @@ def test_bag_means_clip_suppress_and_clamp():
     assert table.attrs["suppressed"] == np.flatnonzero(sizes < 20).tolist()
     assert table["mean"].between(0.0, 10.0).all() and table.attrs["clamp"] is True
     np.testing.assert_array_equal(released_rows(ids, table), sizes[ids] >= 20)
+
+
+def test_the_regressor_fits_a_bag_means_release_as_its_means():
+    ids, y, _ = regression_bags()
+    X = np.random.RandomState(0).normal(size=(len(ids), 3)).astype(np.float32)
+    table = dp_bag_means(ids, y, 1.0, bounds=(0.0, 10.0), random_state=0)
+    est = dict(max_epochs=2, random_state=0, verbose=0, device="cpu")
+    from_release = LLPRegressor(**est).fit(X, ids, table)
+    from_means = LLPRegressor(**est).fit(X, ids, table["mean"])
+    np.testing.assert_array_equal(from_release.predict(X), from_means.predict(X))
 
 
 def test_bag_sum_sensitivity_is_the_width_of_the_bounds():

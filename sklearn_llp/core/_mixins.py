@@ -212,6 +212,20 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
         proba = proba_of_rows(rows)
         self.decision_offsets_, self.threshold_ = decision_of(sub, proba, rule)
 
+    def predict(self, X):
+        """Class of every row by the fitted decision rule (``threshold``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        proba = self.predict_proba(X)  # checks that the model is fitted
+        return self.classes_[self._decide(proba)]
+
     def _decide(self, proba):
         """Class index of every row by the fitted rule."""
         return decide(

@@ -620,8 +620,10 @@ class _Means:
         return pd.DataFrame({"mean": list(values.values())}, index=index), None
 
     def _one_column(self, frame, name):
-        """The means of a DataFrame: its one column, ``mean``, or ``sum/size``."""
-        columns = set(frame.columns)
+        """The means of a DataFrame: its one column, ``mean``, or ``sum/size``;
+        the ``std`` of a :func:`~sklearn_llp.privacy.dp_bag_means` release (the
+        noise of its means) is not used."""
+        columns = set(frame.columns) - ({"std"} if "mean" in frame.columns else set())
         if not columns & {"sum", "mean"}:
             if frame.shape[1] != 1:
                 raise ValueError(

@@ -417,20 +417,6 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
             scores = np.column_stack([np.zeros_like(scores), scores])
         return scores - logsumexp(scores, axis=1, keepdims=True)
 
-    def predict(self, X):
-        """Class of every row by the fitted decision rule (``threshold``).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        proba = self.predict_proba(X)  # checks that the model is fitted
-        return self.classes_[self._decide(proba)]
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True

@@ -254,20 +254,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
             )
         return proba
 
-    def predict(self, X):
-        """Class of every row by the fitted decision rule (``threshold``).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        proba = self.predict_proba(X)  # checks that the model is fitted
-        return self.classes_[self._decide(proba)]
-
     def load_params(self, *args, **kwargs):
         """Load weights saved by ``save_params`` or a ``Checkpoint``.
 

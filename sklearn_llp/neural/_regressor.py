@@ -125,7 +125,8 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
             ``targets`` is None).
         targets : array-like, Series, DataFrame or dict, default=None
             The mean target of every bag: one value per row or per bag, or a
-            table with the columns ``mean``, or ``sum`` and ``size``.
+            table with the columns ``mean``, or ``sum`` and ``size`` (a
+            ``dp_bag_means`` release, its ``std`` unused).
         sample_weight : array-like of shape (n_samples,), default=None
         **fit_params
             Passed to the module's ``forward``.
