@@ -89,8 +89,8 @@ def test_integer_weights_fit_like_repeated_rows(weighted, on):
     )
 
 
+@pytest.mark.filterwarnings("error::sklearn_llp.exceptions.BagLeakageWarning")
 def test_the_scorer_takes_sample_weight(weighted):
-    # (score(..., sample_weight=w): tests/test_conformance.py)
     X, y, bags, w = weighted
     props = label_proportions(bags, y, sample_weight=w)
     clf = LLPClassifier(method="dllp", max_epochs=5, verbose=0, random_state=0)

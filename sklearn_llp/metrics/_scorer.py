@@ -199,7 +199,11 @@ class BagScorer:
         else:
             bags = check_bags(y, n_samples=n_samples, sample_weight=sample_weight)
             bags = attach_table(bags, self.table, self.task, classes, "table")
-        self._warn_if_trained_on(estimator, bags)
+        # zero weights drop rows from bags, not from the bag the model saw
+        unweighted = (
+            bags if sample_weight is None else check_bags(y, n_samples=n_samples)
+        )
+        self._warn_if_trained_on(estimator, bags, unweighted.sizes)
         if self.task != CLASSIFICATION:
             y_pred = check_predictions(estimator.predict(X), n_samples)
             error = bag_errors_of(bags, y_pred, (self.metric,))[self.metric]
@@ -215,7 +219,7 @@ class BagScorer:
                 )
         return -bag_errors_of(bags, proba, (self.metric,), pred=pred)[self.metric]
 
-    def _warn_if_trained_on(self, estimator, bags):
+    def _warn_if_trained_on(self, estimator, bags, row_sizes):
         """Warn when scored bags were trained on (only split ones, when the
         scorer knows every bag's size)."""
         trained_ids = _trained_bag_ids(estimator)
@@ -228,7 +232,7 @@ class BagScorer:
             return
         sizes = getattr(self, "_bag_sizes", None)
         if sizes is not None:
-            trained &= bags.sizes < sizes.reindex(ids).to_numpy(dtype=float)
+            trained &= row_sizes < sizes.reindex(ids).to_numpy(dtype=float)
             how = (
                 "hold only part of their rows while the model trained on bags "
                 "with the same ids"
