@@ -330,7 +330,7 @@ CATALOGUE = [
     Case("fit", "sample_weight with NaN", ValueError, r"sample_weight .*finite",
          lambda: LLP().fit(X, bags, props, sample_weight=np.full(8, np.nan))),
     Case("fit", "sample_weight of the wrong length",
-         ValueError, r"sample_weight has shape \(7,\) but X has 8 rows",
+         ValueError, r"sample_weight has shape \(7,\) but there are 8 rows",
          lambda: LLP().fit(X, bags, props, sample_weight=np.ones(7))),
     Case("fit", "validation_fraction that leaves one training bag",
          ValueError, r"validation_fraction=0.1.*train on",

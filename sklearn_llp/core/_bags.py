@@ -32,8 +32,8 @@ def _check_weights(sample_weight, n_samples):
         weights = np.full(n_samples, float(weights))
     if weights.shape != (n_samples,):
         raise ValueError(
-            f"sample_weight has shape {weights.shape} but X has {n_samples} rows; "
-            "give one weight per row."
+            f"sample_weight has shape {weights.shape} but there are {n_samples} rows "
+            "(X, bags); give one weight per row."
         )
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("sample_weight must be finite and non-negative.")
