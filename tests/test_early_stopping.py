@@ -1,8 +1,6 @@
-"""Early stopping on held-out bags (``early_stopping``, ``n_iter_no_change``),
-for both tasks: what ``"auto"`` turns on, the best epoch's model restored
-exactly, the patience, and what the defaults reach (EasyLLP and LLPFC on
-digits at 60 epochs).
-"""
+"""Early stopping on held-out bags, both tasks: what ``"auto"`` turns on (and
+says when it stays off), the best epoch restored exactly, the patience, and
+what the defaults reach (EasyLLP and LLPFC on digits at 60 epochs)."""
 
 import sys
 import warnings
@@ -49,10 +47,8 @@ def digits_data(digits_bags, task, form):
     return X, bags, values
 
 
-#: (task, method, data, params, do_early_stopping_). "auto" is on for the
-#: methods that ask for it when >= 5 bags are held out (79 bags at 0.1: 7.9;
-#: 40 bags: 4); labels and bags of one row train on every row for a
-#: classifier, while a regressor holds out rows (1,257: 126).
+#: (task, method, data, params, do_early_stopping_): "auto" needs >= 5 held-out
+#: bags (79 at 0.1: 7.9; 40: 4); a regressor holds out labelled rows, too.
 AUTO = [
     *[
         (C, m, "all bags", {}, make_method(m).early_stopping_default)
@@ -81,7 +77,11 @@ def test_what_auto_true_and_false_turn_on(
     digits_bags, task, method, form, params, expected
 ):
     X, bags, values = digits_data(digits_bags, task, form)
-    est = fit(X, bags, values, task, method=method, max_epochs=1, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = fit(X, bags, values, task, method=method, max_epochs=1, **params)
+    off = any("stays off" in str(w.message) for w in caught)  # and says so
+    assert off is (form == "40 bags" and not expected)
     assert est.do_early_stopping_ is expected
     assert (est.best_epoch_ is not None) is expected
     # the held-out bags are recorded when they are used or asked for

@@ -117,7 +117,7 @@ MORE_PARAMETERS = """
         ``n_iter_no_change`` epochs and restore the best epoch
         (``best_epoch_``). ``"auto"``: on for the methods that overfit their
         loss (``early_stopping_default``) when bags hold several rows and at
-        least 5 bags are held out.
+        least 5 bags are held out; too few bags keep it off, with a warning.
     n_iter_no_change : int, default=10
         Patience of early stopping, in epochs.
     max_bag_size : int, default=1024
@@ -502,7 +502,19 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         if not getattr(method, "early_stopping_default", False):
             return False
         fraction = self.validation_fraction or _EARLY_STOPPING_FRACTION
-        return len(np.unique(bags.components)) * fraction >= _MIN_HELD_OUT_BAGS
+        groups = len(np.unique(bags.components))
+        if groups * fraction >= _MIN_HELD_OUT_BAGS:
+            return True
+        warnings.warn(
+            f"early_stopping='auto' stays off: {groups} bags are too few to "
+            f"hold out {_MIN_HELD_OUT_BAGS} at validation_fraction={fraction}, "
+            f"and method={self.method!r} can overfit its bag loss without it. "
+            "Keep max_epochs small, or pass early_stopping=False to fit "
+            "without this warning.",
+            UserWarning,
+            stacklevel=4,
+        )
+        return False
 
     def _batch_size(self, bags):
         """``batch_size="auto"``: 8 typical bags a step, at least 128 rows,
