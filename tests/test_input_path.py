@@ -44,9 +44,7 @@ def assert_same_bags(a, b):
             assert left == right, name
 
 
-# ----------------------------------------------------------------------
-# an immutable Bags
-# ----------------------------------------------------------------------
+# --- an immutable Bags
 def test_bags_cannot_be_changed(data):
     _, _, bags, props, w = data
     validated = check_bags(bags, props, sample_weight=w)
@@ -87,9 +85,7 @@ def test_with_props_and_with_weights_return_new_objects(data):
     assert weighted.n_samples == 120  # unchanged
 
 
-# ----------------------------------------------------------------------
-# 1. a Bags together with sample_weight or classes
-# ----------------------------------------------------------------------
+# --- 1. a Bags together with sample_weight or classes
 def test_weights_given_with_a_bags_object_are_used_by_the_metrics(data):
     # (by the estimators: tests/test_conformance.py)
     _, _, bags, props, w = data
@@ -150,9 +146,7 @@ def test_validating_twice_equals_validating_once(data, props_form, classes):
     assert once.n_bags == 11 and 10 not in once.members
 
 
-# ----------------------------------------------------------------------
-# 2. cross_val_predict with sample weights (used: tests/test_classifier.py)
-# ----------------------------------------------------------------------
+# --- 2. cross_val_predict with sample weights (used: tests/test_classifier.py)
 class _CountingMeanMap(MeanMapClassifier):
     fits = []
 
@@ -175,9 +169,7 @@ def test_cross_val_predict_refuses_wrong_weights_before_fitting(data):
     assert _CountingMeanMap.fits == []
 
 
-# ----------------------------------------------------------------------
-# 5. bag ids as one column: one-element lists
-# ----------------------------------------------------------------------
+# --- 5. bag ids as one column: one-element lists
 def test_one_element_lists_that_read_two_ways_are_refused():
     # ids 0..n-1 shuffled: row i in bag ids[i], or bag j holding row ids[j]
     with pytest.raises(ValueError, match="reads both as a column of bag ids"):
@@ -209,9 +201,7 @@ def test_default_columns_of_a_frame_are_read_in_order(data):
     ]
 
 
-# ----------------------------------------------------------------------
-# 8. integer ids of any size
-# ----------------------------------------------------------------------
+# --- 8. integer ids of any size
 def test_python_integer_ids_beyond_64_bits_stay_distinct():
     # (ids up to 2**64: tests/test_equivalent_inputs.py)
     huge = [2**70, 2**70 + 1, -(2**70), 2**70]
@@ -236,9 +226,7 @@ def test_float_rounding_negatives_are_zero_but_real_negatives_fail():
         check_bags([0, 1], [[-0.001, 1.001], [0.5, 0.5]])
 
 
-# ----------------------------------------------------------------------
-# check_fit_inputs
-# ----------------------------------------------------------------------
+# --- check_fit_inputs
 def test_fit_inputs_of_labels_are_bags_of_one_row(data):
     _, y, _, _, w = data
     w = w.copy()

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 import torch
+from _releases import dp_proportions
 from sklearn.model_selection import cross_val_predict as sk_cross_val_predict
 from skorch.callbacks import EpochScoring, ProgressBar
 
@@ -49,7 +50,6 @@ from sklearn_llp.plotting import plot_bag_calibration, plot_bag_sizes
 from sklearn_llp.privacy import (
     dp_bag_means,
     dp_noise_scale,
-    dp_proportions,
     project_to_simplex,
 )
 
@@ -587,6 +587,9 @@ CATALOGUE = [
          ValueError, r"X has NaN or infinite values in column 'b'",
          lambda: check_identifiability(bags, props, Xdf.assign(b=np.nan))),
     # privacy -------------------------------------------------------------------
+    Case("privacy", "dp_proportions without classes (the public label domain)",
+         ValueError, r"dp_proportions needs classes, the public label domain",
+         lambda: dp_proportions(bags, labels, epsilon=1.0, classes=None)),
     Case("privacy", "dp_proportions with epsilon=0",
          ValueError, r"epsilon must be a positive number",
          lambda: dp_proportions(bags, labels, epsilon=0)),

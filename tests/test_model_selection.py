@@ -61,9 +61,7 @@ def make_bag_data(n_bags=30, bag_size=10, seed=0):
 GRID = {"C": [1e-4, 1e-2, 1.0]}
 
 
-# --------------------------------------------------------------------------
-# Splitters.
-# --------------------------------------------------------------------------
+# --- Splitters.
 @st.composite
 def bag_layouts(draw):
     sizes = draw(st.lists(st.integers(1, 4), min_size=2, max_size=12))
@@ -111,9 +109,7 @@ def test_splitters_never_split_a_bag(layout, shuffle):
                 assert len(test) < 0.1 * len(bags) + largest
 
 
-# --------------------------------------------------------------------------
-# GridSearchCV, routing on and off.
-# --------------------------------------------------------------------------
+# --- GridSearchCV, routing on and off.
 @pytest.mark.slow
 def test_grid_search_routing_on_with_groups_and_several_metrics():
     X, bags, props = make_bag_data()
@@ -166,9 +162,7 @@ def small_llp(**params):
 GRID_model_selection_llp = {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]}
 
 
-# --------------------------------------------------------------------------
-# GridSearchCV
-# --------------------------------------------------------------------------
+# --- GridSearchCV
 @pytest.mark.slow
 def test_grid_search_routing_on_and_off_agree(digits):
     # (BagKFold's folds hold whole bags: test_splitters_never_split_a_bag)
@@ -213,9 +207,7 @@ def test_grid_search_routing_on_and_off_agree(digits):
     )
 
 
-# --------------------------------------------------------------------------
-# validation_fraction: per-epoch bag errors, EarlyStopping, Checkpoint
-# --------------------------------------------------------------------------
+# --- validation_fraction: per-epoch bag errors, EarlyStopping, Checkpoint
 class ValidationRows(Callback):
     """Record the rows of X that the validation batches of every epoch hold."""
 
@@ -300,9 +292,7 @@ def test_validation_fraction_logs_bag_errors_to_stop_and_checkpoint_on(
     ) == pytest.approx(values.min(), abs=1e-9)
 
 
-# --------------------------------------------------------------------------
-# The validation correlation benchmark
-# --------------------------------------------------------------------------
+# --- The validation correlation benchmark
 @pytest.mark.slow
 def test_validation_correlation_benchmark_quick(tmp_path):
     spec = importlib.util.spec_from_file_location("validation_correlation", BENCHMARK)
@@ -375,9 +365,7 @@ def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(digits_bags):
     )
 
 
-# ---------------------------------------------------------------------------
-# BagShuffleSplit: sizes
-# ---------------------------------------------------------------------------
+# --- BagShuffleSplit: sizes
 def equal_bags(n_bags=10, size=3):
     bags = np.repeat(np.arange(n_bags), size)
     return np.zeros((len(bags), 1)), bags
@@ -447,9 +435,7 @@ def test_shuffle_split_groups_never_leaves_a_side_empty():
         assert train.any() and test.any() and not (train & test).any()
 
 
-# ---------------------------------------------------------------------------
-# BagShuffleSplit: at least N training bags
-# ---------------------------------------------------------------------------
+# --- BagShuffleSplit: at least N training bags
 def test_min_train_bags_refuses_a_single_training_bag():
     """validation_fraction=0.1 with 2 bags: the smaller bag is held out and
     one bag is left to train on; a caller that needs 2 says so."""

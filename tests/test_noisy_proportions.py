@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from _releases import dp_proportions
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
@@ -19,7 +20,7 @@ from sklearn_llp.methods.functional import (
     noisy_proportion_loss,
     noisy_proportion_weights,
 )
-from sklearn_llp.privacy import dp_noise_scale, dp_proportions
+from sklearn_llp.privacy import dp_noise_scale
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = dict(max_epochs=2, random_state=0, verbose=0)

@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from _releases import dp_proportions
 from scipy.special import ndtr
 
 from sklearn_llp.core import check_bags
 from sklearn_llp.privacy import (
     dp_noise_scale,
-    dp_proportions,
     noise_variance,
     project_to_simplex,
     released_rows,

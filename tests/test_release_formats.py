@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from _releases import dp_proportions
 
 from sklearn_llp import LLPClassifier, LLPRegressor
 from sklearn_llp.core import check_bags
@@ -15,7 +16,6 @@ from sklearn_llp.methods import NoisyProportions
 from sklearn_llp.privacy import (
     dp_bag_means,
     dp_noise_scale,
-    dp_proportions,
     noise_aware_bag_weights,
     noise_variance,
     released_rows,

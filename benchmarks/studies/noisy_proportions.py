@@ -243,6 +243,7 @@ def fits(data, releases, seeds, methods, epochs, done, mechanism="laplace"):
                 bags,
                 y_train,
                 eps,
+                classes=np.unique(y_train),  # the data set's public label domain
                 mechanism=mechanism,
                 min_bag_size=min_size,
                 random_state=seed,

@@ -132,8 +132,9 @@ def dp_proportions(
         Smaller bags are withheld (ids in ``attrs["suppressed"]``).
     clamp : bool, default=False
         Clip every noisy count to ``[0, n_B]``.
-    classes : array-like of shape (n_classes,), default=None
-        The columns, in order; default the sorted labels of ``y``.
+    classes : array-like of shape (n_classes,)
+        The public label domain, the columns in order. Required: columns
+        read from the private ``y`` would reveal whether a rare label occurs.
     post_processing : {"project", "clip"}, default="project"
         :func:`project_to_simplex`, or ``max(counts, 0)`` renormalised.
     return_counts : bool, default=False
@@ -153,10 +154,17 @@ def dp_proportions(
     >>> from sklearn_llp.privacy import dp_proportions
     >>> bags = [0] * 50 + [1] * 50
     >>> y = [0] * 40 + [1] * 10 + [0] * 5 + [1] * 45  # counts [[40, 10], [5, 45]]
-    >>> table = dp_proportions(bags, y, epsilon=2.0, random_state=0)  # Laplace b=1
+    >>> table = dp_proportions(bags, y, epsilon=2.0, classes=[0, 1], random_state=0)
     >>> table.round(3).to_numpy().tolist()
     [[0.795, 0.205], [0.101, 0.899]]
     """
+    if classes is None:
+        raise ValueError(
+            "dp_proportions needs classes, the public label domain: columns "
+            "taken from the labels present in the private y reveal whether a "
+            "rare label occurs, so no epsilon would hold. Pass classes=[...], "
+            "every label a person could have."
+        )
     checked = _check_arguments(mechanism, epsilon, delta, max_contributions, clamp)
     sensitivity = _check_sensitivity(
         sensitivity, checked[0], release=True, contributions=checked[3]
