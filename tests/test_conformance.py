@@ -48,9 +48,7 @@ pytestmark = [
 
 C, R = "classification", "regression"
 
-# ----------------------------------------------------------------------
-# the estimators
-# ----------------------------------------------------------------------
+# --- the estimators
 #: Tiny, deterministic network fits.
 NET = dict(
     device="cpu",
@@ -123,9 +121,7 @@ def assert_same_model(a, b, rtol=1e-5, atol=1e-6):
         np.testing.assert_allclose(first[key], second[key], rtol=rtol, atol=atol)
 
 
-# ----------------------------------------------------------------------
-# the data
-# ----------------------------------------------------------------------
+# --- the data
 #: Powers of two, so that every proportion k/size is exact; unequal, so that
 #: size weighting matters.
 SIZES = (8, 8, 8, 4, 16, 8, 4, 8)
@@ -294,9 +290,7 @@ def form_of(name, variant, form):
     return (p.codes, *VALUE_FORMS[task(name)][form](p), {})[:3]
 
 
-# ----------------------------------------------------------------------
-# 1. the same bags and values in any form
-# ----------------------------------------------------------------------
+# --- 1. the same bags and values in any form
 @pytest.mark.parametrize(("name", "variant", "form"), FORM_CASES)
 def test_the_same_bags_in_any_form_give_the_identical_model(name, variant, form):
     p = data(name, variant)
@@ -336,9 +330,7 @@ def test_every_form_reads_to_the_same_bags_and_metrics(name, variant, form):
     assert metrics(bags, values, **kwargs) == metrics(p.codes, p.aligned)
 
 
-# ----------------------------------------------------------------------
-# 2. weights: constant ones are none, zero removes, integers duplicate
-# ----------------------------------------------------------------------
+# --- 2. weights: constant ones are none, zero removes, integers duplicate
 def integer_weights(n, seed=0):
     w = np.random.RandomState(seed).randint(1, 4, n).astype(float)
     w[:2] = [1.0, 3.0]  # never constant
@@ -419,9 +411,7 @@ def test_integer_weights_fit_like_duplicated_rows(name):
     assert_same_model(weighted, duplicated)
 
 
-# ----------------------------------------------------------------------
-# 3. instance labels or targets are bags of one row
-# ----------------------------------------------------------------------
+# --- 3. instance labels or targets are bags of one row
 @pytest.mark.parametrize(("name", "variant"), CASES)
 def test_instance_labels_equal_bags_of_one_row(name, variant):
     """``fit(X, y)`` is ``fit(X, arange(n), one_hot(y))`` (or ``y`` as one
@@ -439,9 +429,7 @@ def test_instance_labels_equal_bags_of_one_row(name, variant):
     np.testing.assert_array_equal(labels.predict(p.X), singletons.predict(p.X))
 
 
-# ----------------------------------------------------------------------
-# 4. seeds, instances of modules, the global RNG
-# ----------------------------------------------------------------------
+# --- 4. seeds, instances of modules, the global RNG
 @pytest.mark.parametrize(("name", "variant"), CASES)
 def test_seeded_fits_are_reproducible(name, variant):
     p = data(name, variant)
@@ -484,9 +472,7 @@ def test_fitting_and_predicting_leave_the_global_torch_rng_untouched(name):
     assert torch.equal(torch.get_rng_state(), state)
 
 
-# ----------------------------------------------------------------------
-# 5. clone, get_params/set_params and pickle
-# ----------------------------------------------------------------------
+# --- 5. clone, get_params/set_params and pickle
 #: A hyperparameter value per method, distinct from the default.
 HYPERPARAMETERS = {
     "vat": {"method__alpha": 0.123, "method__eps": 0.456},
@@ -754,9 +740,7 @@ def test_a_failing_fit_leaves_the_model_as_it_was_or_unfitted(name, case):
         np.testing.assert_array_equal(after[key], before[key], err_msg=key)
 
 
-# ----------------------------------------------------------------------
-# 7. predict is the documented rule; prior matching matches the prior
-# ----------------------------------------------------------------------
+# --- 7. predict is the documented rule; prior matching matches the prior
 def documented_prediction(est, proba):
     """``predict`` as documented: two classes ``classes_[proba[:, 1] >=
     threshold_]``; more ``classes_[argmax(log(proba) + decision_offsets_)]``."""
@@ -816,9 +800,7 @@ def test_half_precision_keeps_float32_weights_and_outputs(name, precision):
         np.testing.assert_array_equal(est.predict(p.X), documented_prediction(est, out))
 
 
-# ----------------------------------------------------------------------
-# 8. scores, scorers and cross-validation agree
-# ----------------------------------------------------------------------
+# --- 8. scores, scorers and cross-validation agree
 #: the metric each task's score is: 1 - hard L1 / 2, and bag R^2
 SCORE_METRIC = {C: "hard_l1", R: "r2"}
 
@@ -905,9 +887,28 @@ def test_cross_validation_scores_agree_with_routing_on_and_off(name):
         cross_validate(est, p.X, p.codes, cv=cv, scoring=scorer, error_score="raise")
 
 
-# ----------------------------------------------------------------------
-# 9. regression: the units of the targets do not matter
-# ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name", ["LLPClassifier-dllp", "MeanMapClassifier", "LLPRegressor-bag"]
+)
+def test_dask_input_predicts_lazily_what_an_array_gives(name):
+    da, dd = pytest.importorskip("dask.array"), pytest.importorskip("dask.dataframe")
+    p = data(name)
+    frame = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
+    est = make(name).fit(frame, p.codes, p.aligned)
+    lazy_inputs = [
+        da.from_array(p.X, chunks=(16, 2)),
+        dd.from_pandas(frame, npartitions=3),
+    ]
+    for method in ["predict", "predict_proba"][: 2 if task(name) == C else 1]:
+        expected = getattr(est, method)(frame)
+        for X in lazy_inputs:
+            lazy = getattr(est, method)(X)
+            assert type(lazy).__name__ == "Array"  # nothing computed yet
+            # a block of 16 rows may round as another BLAS kernel: float32 ulps
+            np.testing.assert_allclose(lazy.compute(), expected, rtol=1e-6)
+
+
+# --- 9. regression: the units of the targets do not matter
 @pytest.mark.parametrize(("a", "b"), [(3.0, -7.0), (1e-3, 250.0), (1e4, 0.0)])
 @pytest.mark.parametrize("variant", VARIANTS[R])
 @pytest.mark.parametrize("name", REGRESSORS)
@@ -923,9 +924,7 @@ def test_affine_targets_give_affine_predictions(name, variant, a, b):
     )
 
 
-# ----------------------------------------------------------------------
-# 10. the cases of issue 32 that once gave a wrong answer
-# ----------------------------------------------------------------------
+# --- 10. the cases of issue 32 that once gave a wrong answer
 def _continued(name, how):
     p = data(name, "many" if task(name) == R else 2)
     stop = dict(early_stopping=True, n_iter_no_change=2, max_epochs=6)

@@ -29,6 +29,7 @@ from ._mixins import LLPClassifierMixin as LLPClassifierMixin
 from ._mixins import LLPRegressorMixin as LLPRegressorMixin
 from ._mixins import refuse_meaningless_cv as refuse_meaningless_cv
 from ._mixins import restore_on_error as restore_on_error
+from ._partitions import over_dask_partitions as over_dask_partitions
 from ._read import (
     PROPS_BAG_TOL,
     PROPS_NEG_TOL,

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._bags import CLASSIFICATION, REGRESSION, Bags
 from ._decision import decide
 from ._errors import bag_errors_of, check_predictions, check_proba, decision_of
+from ._partitions import over_dask_partitions
 from ._read import check_bags, num_rows
 
 _SCORE_WITHOUT_VALUES = (
@@ -212,6 +213,7 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
         proba = proba_of_rows(rows)
         self.decision_offsets_, self.threshold_ = decision_of(sub, proba, rule)
 
+    @over_dask_partitions
     def predict(self, X):
         """Class of every row by the fitted decision rule (``threshold``).
 

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..core import (
     LLPClassifierMixin,
     check_fit_inputs,
+    over_dask_partitions,
     refuse_meaningless_cv,
     restore_on_error,
 )
@@ -368,6 +369,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         self._fit_decision(bags, lambda rows: self.predict_proba(X[rows]))
         return self
 
+    @over_dask_partitions
     def decision_function(self, X):
         """Logits: of ``classes_[1]`` against ``classes_[0]`` for two classes.
 
@@ -384,6 +386,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         scores = _dense(X @ self.coef_.T) + self.intercept_
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
+    @over_dask_partitions
     def predict_proba(self, X):
         """Class probabilities, in the order of ``classes_``.
 
@@ -401,6 +404,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
             return np.column_stack([1.0 - positive, positive])
         return softmax(scores, axis=1)
 
+    @over_dask_partitions
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`.
 

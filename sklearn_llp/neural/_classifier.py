@@ -9,7 +9,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..bags import check_identifiability, warn_if_unidentifiable
-from ..core import BAG_METRICS, LLPClassifierMixin, bag_errors_of, decide, decision_of
+from ..core import (
+    BAG_METRICS,
+    LLPClassifierMixin,
+    bag_errors_of,
+    decide,
+    decision_of,
+    over_dask_partitions,
+)
 from ..exceptions import FitDivergedError
 from ._data import ArrayDataset, subset_rows
 from ._net import (
@@ -232,6 +239,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
         self._fit_decision(dataset.bags, proba_of_rows)
 
+    @over_dask_partitions
     def predict_proba(self, X):
         """Class probabilities, in the order of ``classes_``.
 

@@ -6,7 +6,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from ..core import REGRESSION_METRICS, LLPRegressorMixin, bag_errors_of
+from ..core import (
+    REGRESSION_METRICS,
+    LLPRegressorMixin,
+    bag_errors_of,
+    over_dask_partitions,
+)
 from ..exceptions import IdentifiabilityWarning
 from ..methods.functional import regression_losses
 from ._net import (
@@ -220,6 +225,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
             f"{type(self).__name__} has no predict_proba; use predict."
         )
 
+    @over_dask_partitions
     def predict(self, X):
         """Predicted target of every row, in the units of the targets.
 
