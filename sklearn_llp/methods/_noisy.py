@@ -13,9 +13,17 @@ from ._segments import proportion_loss
 
 
 def noisy_proportion_weights(
-    sizes, count_variance, label_variance, n_classes, weighting="likelihood"
+    sizes,
+    count_variance,
+    label_variance,
+    n_classes,
+    weighting="likelihood",
+    factor=None,
 ):
     """``n_B r_B`` or ``r_B``, the weights of noisy bags (:ref:`noisy_proportions`).
+
+    ``factor``: a share's noise variance is ``factor * count_variance / n_B**2``;
+    None: ``1 - 1/C``, projected counts of public sizes.
 
     Examples
     --------
@@ -28,7 +36,8 @@ def noisy_proportion_weights(
             f"weighting must be 'likelihood' or 'reliability'; got {weighting!r}."
         )
     sizes = np.asarray(sizes, dtype=np.float64)
-    release = (1.0 - 1.0 / n_classes) * np.asarray(count_variance, dtype=np.float64)
+    factor = 1.0 - 1.0 / n_classes if factor is None else np.asarray(factor)
+    release = factor * np.asarray(count_variance, dtype=np.float64)
     sampling = sizes * float(label_variance)
     reliability = sampling / (sampling + release)
     return sizes * reliability if weighting == "likelihood" else reliability
@@ -63,6 +72,9 @@ default="laplace"
         Its scale (``attrs["noise_scale"]``), or one per bag id.
     weighting : {"likelihood", "reliability"}, default="likelihood"
         ``w_B = n_B r_B`` or ``w_B = r_B``.
+    release : DataFrame or dict, default=None
+        A :func:`~sklearn_llp.privacy.dp_proportions` release (or its
+        ``attrs``): its noise, scale and relation replace ``noise`` and ``scale``.
 
     Attributes
     ----------
@@ -73,24 +85,50 @@ default="laplace"
     --------
     >>> from sklearn_llp import LLPClassifier
     >>> clf = LLPClassifier(method="noisy", method__scale=20.0)  # epsilon = 0.1
+    >>> clf = LLPClassifier(method="noisy", method__release={"noise": "laplace",
+    ...     "noise_scale": 1.0, "neighbours": "add_remove", "one_count": False})
     """
 
     _parameter_constraints = {
         "noise": [StrOptions(set(NOISE_NORMS))],
         "scale": [Interval(Real, 0, np.inf, closed="left"), Mapping, pd.Series],
         "weighting": [StrOptions({"likelihood", "reliability"})],
+        "release": [None, Mapping, pd.DataFrame],
     }
 
-    def __init__(self, noise="laplace", scale=1.0, weighting="likelihood"):
+    def __init__(
+        self, noise="laplace", scale=1.0, weighting="likelihood", release=None
+    ):
         self.noise = noise
         self.scale = scale
         self.weighting = weighting
+        self.release = release
+
+    def _noise(self, bags):
+        """Noise, scale(s) and the factor of a share's noise (``factor``)."""
+        if self.release is None:
+            return self.noise, self.scale, None
+        attrs = getattr(self.release, "attrs", self.release)
+        try:
+            noise, scale = attrs["noise"], attrs["noise_scale"]
+            relation, one = attrs["neighbours"], attrs["one_count"]
+        except KeyError as exc:
+            raise ValueError(
+                f"method__release has no {exc}: pass a dp_proportions release or "
+                "its attrs."
+            ) from None
+        if one:  # share = count / n_B: the count's whole noise
+            return noise, scale, 1.0
+        if relation == "add_remove":  # share = c / sum(c), delta method
+            props, n_classes = np.asarray(bags.props, dtype=np.float64), bags.n_classes
+            return noise, scale, 1 - 2 / n_classes + (props**2).sum(axis=1)
+        return noise, scale, None
 
     def prepare(self, bags, random_state):
         super().prepare(bags, random_state)
         sizes, prior = self.bag_sizes_, self.class_prior_
         self.label_variance_ = float(np.mean(prior * (1.0 - prior)))
-        scales = self.scale
+        noise, scales, factor = self._noise(bags)
         if isinstance(scales, (Mapping, pd.Series)):  # looked up by bag id
             table = pd.Series(scales)
             rows = table.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
@@ -106,12 +144,12 @@ default="laplace"
                     "method__scale (a per-bag table) must hold finite, non-negative "
                     "scales."
                 )
-        self.count_variance_ = np.full(bags.n_bags, noise_variance(self.noise, scales))
+        self.count_variance_ = np.full(bags.n_bags, noise_variance(noise, scales))
         self.reliability_ = np.ones(bags.n_bags)  # one class: nothing to weigh
         if self.label_variance_ > 0:
             variances = (self.count_variance_, self.label_variance_, bags.n_classes)
             self.reliability_ = noisy_proportion_weights(
-                sizes, *variances, "reliability"
+                sizes, *variances, "reliability", factor
             )
         weights = self.reliability_
         if bags.bag_weights is not None:
