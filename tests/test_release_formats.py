@@ -259,11 +259,19 @@ def test_bag_means_laplace_privacy_loss_is_at_most_epsilon():
 
 
 def test_noise_aware_bag_weights_by_hand():
+    # the case: n 100 against 10, epsilon 10, bounds (0, 100), s = 10:
+    # v = 2 (100 / 10)**2 = 200, n**2 / (n s**2 + v): 0.980 / 0.0833 = 11.8
+    table = dp_bag_means(
+        np.repeat([0, 1], [100, 10]), np.zeros(110), 10.0, bounds=(0, 100)
+    )
+    weights = noise_aware_bag_weights(table, target_variance=100.0)
+    assert weights[0] / weights[1] == pytest.approx((1e4 / 10200) / (100 / 1200))
+    assert round(weights[0] / weights[1], 1) == 11.8
     ids, y, sizes = regression_bags(n_bags=10)
     table = dp_bag_means(ids, y, 0.5, bounds=(0.0, 10.0), random_state=0)
     noise_var = table.attrs["noise_variance"]  # of a sum: 2 (10 / 0.5)**2
     assert noise_var == 800.0
-    weights = noise_aware_bag_weights(table)
+    weights = noise_aware_bag_weights(table, target_variance=0.0)
     np.testing.assert_allclose(weights, sizes**2 / np.mean(sizes**2))
     assert weights.index.equals(table.index)
     tau = 2.5
@@ -283,23 +291,25 @@ def test_noise_aware_bag_weights_by_hand():
 def test_noise_aware_bag_weights_errors():
     ids, y, _ = regression_bags(n_bags=10)
     table = dp_bag_means(ids, y, 0.5, bounds=(0.0, 10.0), min_bag_size=20)
-    for bad in (-1.0, np.nan, np.inf, "1", True):
-        with pytest.raises(ValueError, match="target_variance"):
+    for bad in (None, -1.0, np.nan, np.inf, "1", True):
+        with pytest.raises(ValueError, match="target_variance must .* residuals"):
             noise_aware_bag_weights(table, target_variance=bad)
     exact = dp_bag_means(ids, y, np.inf, bounds=(0.0, 10.0))
     with pytest.raises(ValueError, match="target_variance=0"):
-        noise_aware_bag_weights(exact)
+        noise_aware_bag_weights(exact, target_variance=0)
     negative = table.assign(std=-table["std"])
     for bad in (table[["mean"]], table.to_dict(), pd.concat([table, table]), negative):
         with pytest.raises(ValueError, match="released must be a per-bag DataFrame"):
-            noise_aware_bag_weights(bad)
+            noise_aware_bag_weights(bad, target_variance=1.0)
     # the rows of a withheld bag, or of none: refused, not given a weight
     with pytest.raises(ValueError, match="bags has .* released_rows"):
-        noise_aware_bag_weights(table, ids)
+        noise_aware_bag_weights(table, ids, target_variance=1.0)
     with pytest.raises(ValueError, match="bags has 1 row.* released_rows"):
         keep = released_rows(ids, table)
-        noise_aware_bag_weights(table, np.r_[ids[keep], -1])
-    assert noise_aware_bag_weights(table, ids[keep]).shape == (keep.sum(),)
+        noise_aware_bag_weights(table, np.r_[ids[keep], -1], target_variance=1.0)
+    assert noise_aware_bag_weights(table, ids[keep], target_variance=1).shape == (
+        keep.sum(),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -342,8 +352,10 @@ def test_every_form_of_bags_gives_what_the_ids_give(form):
     inside = ids[ids >= 0]  # every row in a released bag
     table = dp_bag_means(inside, values[ids >= 0], 1.0, bounds=(0, 1))
     np.testing.assert_allclose(
-        noise_aware_bag_weights(table, FORMS[form](inside), n_samples=len(inside)),
-        noise_aware_bag_weights(table, inside),
+        noise_aware_bag_weights(
+            table, FORMS[form](inside), n_samples=len(inside), target_variance=0.1
+        ),
+        noise_aware_bag_weights(table, inside, target_variance=0.1),
     )
 
 
@@ -354,7 +366,7 @@ CALLS = {
     "dp_bag_means": lambda b, n: dp_bag_means(b, np.ones(6), 1.0, bounds=(0, 1)),
     "released_rows": lambda b, n: released_rows(b, TABLE, n_samples=n),
     "noise_aware_bag_weights": lambda b, n: noise_aware_bag_weights(
-        TABLE, b, n_samples=n
+        TABLE, b, n_samples=n, target_variance=1
     ),
 }
 ALL, NO_Y = list(CALLS), list(CALLS)[2:]  # NO_Y: no y to count the rows
