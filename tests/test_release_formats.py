@@ -125,7 +125,7 @@ def test_noisy_method_reads_the_release(mechanism, delta, relation):
     tau = method.label_variance_
     r = sizes * tau / (sizes * tau + factor * v)
     np.testing.assert_allclose(method.reliability_, r, rtol=1e-9)
-    with pytest.raises(ValueError, match="method__release has no 'noise'"):
+    with pytest.raises(ValueError, match="method__release has no"):
         NoisyProportions(release={}).prepare(check_bags(ids, table), None)
 
 

@@ -13,17 +13,12 @@ from ._segments import proportion_loss
 
 
 def noisy_proportion_weights(
-    sizes,
-    count_variance,
-    label_variance,
-    n_classes,
-    weighting="likelihood",
-    factor=None,
+    sizes, count_variance, label_variance, n_classes, weighting="likelihood", f=None
 ):
     """``n_B r_B`` or ``r_B``, the weights of noisy bags (:ref:`noisy_proportions`).
 
-    ``factor``: a share's noise variance is ``factor * count_variance / n_B**2``;
-    None: ``1 - 1/C``, projected counts of public sizes.
+    A share's noise variance is ``f * count_variance / n_B**2``, ``f``
+    default ``1 - 1/C`` (projected counts of public sizes).
 
     Examples
     --------
@@ -36,8 +31,8 @@ def noisy_proportion_weights(
             f"weighting must be 'likelihood' or 'reliability'; got {weighting!r}."
         )
     sizes = np.asarray(sizes, dtype=np.float64)
-    factor = 1.0 - 1.0 / n_classes if factor is None else np.asarray(factor)
-    release = factor * np.asarray(count_variance, dtype=np.float64)
+    f = 1.0 - 1.0 / n_classes if f is None else np.asarray(f)
+    release = f * np.asarray(count_variance, dtype=np.float64)
     sampling = sizes * float(label_variance)
     reliability = sampling / (sampling + release)
     return sizes * reliability if weighting == "likelihood" else reliability
@@ -85,8 +80,6 @@ default="laplace"
     --------
     >>> from sklearn_llp import LLPClassifier
     >>> clf = LLPClassifier(method="noisy", method__scale=20.0)  # epsilon = 0.1
-    >>> clf = LLPClassifier(method="noisy", method__release={"noise": "laplace",
-    ...     "noise_scale": 1.0, "neighbours": "add_remove", "one_count": False})
     """
 
     _parameter_constraints = {
@@ -109,20 +102,19 @@ default="laplace"
         if self.release is None:
             return self.noise, self.scale, None
         attrs = getattr(self.release, "attrs", self.release)
-        try:
-            noise, scale = attrs["noise"], attrs["noise_scale"]
-            relation, one = attrs["neighbours"], attrs["one_count"]
-        except KeyError as exc:
+        keys = ("noise", "noise_scale", "neighbours", "one_count")
+        if not set(keys) <= set(attrs):
             raise ValueError(
-                f"method__release has no {exc}: pass a dp_proportions release or "
-                "its attrs."
-            ) from None
-        if one:  # share = count / n_B: the count's whole noise
-            return noise, scale, 1.0
-        if relation == "add_remove":  # share = c / sum(c), delta method
-            props, n_classes = np.asarray(bags.props, dtype=np.float64), bags.n_classes
-            return noise, scale, 1 - 2 / n_classes + (props**2).sum(axis=1)
-        return noise, scale, None
+                f"method__release has no {keys}: pass a dp_proportions release."
+            )
+        noise, scale, relation, one = (attrs[k] for k in keys)
+        p = np.asarray(bags.props, dtype=np.float64)  # add_remove: delta method
+        factor = 1 - 2 / p.shape[1] + (p**2).sum(axis=1)  # share = c / sum(c)
+        return (
+            noise,
+            scale,
+            1.0 if one else factor if relation == "add_remove" else None,
+        )
 
     def prepare(self, bags, random_state):
         super().prepare(bags, random_state)

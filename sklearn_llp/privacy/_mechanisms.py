@@ -22,17 +22,9 @@ _PURE = ("laplace", "discrete_laplace")  # epsilon-DP, no delta
 #: Largest scale of integer noise: its draws must stay exact in int64.
 _MAX_DISCRETE_SCALE = 2.0**40
 
-#: Sensitivity of a table of counts per row of a person, by relation and norm:
-#: "replace" moves one unit between two counts of a bag (sizes public);
-#: "add_remove" adds or takes one unit; "one_count" (two classes, sizes
-#: public, one count released) moves it by one. Derived in the user guide.
-COUNT_SENSITIVITY = {
-    "replace": {"L1": 2.0, "L2": math.sqrt(2.0)},
-    "add_remove": {"L1": 1.0, "L2": 1.0},
-    "one_count": {"L1": 1.0, "L2": 1.0},
-}
-
-#: The neighbouring relations of a release.
+#: Sensitivity (L1, L2) of released counts per row of a person, by relation
+#: (:ref:`privacy_accounting`); "one_count": one of two classes, sizes public.
+COUNT_SENSITIVITY = dict(replace=(2.0, 2.0**0.5), add_remove=(1, 1), one_count=(1, 1))
 NEIGHBOURS = ("replace", "add_remove")
 
 
@@ -86,9 +78,7 @@ def _check_arguments(
 def _check_neighbours(neighbours):
     if neighbours not in NEIGHBOURS:
         raise ValueError(
-            f"neighbours must be 'replace' (one person's data changed, bag sizes "
-            f"public) or 'add_remove' (one person added or removed); got "
-            f"{neighbours!r}."
+            f"neighbours must be 'replace' or 'add_remove'; got {neighbours!r}."
         )
     return neighbours
 
@@ -98,7 +88,7 @@ def _check_sensitivity(
 ):
     """``sensitivity`` checked; None: the table's (a floor if ``release``)."""
     norm = _norm(mechanism)
-    exact = contributions * COUNT_SENSITIVITY[relation][norm]
+    exact = contributions * float(COUNT_SENSITIVITY[relation][norm == "L2"])
     per = "" if contributions == 1 else f" for max_contributions={contributions}"
     if sensitivity is None:
         return exact
@@ -112,14 +102,8 @@ def _check_sensitivity(
         raise ValueError(
             f"sensitivity={sensitivity!r} is below {exact:.6g}, the {norm} "
             f"sensitivity of the table of counts for mechanism={mechanism!r}{per} "
-            f"under neighbours={relation!r}"
-            + (
-                " (one person's label changed, bag sizes public; 1 is that of "
-                "adding or removing a person, which the exact sizes would reveal)"
-                if relation == "replace"
-                else ""
-            )
-            + ". Leave sensitivity=None or pass a larger one."
+            f"under neighbours={relation!r} (one person's label changed or "
+            "one person added or removed). Leave sensitivity=None or pass more."
         )
     return float(sensitivity)
 

@@ -58,13 +58,9 @@ def _noisy(totals, checked, sensitivity, rng, prefix=""):
     noise = MECHANISMS[mechanism]
     if noise.startswith("discrete"):
         totals = totals.astype(np.int64)
-    variance = noise_variance(noise, scale)
-    attrs = {
-        f"{prefix}sensitivity": sensitivity,
-        f"{prefix}noise_scale": scale,
-        f"{prefix}noise_variance": variance,
-        f"{prefix}noise_std": math.sqrt(variance),
-    }
+    v = noise_variance(noise, scale)
+    keys = ("sensitivity", "noise_scale", "noise_variance", "noise_std")
+    attrs = {prefix + k: x for k, x in zip(keys, (sensitivity, scale, v, v**0.5))}
     return totals + _draw(rng, noise, scale, totals.shape), attrs
 
 
@@ -77,12 +73,8 @@ def _kept(sizes, min_bag_size, ids):
             f"min_bag_size={min_bag_size} withholds every bag (the largest has "
             f"{float(sizes.max()):g} rows); nothing would be released."
         )
-    index = pd.Index(ids, name="bag", tupleize_cols=False)
-    return (
-        kept,
-        index,
-        dict(min_bag_size=min_bag_size, suppressed=index[~kept].tolist()),
-    )
+    ids = pd.Index(ids, name="bag", tupleize_cols=False)
+    return kept, ids, dict(min_bag_size=min_bag_size, suppressed=ids[~kept].tolist())
 
 
 def dp_proportions(
@@ -103,12 +95,10 @@ def dp_proportions(
     return_counts=False,
     random_state=None,
 ):
-    """Differentially private label proportions of every bag (a simulated release).
+    """Differentially private label proportions of every bag (a simulation).
 
-    Noise on every class count; shares over the public bag sizes
-    (``neighbours="replace"``) or over the sum of the noisy counts
-    (``"add_remove"``), see :ref:`privacy_accounting`. numpy's samplers make
-    it a simulation, not a hardened release.
+    Noise on every class count; shares over the public sizes or the noisy
+    counts' sum, by relation (:ref:`privacy_accounting`).
 
     Parameters
     ----------
@@ -122,11 +112,10 @@ def dp_proportions(
         The public label domain, the columns in order. Required: columns
         taken from the private ``y`` would leak.
     neighbours : {"replace", "add_remove"}, default="replace"
-        One person's labels changed, bag sizes public; or one person added or
-        removed, sizes private.
+        One person's labels changed (sizes public), or one person added or
+        removed (sizes private).
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
-        The noise, calibrated as in :ref:`privacy_accounting`.
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
@@ -134,9 +123,8 @@ def dp_proportions(
     max_contributions : int, default=1
         Most rows one person has.
     one_count : bool, default=None
-        Two classes under "replace": release one noisy count, the other is
-        ``n_B`` minus it (half the share variance for the Laplace ones).
-        None: True there for the Laplace mechanisms.
+        Two classes, "replace": one noisy count, the other ``n_B`` minus it
+        (half the share variance); None: True there for the Laplace ones.
     min_bag_size : int, default=None
         Bags of smaller (under add_remove: noisy) size are withheld (ids in
         ``attrs["suppressed"]``).
@@ -214,14 +202,10 @@ def dp_proportions(
         sizes = np.maximum(noisy.sum(axis=1, keepdims=True), 1.0)
         kept, index, suppressed = _kept(sizes[:, 0], min_bag_size, validated.ids)
     noisy, sizes = noisy[kept], sizes[kept]
-    if post_processing == "project":
-        shares = project_to_simplex(noisy / sizes)
-    else:
-        clipped = np.maximum(noisy, 0.0)
-        totals = clipped.sum(axis=1, keepdims=True)
-        shares = np.where(
-            totals > 0, clipped / np.where(totals > 0, totals, 1), 1 / exact.shape[1]
-        )
+    shares = project_to_simplex(noisy / sizes)
+    if post_processing == "clip":  # uniform where every count is <= 0
+        empty = (clipped := np.maximum(noisy, 0.0)).sum(axis=1, keepdims=True) == 0
+        shares = (clipped + empty) / (clipped + empty).sum(axis=1, keepdims=True)
     scale, discrete_gaussian = attrs["noise_scale"], mechanism == "discrete_gaussian"
     attrs.update(
         neighbours=relation,
@@ -259,9 +243,8 @@ def dp_bag_means(
 ):
     """Differentially private means of a bounded target in every bag.
 
-    Every target clipped to ``bounds``; noise on every bag's sum, divided by
-    the public size (``neighbours="replace"``) or by a noisy count, half the
-    budget each (``"add_remove"``); see :ref:`dp_bag_means`.
+    Clipped targets; noisy sums over the public sizes (or noisy counts, half
+    the budget each, under add_remove); :ref:`dp_bag_means`.
 
     Parameters
     ----------
@@ -274,10 +257,8 @@ def dp_bag_means(
     bounds : (float, float)
         ``(lo, hi)``, finite with ``lo < hi``, fixed before seeing the data.
     neighbours : {"replace", "add_remove"}, default="replace"
-        One person's values changed, sizes public; or one person added or
-        removed, sizes private.
+        One person's values changed, or one person added or removed.
     mechanism : {"laplace", "gaussian", "analytic_gaussian"}, default="laplace"
-        The noise, calibrated as in :ref:`privacy_accounting`.
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for Laplace.
     max_contributions : int, default=1
@@ -311,7 +292,7 @@ def dp_bag_means(
     min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
     try:
         lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # checked below
         lo = hi = math.nan
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(
