@@ -588,7 +588,7 @@ CATALOGUE = [
          lambda: check_identifiability(bags, props, Xdf.assign(b=np.nan))),
     # privacy -------------------------------------------------------------------
     Case("privacy", "dp_proportions without classes (the public label domain)",
-         ValueError, r"dp_proportions needs classes, the public label domain",
+         ValueError, r"classes is required: the public label domain",
          lambda: dp_proportions(bags, labels, epsilon=1.0, classes=None)),
     Case("privacy", "dp_proportions with epsilon=0",
          ValueError, r"epsilon must be a positive number",

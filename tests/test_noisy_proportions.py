@@ -175,10 +175,9 @@ def test_learns_from_a_moderately_noisy_release():
     X_test = rng.normal(size=(2000, 4))
     y_test = rng.randint(0, 2, 2000)
     X_test += 1.5 * y_test[:, None] * np.array([1, 1, 0, 0])
-    table = dp_proportions(ids, y, 0.4, random_state=0)
+    table = dp_proportions(ids, y, 0.4, classes=[0, 1], one_count=False, random_state=0)
     assert table.attrs["noise_scale"] == 5.0
-    noise, scale = table.attrs["noise"], table.attrs["noise_scale"]
-    clf = LLPClassifier(method="noisy", method__noise=noise, method__scale=scale)
+    clf = LLPClassifier(method="noisy", method__release=table)
     clf.set_params(max_epochs=15, random_state=0, verbose=0).fit(X, ids, table)
     assert clf.method_.reliability_[:40].max() < 0.2  # bags of 3: mostly noise
     assert clf.method_.reliability_[-6:].min() > 0.7  # bags of 300: trusted
@@ -239,7 +238,9 @@ def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_pa
     ids = np.repeat(np.arange(5), 20)
     y = np.random.RandomState(0).randint(0, 3, 100)
     counts = pd.crosstab(ids, y).to_numpy(dtype=float)
-    _, noisy = dp_proportions(ids, y, 0.2, return_counts=True, random_state=1)
+    _, noisy = dp_proportions(
+        ids, y, 0.2, classes=[0, 1, 2], return_counts=True, random_state=1
+    )
     old_release = counts + np.random.RandomState(1).laplace(0, 1 / 0.1, counts.shape)
     np.testing.assert_allclose(noisy.to_numpy(), old_release, rtol=1e-12)
     committed = ROOT / "benchmarks" / "results" / "noisy_proportions.json"

@@ -1,10 +1,12 @@
 """The noise mechanisms and their privacy accounting, exactly and empirically.
 
-Neighbours: one person's label changed in public-size bags (L1 sensitivity
-2, L2 sqrt(2)), checked by enumeration; calibrations, the integer samplers,
-the noise scale (to its standard error) and the privacy loss of counts.
+Sensitivities by enumeration of neighbours under both relations (replace:
+L1 2k, L2 sqrt(2) k; add/remove: k, k; one count of two: k, k); calibrations,
+the integer samplers, the noise scale (to its standard error), the privacy
+loss of counts, and the public label domain.
 """
 
+import functools
 import itertools
 import math
 
@@ -14,6 +16,7 @@ import pytest
 from _releases import dp_proportions
 from scipy.special import ndtr
 
+from sklearn_llp import privacy
 from sklearn_llp.core import check_bags
 from sklearn_llp.privacy import (
     dp_noise_scale,
@@ -22,13 +25,11 @@ from sklearn_llp.privacy import (
     released_rows,
 )
 from sklearn_llp.privacy._mechanisms import (
-    REPLACE_ONE_SENSITIVITY,
     _analytic_gaussian_delta,
     _discrete_gaussian,
     _discrete_laplace,
     _zcdp_delta,
 )
-from sklearn_llp.privacy._release import NEIGHBOURS
 
 SQRT2 = math.sqrt(2)
 MECHANISMS = [  # mechanism, delta, sensitivity of one row
@@ -38,6 +39,9 @@ MECHANISMS = [  # mechanism, delta, sensitivity of one row
     ("analytic_gaussian", 1e-5, SQRT2),
     ("discrete_gaussian", 1e-5, SQRT2),
 ]
+
+
+dp_proportions = functools.partial(privacy.dp_proportions, classes=[0, 1, 2])
 
 
 def counts_of(ids, y, n_classes=3):
@@ -66,35 +70,65 @@ def discrete_gaussian_pmf(k, sigma):
 # ---------------------------------------------------------------------------
 # Sensitivity and calibration
 # ---------------------------------------------------------------------------
+def neighbours_of(people, relation, k):
+    """Every neighbour of a data set of people (lists of (bag, label) rows):
+    one person's labels changed, or one person of up to k rows added or
+    removed (any bags, any labels)."""
+    cells = list(itertools.product(range(2), range(3)))
+    if relation == "add_remove":
+        for i in range(len(people)):
+            yield people[:i] + people[i + 1 :]
+        for n in range(1, k + 1):
+            for rows in itertools.combinations_with_replacement(cells, n):
+                yield people + [list(rows)]
+        return
+    for i, person in enumerate(people):
+        for labels in itertools.product(range(3), repeat=len(person)):
+            new = [(b, c) for (b, _), c in zip(person, labels)]
+            yield people[:i] + [new] + people[i + 1 :]
+
+
+def released(people, one_count):
+    counts = np.zeros((2, 3))
+    for b, c in itertools.chain.from_iterable(people):
+        counts[b, c] += 1
+    return counts[:, 1] if one_count else counts
+
+
 @pytest.mark.parametrize(
-    "changes, l1, l2",
+    "relation, k, one_count, l1, l2",
     [
-        ([(row,) for row in range(5)], {2.0}, {round(SQRT2, 12)}),  # one row
-        ([(0, 1), (0, 3)], 4.0, 2 * SQRT2),  # two rows: same bag, two bags
+        ("replace", 1, False, 2.0, SQRT2),
+        ("replace", 2, False, 4.0, 2 * SQRT2),
+        ("replace", 1, True, 1.0, 1.0),
+        ("replace", 2, True, 2.0, 2.0),
+        ("add_remove", 1, False, 1.0, 1.0),
+        ("add_remove", 2, False, 2.0, 2.0),
     ],
 )
-def test_sensitivity_of_the_table_by_enumeration(changes, l1, l2):
-    """Every labelling of 5 people in bags [0, 0, 0, 1, 1] (3 classes) and
-    every change of one person's labels: one row moves the table by exactly
-    2 (L1) and sqrt(2) (L2); two rows by at most 4 and 2 sqrt(2), reached."""
-    ids = np.array([0, 0, 0, 1, 1])
-    seen_l1, seen_l2 = set(), set()
-    for labels in itertools.product(range(3), repeat=5):
-        y = np.array(labels)
-        counts = counts_of(ids, y)
-        for rows in changes:
-            for new in itertools.product(range(3), repeat=len(rows)):
-                other = y.copy()
-                other[list(rows)] = new
-                diff = counts_of(ids, other) - counts
-                if diff.any():
-                    seen_l1.add(round(float(np.abs(diff).sum()), 12))
-                    seen_l2.add(round(float(np.sqrt((diff**2).sum())), 12))
-    if isinstance(l1, set):  # every change has exactly this size
-        assert (seen_l1, seen_l2) == (l1, l2)
-    else:
-        assert max(seen_l1) == l1 and max(seen_l2) == pytest.approx(l2)
-    assert REPLACE_ONE_SENSITIVITY == {"laplace": 2.0, "gaussian": SQRT2}
+def test_sensitivity_of_the_table_by_enumeration(relation, k, one_count, l1, l2):
+    """Every labelling of 3 people (one of k rows) in 2 bags and every
+    neighbour: the largest change of the released counts is the release's
+    sensitivity, in both norms (one count: labels 0 and 1 only)."""
+    labels = range(2) if one_count else range(3)
+    seen = set()
+    for y in itertools.product(labels, repeat=2 + k):
+        people = [[(0, y[0])], [(1, y[1])], [(0, c) for c in y[2:]]]
+        for other in neighbours_of(people, relation, k):
+            if one_count and any(c == 2 for _, c in itertools.chain(*other)):
+                continue
+            diff = released(other, one_count) - released(people, one_count)
+            seen.add((np.abs(diff).sum(), np.sqrt((diff**2).sum())))
+    assert max(seen)[0] == l1 and max(d for _, d in seen) == pytest.approx(l2)
+    kw = dict(neighbours=relation, max_contributions=k, one_count=one_count)
+    kw["classes"] = [0, 1] if one_count else [0, 1, 2]
+    ids, y = np.repeat([0, 1], 4), np.tile([0, 1], 4)
+    for mechanism, delta, norm in (("laplace", None, l1), ("gaussian", 1e-5, l2)):
+        release = privacy.dp_proportions(
+            ids, y, 0.5, mechanism=mechanism, delta=delta, **kw
+        )
+        assert release.attrs["sensitivity"] == pytest.approx(norm)
+        assert release.attrs["neighbours"] == relation
 
 
 def test_every_mechanism_is_calibrated_to_the_replace_one_sensitivity():
@@ -103,10 +137,14 @@ def test_every_mechanism_is_calibrated_to_the_replace_one_sensitivity():
         assert dp_noise_scale(epsilon) == 2.0 / epsilon
         assert dp_noise_scale(epsilon, "discrete_laplace") == 2.0 / epsilon
         assert dp_noise_scale(epsilon, sensitivity=1.0) == 1.0 / epsilon
+        assert dp_noise_scale(epsilon, neighbours="add_remove") == 1.0 / epsilon
     for epsilon, delta in ((0.1, 1e-6), (0.5, 1e-5), (0.9, 1e-3)):
         assert dp_noise_scale(epsilon, "gaussian", delta=delta) == pytest.approx(
             SQRT2 * math.sqrt(2 * math.log(1.25 / delta)) / epsilon, rel=1e-14
         )
+        assert dp_noise_scale(
+            epsilon, "gaussian", delta=delta, neighbours="add_remove"
+        ) == pytest.approx(math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
     for epsilon in (0.1, 1.0, 5.0):
         sigma = dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5)
         # Balle & Wang (2018), Theorem 8, with L2 sensitivity sqrt(2)
@@ -137,29 +175,35 @@ def test_zcdp_conversion_lies_between_the_exact_and_the_simple_bound():
         assert converted <= simple * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
 @pytest.mark.parametrize("mechanism, delta, per_row", MECHANISMS)
 def test_release_records_its_relation_and_refuses_a_smaller_sensitivity(
-    mechanism, delta, per_row
+    mechanism, delta, per_row, relation
 ):
     ids, y = census(n_bags=5)
-    kw = dict(mechanism=mechanism, delta=delta)
+    kw = dict(mechanism=mechanism, delta=delta, neighbours=relation)
+    per_row = per_row if relation == "replace" else 1.0
     for k in (1, 3):
         table = dp_proportions(ids, y, 0.5, max_contributions=k, **kw)
         scale = dp_noise_scale(0.5, max_contributions=k, **kw)
         assert table.attrs["sensitivity"] == pytest.approx(k * per_row)
         assert table.attrs["max_contributions"] == k
-        assert table.attrs["neighbours"] == NEIGHBOURS
+        assert table.attrs["neighbours"] == relation
         assert table.attrs["noise_scale"] == scale
         assert scale == pytest.approx(k * dp_noise_scale(0.5, **kw), rel=1e-9)
         assert table.attrs["noise_variance"] == noise_variance(
             table.attrs["noise"], scale
         )
         if mechanism == "discrete_gaussian":  # zCDP, rho = Delta_2**2 / (2 sigma**2)
-            assert table.attrs["rho"] == pytest.approx(k**2 / scale**2)
-        # 1 (add/remove-one) or anything below k per_row is not DP here
-        refused = "sensitivity=.*" + ("max_contributions=3.*" if k > 1 else "")
-        for value in (1.0, 0.99 * k * per_row):
-            with pytest.raises(ValueError, match=refused + "label"):
+            assert table.attrs["rho"] == pytest.approx(
+                (k * per_row) ** 2 / (2 * scale**2)
+            )
+        # below k per_row is not DP here (1, add/remove's, under replace)
+        refused = f"sensitivity=.*neighbours='{relation}'" + (
+            ".*label" * (relation == "replace")
+        )
+        for value in {1.0, 0.99 * k * per_row} - {float(k)}:
+            with pytest.raises(ValueError, match=refused):
                 dp_proportions(
                     ids, y, 0.5, max_contributions=k, sensitivity=value, **kw
                 )
@@ -171,6 +215,8 @@ def test_release_records_its_relation_and_refuses_a_smaller_sensitivity(
             dp_proportions(ids, y, 0.5, sensitivity=bad, **kw)
         with pytest.raises(ValueError, match="sensitivity"):
             dp_noise_scale(0.5, sensitivity=bad, **kw)
+    with pytest.raises(ValueError, match="neighbours must be 'replace'"):
+        dp_proportions(ids, y, 0.5, **{**kw, "neighbours": "add"})
 
 
 # ---------------------------------------------------------------------------
@@ -290,14 +336,28 @@ def test_rows_on_the_simplex_accepted_as_props_and_seeded(post_processing, epsil
     assert not np.allclose(first.to_numpy(), second.to_numpy())
 
 
-def test_projection_halves_the_binary_noise():
-    # a bag of n with share p: projected share has noise variance b^2 / n^2
-    ids = np.repeat(np.arange(400), 100)
-    y = np.tile(np.r_[np.zeros(50), np.ones(50)], 400)
-    table = dp_proportions(ids, y, 2.0, random_state=0)  # b = 2 / 2
-    shares = table[1.0].to_numpy()
-    assert shares.var() == pytest.approx((1.0 / 100) ** 2, rel=0.2)
-    assert shares.mean() == pytest.approx(0.5, abs=0.002)
+@pytest.mark.parametrize("mechanism, ratio", [("laplace", 0.5), ("gaussian", 1.0)])
+def test_one_count_halves_the_share_variance_of_two_classes(mechanism, ratio):
+    """Bags of 100, shares 1/2, epsilon = 0.5: one count of sensitivity 1
+    (scale 1/eps) gives the shares half the variance of two projected counts
+    of L1 sensitivity 2 (b^2 / n^2 = 16e-4), to its standard error; the
+    Gaussian ones gain nothing (L2 sensitivity 1 against sqrt(2))."""
+    ids = np.repeat(np.arange(2000), 100)
+    y = np.tile(np.r_[np.zeros(50), np.ones(50)], 2000)
+    kw = dict(classes=[0, 1], mechanism=mechanism, random_state=0)
+    kw["delta"] = 1e-5 if mechanism == "gaussian" else None
+    one = privacy.dp_proportions(ids, y, 0.5, **kw)
+    two = privacy.dp_proportions(ids, y, 0.5, one_count=False, **kw)
+    assert one.attrs["one_count"] is (mechanism == "laplace")  # the default
+    one = privacy.dp_proportions(ids, y, 0.5, one_count=True, **kw)[1].to_numpy()
+    two = two[1].to_numpy()
+    if mechanism == "laplace":
+        assert two.var() == pytest.approx((4.0 / 100) ** 2, rel=0.1)
+    se = math.sqrt(2 / 1999) * math.hypot(1, ratio)  # of the ratio of variances
+    assert abs(one.var() / two.var() - ratio) < 4 * se * ratio
+    assert one.mean() == pytest.approx(0.5, abs=0.004)
+    with pytest.raises(ValueError, match="one_count .* two classes"):
+        dp_proportions(ids, y, 0.5, one_count=True)
 
 
 def test_unbagged_rows_and_classes():
@@ -308,12 +368,16 @@ def test_unbagged_rows_and_classes():
     np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
     # composite ids (tuples), bags of sizes 2 and 3: sizes in the table's order
     keys = [("b", 2), ("a", 1), ("b", 2), ("a", 1), ("b", 2)]
-    table = dp_proportions(keys, [1, 0, 1, 1, 0], np.inf)
+    table = dp_proportions(keys, [1, 0, 1, 1, 0], np.inf, classes=[0, 1])
     assert list(table.index) == [("a", 1), ("b", 2)]
     np.testing.assert_allclose(table.to_numpy(), [[0.5, 0.5], [1 / 3, 2 / 3]])
     # ... suppressed and selected by their ids
     table = dp_proportions(keys, [1, 0, 1, 1, 0], np.inf, min_bag_size=3)
-    assert table.attrs["suppressed"] == [("a", 1)]
+    assert table.attrs["suppressed"] == [("a", 1)] and table.shape == (1, 3)
+    # the label domain is public: required, and labels outside it refused
+    for classes, match in ((None, "classes is required.*leak"), ([0, 1], "2")):
+        with pytest.raises(ValueError, match=match):
+            privacy.dp_proportions(ids, np.r_[0, 1, 2, 1, 1, 0], 1.0, classes=classes)
     np.testing.assert_array_equal(released_rows(keys, table), [1, 0, 1, 0, 1])
 
 
@@ -347,29 +411,39 @@ def test_errors_name_the_argument(kwargs, name):
 # ---------------------------------------------------------------------------
 def neighbour_pairs(n_bags):
     """Bags of 4 people, 2 of each class; bag k's neighbour has one person
-    of class 0 relabelled 1: counts [2, 2] become [1, 3]. The other bags'
-    noise is the same under both and cancels from the loss, so every bag
-    gives one independent draw of the privacy loss of its pair."""
+    of class 0 relabelled 1 (counts [1, 3]) or one of class 1 added ([2, 3]).
+    The other bags' noise is the same under both and cancels from the loss,
+    so every bag gives one independent draw of the privacy loss of its pair."""
     return np.repeat(np.arange(n_bags), 4), np.tile([0, 0, 1, 1], n_bags)
 
 
 @pytest.mark.parametrize(
-    "mechanism, epsilon",
-    [("laplace", 0.3), ("laplace", 1.0), ("discrete_laplace", 0.7)],
+    "mechanism, epsilon, relation, one_count, other",
+    [
+        ("laplace", 0.3, "replace", False, [1, 3]),
+        ("laplace", 1.0, "replace", True, [1, 3]),
+    ]
+    + [("discrete_laplace", 0.7, "replace", False, [1, 3])]
+    + [("laplace", 0.5, "add_remove", False, [2, 3])]
+    + [("discrete_laplace", 0.7, "add_remove", False, [2, 3])],
 )
-def test_pure_privacy_loss_is_at_most_epsilon_and_reaches_it(mechanism, epsilon):
+def test_pure_privacy_loss_is_at_most_epsilon_and_reaches_it(
+    mechanism, epsilon, relation, one_count, other
+):
     ids, y = neighbour_pairs(100_000)
-    _, noisy = dp_proportions(
-        ids, y, epsilon, mechanism=mechanism, return_counts=True, random_state=1
+    kw = dict(neighbours=relation, one_count=one_count, classes=[0, 1])
+    _, noisy = privacy.dp_proportions(
+        ids, y, epsilon, mechanism=mechanism, return_counts=True, random_state=1, **kw
     )
-    b, released = noisy.attrs["noise_scale"], noisy.to_numpy()
+    b, released = noisy.attrs["noise_scale"], noisy.to_numpy()[:, int(one_count) :]
+    other = np.array(other)[int(one_count) :]
     # log p(release | D) - log p(release | D')
-    loss = (np.abs(released - [1, 3]) - np.abs(released - [2, 2])).sum(axis=1) / b
+    loss = (np.abs(released - other) - np.abs(released - 2)).sum(axis=1) / b
     assert np.abs(loss).max() <= epsilon * (1 + 1e-9)
-    # it reaches epsilon when the first noise is >= 0 and the second <= 0:
-    # probability 1/4, or (1 / (1 + q))**2 for the integer noise, q = e^(-1/b)
+    # it reaches epsilon when every noise on a changed count is on the far
+    # side: 1/2 each, or 1 / (1 + q) for the integer noise, q = e^(-1/b)
     q = math.exp(-1 / b) if mechanism.startswith("discrete") else 1.0
-    p = 1 / (1 + q) ** 2
+    p = 1 / (1 + q) ** np.sum(other != 2)
     at_epsilon = np.mean(loss >= epsilon * (1 - 1e-9))
     assert abs(at_epsilon - p) < 4 * math.sqrt(p * (1 - p) / len(loss))
 
@@ -386,7 +460,7 @@ def test_gaussian_release_has_the_delta_it_is_given(mechanism, epsilon, delta):
     below it for the classical bound."""
     ids, y = neighbour_pairs(400_000)
     kw = dict(mechanism=mechanism, delta=delta, return_counts=True, random_state=2)
-    _, noisy = dp_proportions(ids, y, epsilon, **kw)
+    _, noisy = privacy.dp_proportions(ids, y, epsilon, classes=[0, 1], **kw)
     released, sigma = noisy.to_numpy(), noisy.attrs["noise_scale"]
     loss = ((released - [1, 3]) ** 2 - (released - [2, 2]) ** 2).sum(axis=1)
     loss /= 2 * sigma**2

@@ -2,6 +2,7 @@
 means for regression with their noise-aware weights, and every form of bags
 the one reader (core.check_bags) accepts (issue 32, case 7)."""
 
+import functools
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from _releases import dp_proportions
 
-from sklearn_llp import LLPClassifier, LLPRegressor
+from sklearn_llp import LLPClassifier, LLPRegressor, privacy
 from sklearn_llp.core import check_bags
 from sklearn_llp.methods import NoisyProportions
 from sklearn_llp.privacy import (
@@ -18,8 +19,11 @@ from sklearn_llp.privacy import (
     dp_noise_scale,
     noise_aware_bag_weights,
     noise_variance,
+    project_to_simplex,
     released_rows,
 )
+
+dp_proportions = functools.partial(privacy.dp_proportions, classes=[0, 1, 2])
 
 
 def census(n_bags=60, low=5, high=80, n_classes=3, seed=0):
@@ -43,6 +47,12 @@ def test_clamped_counts_are_the_same_noise_clipped_to_their_range(mechanism):
     assert raw.to_numpy().min() < 0 and (values == 0).any()  # clamping happened
     assert table.attrs["clamp"] is True
     np.testing.assert_allclose(table.to_numpy().sum(axis=1), 1.0, atol=1e-12)
+    # sizes private: clipped at 0 only
+    kwargs["neighbours"] = "add_remove"
+    _, noisy = dp_proportions(ids, y, 0.2, clamp=True, **kwargs)
+    _, raw = dp_proportions(ids, y, 0.2, **kwargs)
+    np.testing.assert_allclose(noisy.to_numpy(), np.maximum(raw.to_numpy(), 0))
+    assert (noisy.to_numpy() > sizes[:, None]).any()
 
 
 @pytest.mark.parametrize(
@@ -62,19 +72,26 @@ def test_suppression_withholds_exactly_the_small_bags(mechanism, delta):
     pd.testing.assert_frame_equal(table, full.loc[table.index])
     np.testing.assert_array_equal(released_rows(ids, table), sizes[ids] >= 10)
     assert dp_proportions(ids, y, 0.5, min_bag_size=1).attrs["suppressed"] == []
+    # sizes private: the rule reads the noisy size (the sum of the noisy
+    # counts), never the true one; shares over it (floored at 1)
+    kwargs["neighbours"] = "add_remove"
+    full, counts = dp_proportions(ids, y, 0.5, return_counts=True, **kwargs)
+    noisy_sizes = np.maximum(counts.sum(axis=1), 1.0).to_numpy()
+    np.testing.assert_allclose(full, project_to_simplex(counts / noisy_sizes[:, None]))
+    table = dp_proportions(ids, y, 0.5, min_bag_size=10, **kwargs)
+    assert list(table.index) == list(np.flatnonzero(noisy_sizes >= 10))
+    assert list(table.index) != list(np.flatnonzero(sizes >= 10))
 
 
 def test_rows_of_suppressed_bags_are_never_given_proportions():
     ids, y, sizes = census(n_bags=30, low=1, high=30, n_classes=2)
     X = np.random.RandomState(0).normal(size=(len(ids), 3)) + y[:, None]
-    table = dp_proportions(ids, y, 1.0, min_bag_size=8, random_state=0)
+    table = dp_proportions(ids, y, 1.0, classes=[0, 1], min_bag_size=8, random_state=0)
     clf = LLPClassifier(method="noisy", max_epochs=1, random_state=0, verbose=0)
     with pytest.raises(ValueError, match="no row for .* bag id"):
         clf.fit(X, ids, table)
     keep = released_rows(ids, table)
-    clf.set_params(
-        method__noise=table.attrs["noise"], method__scale=table.attrs["noise_scale"]
-    ).fit(X[keep], ids[keep], table)
+    clf.set_params(method__release=table).fit(X[keep], ids[keep], table)
     assert clf.method_.bag_weights_.shape == (len(table),)
     # unbagged rows are never kept; dicts and Series work too
     assert not released_rows(np.r_[ids, -1], table)[-1]
@@ -90,15 +107,27 @@ def test_rows_of_suppressed_bags_are_never_given_proportions():
     [("laplace", None), ("analytic_gaussian", 1e-5)]
     + [("discrete_laplace", None), ("discrete_gaussian", 1e-5)],
 )
-def test_noisy_method_uses_the_release_noise(mechanism, delta):
-    ids, y, _ = census(n_bags=20, n_classes=2)
-    table = dp_proportions(ids, y, 0.3, mechanism=mechanism, delta=delta)
-    noise = table.attrs["noise"]
-    method = NoisyProportions(noise=noise, scale=table.attrs["noise_scale"])
-    method.prepare(check_bags(ids, table), None)
-    np.testing.assert_allclose(
-        method.count_variance_, table.attrs["noise_variance"], rtol=1e-12
-    )
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
+def test_noisy_method_reads_the_release(mechanism, delta, relation):
+    """method__release: the count noise of the release, and the noise of a
+    share per count: 1 - 1/C projected (replace), 1 for one count of two,
+    1 - 2/C + sum p_c**2 at the released shares (add_remove, delta method)."""
+    ids, y, sizes = census(n_bags=20, n_classes=2)
+    kw = dict(mechanism=mechanism, delta=delta, neighbours=relation)
+    table = privacy.dp_proportions(ids, y, 0.3, classes=[0, 1], **kw)
+    method = NoisyProportions(release=table).prepare(check_bags(ids, table), None)
+    v = table.attrs["noise_variance"]
+    np.testing.assert_allclose(method.count_variance_, v, rtol=1e-12)
+    factor = 0.5  # two projected counts
+    if table.attrs["one_count"]:
+        factor = 1.0
+    elif relation == "add_remove":
+        factor = (table.to_numpy() ** 2).sum(axis=1)
+    tau = method.label_variance_
+    r = sizes * tau / (sizes * tau + factor * v)
+    np.testing.assert_allclose(method.reliability_, r, rtol=1e-9)
+    with pytest.raises(ValueError, match="method__release has no"):
+        NoisyProportions(release={}).prepare(check_bags(ids, table), None)
 
 
 # ---------------------------------------------------------------------------
@@ -141,32 +170,52 @@ def test_the_regressor_fits_a_bag_means_release_as_its_means():
     np.testing.assert_array_equal(from_release.predict(X), from_means.predict(X))
 
 
-def test_bag_sum_sensitivity_is_the_width_of_the_bounds():
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
+def test_bag_sum_sensitivity_by_enumeration(relation):
     """Replacing one row's value (any real, clipped to [lo, hi]) moves one
-    bag's clipped sum by at most hi - lo, exactly that for values at the two
-    bounds; the table's attrs record that sensitivity."""
+    bag's clipped sum by at most hi - lo; adding or removing a row moves
+    it by at most max(|lo|, |hi|) and its count by 1: both reached, and the
+    attrs record them (k rows: k times)."""
     lo, hi = -1.0, 2.5
     ids = np.array([0, 0, 1])
     base = np.random.RandomState(0).normal(0, 3, 3)
-    a = dp_bag_means(ids, base, np.inf, bounds=(lo, hi))
-    largest = 0.0
+
+    def table(i, v):
+        return dp_bag_means(i, v, np.inf, bounds=(lo, hi))
+
+    a, largest = table(ids, base), np.zeros(2)
     for value in [-100.0, lo, 0.3, hi, 100.0, np.nextafter(hi, 0)]:
         for row in range(3):
-            other = base.copy()
-            other[row] = value
-            b = dp_bag_means(ids, other, np.inf, bounds=(lo, hi))
-            moved = np.abs((a["mean"] - b["mean"]) * a["size"]).to_numpy()
-            assert (moved > 1e-12).sum() <= 1  # one bag's sum
-            largest = max(largest, moved.max())
-    assert abs(largest - (hi - lo)) < 1e-12  # at most, and reached
+            if relation == "replace":
+                others = [table(ids, np.r_[base[:row], value, base[row + 1 :]])]
+            else:  # added to bag ``row % 2``, or ``row`` removed (id kept)
+                gone = table(np.delete(ids, row), np.delete(base, row))
+                others = [table(np.r_[ids, row % 2], np.r_[base, value])]
+                others.append(gone.reindex(a.index).fillna(0))
+            for b in others:
+                moved = np.abs(a["mean"] * a["size"] - b["mean"] * b["size"])
+                assert (moved.to_numpy() > 1e-12).sum() <= 1  # one bag's sum
+                counted = np.abs(a["size"] - b["size"]).sum()
+                largest = np.maximum(largest, [moved.max(), counted])
+    expected = hi - lo if relation == "replace" else max(abs(lo), abs(hi))
+    np.testing.assert_allclose(largest, [expected, relation == "add_remove"])
     for k, mechanism, delta in ((1, "laplace", None), (3, "analytic_gaussian", 1e-5)):
-        kw = dict(mechanism=mechanism, delta=delta, max_contributions=k)
-        table = dp_bag_means(ids, base, 1.0, bounds=(lo, hi), **kw)
-        assert table.attrs["sensitivity"] == pytest.approx(k * (hi - lo))
-        assert table.attrs["noise_scale"] == pytest.approx(
-            dp_noise_scale(1.0, mechanism, delta=delta, sensitivity=k * (hi - lo))
+        eps, kw = 1.0, dict(mechanism=mechanism, delta=delta, max_contributions=k)
+        release = dp_bag_means(
+            ids, base, 1.0, bounds=(lo, hi), neighbours=relation, **kw
         )
-        assert table.attrs["neighbours"] == "replace-one value, bag sizes public"
+        eps, delta = (
+            (1.0, delta) if relation == "replace" else (0.5, delta and delta / 2)
+        )
+        assert release.attrs["sensitivity"] == pytest.approx(k * expected)
+        assert release.attrs["noise_scale"] == pytest.approx(
+            dp_noise_scale(eps, mechanism, delta=delta, sensitivity=k * expected)
+        )
+        assert release.attrs["neighbours"] == relation
+        if relation == "add_remove":  # half the budget on the counts
+            assert release.attrs["count_noise_scale"] == pytest.approx(
+                dp_noise_scale(eps, mechanism, delta=delta, sensitivity=k)
+            )
 
 
 @pytest.mark.parametrize(
@@ -211,11 +260,19 @@ def test_bag_means_laplace_privacy_loss_is_at_most_epsilon():
 
 
 def test_noise_aware_bag_weights_by_hand():
+    # the issue's case: n 100 against 10, epsilon 10, bounds (0, 100), s = 10:
+    # v = 2 (100 / 10)**2 = 200, n**2 / (n s**2 + v): 0.980 / 0.0833 = 11.8
+    table = dp_bag_means(
+        np.repeat([0, 1], [100, 10]), np.zeros(110), 10.0, bounds=(0, 100)
+    )
+    weights = noise_aware_bag_weights(table, target_variance=100.0)
+    assert weights[0] / weights[1] == pytest.approx((1e4 / 10200) / (100 / 1200))
+    assert round(weights[0] / weights[1], 1) == 11.8
     ids, y, sizes = regression_bags(n_bags=10)
     table = dp_bag_means(ids, y, 0.5, bounds=(0.0, 10.0), random_state=0)
     noise_var = table.attrs["noise_variance"]  # of a sum: 2 (10 / 0.5)**2
     assert noise_var == 800.0
-    weights = noise_aware_bag_weights(table)
+    weights = noise_aware_bag_weights(table, target_variance=0.0)
     np.testing.assert_allclose(weights, sizes**2 / np.mean(sizes**2))
     assert weights.index.equals(table.index)
     tau = 2.5
@@ -235,23 +292,25 @@ def test_noise_aware_bag_weights_by_hand():
 def test_noise_aware_bag_weights_errors():
     ids, y, _ = regression_bags(n_bags=10)
     table = dp_bag_means(ids, y, 0.5, bounds=(0.0, 10.0), min_bag_size=20)
-    for bad in (-1.0, np.nan, np.inf, "1", True):
-        with pytest.raises(ValueError, match="target_variance"):
+    for bad in (None, -1.0, np.nan, np.inf, "1", True):
+        with pytest.raises(ValueError, match="target_variance must .* residuals"):
             noise_aware_bag_weights(table, target_variance=bad)
     exact = dp_bag_means(ids, y, np.inf, bounds=(0.0, 10.0))
     with pytest.raises(ValueError, match="target_variance=0"):
-        noise_aware_bag_weights(exact)
+        noise_aware_bag_weights(exact, target_variance=0)
     negative = table.assign(std=-table["std"])
     for bad in (table[["mean"]], table.to_dict(), pd.concat([table, table]), negative):
         with pytest.raises(ValueError, match="released must be a per-bag DataFrame"):
-            noise_aware_bag_weights(bad)
+            noise_aware_bag_weights(bad, target_variance=1.0)
     # the rows of a withheld bag, or of none: refused, not given a weight
     with pytest.raises(ValueError, match="bags has .* released_rows"):
-        noise_aware_bag_weights(table, ids)
+        noise_aware_bag_weights(table, ids, target_variance=1.0)
     with pytest.raises(ValueError, match="bags has 1 row.* released_rows"):
         keep = released_rows(ids, table)
-        noise_aware_bag_weights(table, np.r_[ids[keep], -1])
-    assert noise_aware_bag_weights(table, ids[keep]).shape == (keep.sum(),)
+        noise_aware_bag_weights(table, np.r_[ids[keep], -1], target_variance=1.0)
+    assert noise_aware_bag_weights(table, ids[keep], target_variance=1).shape == (
+        keep.sum(),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -294,8 +353,10 @@ def test_every_form_of_bags_gives_what_the_ids_give(form):
     inside = ids[ids >= 0]  # every row in a released bag
     table = dp_bag_means(inside, values[ids >= 0], 1.0, bounds=(0, 1))
     np.testing.assert_allclose(
-        noise_aware_bag_weights(table, FORMS[form](inside), n_samples=len(inside)),
-        noise_aware_bag_weights(table, inside),
+        noise_aware_bag_weights(
+            table, FORMS[form](inside), n_samples=len(inside), target_variance=0.1
+        ),
+        noise_aware_bag_weights(table, inside, target_variance=0.1),
     )
 
 
@@ -306,7 +367,7 @@ CALLS = {
     "dp_bag_means": lambda b, n: dp_bag_means(b, np.ones(6), 1.0, bounds=(0, 1)),
     "released_rows": lambda b, n: released_rows(b, TABLE, n_samples=n),
     "noise_aware_bag_weights": lambda b, n: noise_aware_bag_weights(
-        TABLE, b, n_samples=n
+        TABLE, b, n_samples=n, target_variance=1
     ),
 }
 ALL, NO_Y = list(CALLS), list(CALLS)[2:]  # NO_Y: no y to count the rows

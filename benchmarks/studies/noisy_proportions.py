@@ -243,7 +243,8 @@ def fits(data, releases, seeds, methods, epochs, done, mechanism="laplace"):
                 bags,
                 y_train,
                 eps,
-                classes=np.unique(y_train),  # the data set's public label domain
+                classes=range(10 if mechanism == DIGITS_MECHANISM else 2),  # public
+                one_count=False,  # both counts, as the committed records
                 mechanism=mechanism,
                 min_bag_size=min_size,
                 random_state=seed,

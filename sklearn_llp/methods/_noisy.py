@@ -13,9 +13,12 @@ from ._segments import proportion_loss
 
 
 def noisy_proportion_weights(
-    sizes, count_variance, label_variance, n_classes, weighting="likelihood"
+    sizes, count_variance, label_variance, n_classes, weighting="likelihood", f=None
 ):
     """``n_B r_B`` or ``r_B``, the weights of noisy bags (:ref:`noisy_proportions`).
+
+    A share's noise variance is ``f * count_variance / n_B**2``, ``f``
+    default ``1 - 1/C`` (projected counts of public sizes).
 
     Examples
     --------
@@ -28,7 +31,8 @@ def noisy_proportion_weights(
             f"weighting must be 'likelihood' or 'reliability'; got {weighting!r}."
         )
     sizes = np.asarray(sizes, dtype=np.float64)
-    release = (1.0 - 1.0 / n_classes) * np.asarray(count_variance, dtype=np.float64)
+    f = 1.0 - 1.0 / n_classes if f is None else np.asarray(f)
+    release = f * np.asarray(count_variance, dtype=np.float64)
     sampling = sizes * float(label_variance)
     reliability = sampling / (sampling + release)
     return sizes * reliability if weighting == "likelihood" else reliability
@@ -63,6 +67,9 @@ default="laplace"
         Its scale (``attrs["noise_scale"]``), or one per bag id.
     weighting : {"likelihood", "reliability"}, default="likelihood"
         ``w_B = n_B r_B`` or ``w_B = r_B``.
+    release : DataFrame or dict, default=None
+        A :func:`~sklearn_llp.privacy.dp_proportions` release (or its
+        ``attrs``): its noise, scale and relation replace ``noise`` and ``scale``.
 
     Attributes
     ----------
@@ -79,18 +86,41 @@ default="laplace"
         "noise": [StrOptions(set(NOISE_NORMS))],
         "scale": [Interval(Real, 0, np.inf, closed="left"), Mapping, pd.Series],
         "weighting": [StrOptions({"likelihood", "reliability"})],
+        "release": [None, Mapping, pd.DataFrame],
     }
 
-    def __init__(self, noise="laplace", scale=1.0, weighting="likelihood"):
+    def __init__(
+        self, noise="laplace", scale=1.0, weighting="likelihood", release=None
+    ):
         self.noise = noise
         self.scale = scale
         self.weighting = weighting
+        self.release = release
+
+    def _noise(self, bags):
+        """Noise, scale(s) and the factor of a share's noise (``factor``)."""
+        if self.release is None:
+            return self.noise, self.scale, None
+        attrs = getattr(self.release, "attrs", self.release)
+        keys = ("noise", "noise_scale", "neighbours", "one_count")
+        if not set(keys) <= set(attrs):
+            raise ValueError(
+                f"method__release has no {keys}: pass a dp_proportions release."
+            )
+        noise, scale, relation, one = (attrs[k] for k in keys)
+        p = np.asarray(bags.props, dtype=np.float64)  # add_remove: delta method
+        factor = 1 - 2 / p.shape[1] + (p**2).sum(axis=1)  # share = c / sum(c)
+        return (
+            noise,
+            scale,
+            1.0 if one else factor if relation == "add_remove" else None,
+        )
 
     def prepare(self, bags, random_state):
         super().prepare(bags, random_state)
         sizes, prior = self.bag_sizes_, self.class_prior_
         self.label_variance_ = float(np.mean(prior * (1.0 - prior)))
-        scales = self.scale
+        noise, scales, factor = self._noise(bags)
         if isinstance(scales, (Mapping, pd.Series)):  # looked up by bag id
             table = pd.Series(scales)
             rows = table.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
@@ -106,12 +136,12 @@ default="laplace"
                     "method__scale (a per-bag table) must hold finite, non-negative "
                     "scales."
                 )
-        self.count_variance_ = np.full(bags.n_bags, noise_variance(self.noise, scales))
+        self.count_variance_ = np.full(bags.n_bags, noise_variance(noise, scales))
         self.reliability_ = np.ones(bags.n_bags)  # one class: nothing to weigh
         if self.label_variance_ > 0:
             variances = (self.count_variance_, self.label_variance_, bags.n_classes)
             self.reliability_ = noisy_proportion_weights(
-                sizes, *variances, "reliability"
+                sizes, *variances, "reliability", factor
             )
         weights = self.reliability_
         if bags.bag_weights is not None:

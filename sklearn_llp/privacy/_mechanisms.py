@@ -22,9 +22,10 @@ _PURE = ("laplace", "discrete_laplace")  # epsilon-DP, no delta
 #: Largest scale of integer noise: its draws must stay exact in int64.
 _MAX_DISCRETE_SCALE = 2.0**40
 
-#: Sensitivity of a table of counts when one person's label changes (bag
-#: sizes kept): one unit moves between two counts, L1 norm 2, L2 sqrt(2).
-REPLACE_ONE_SENSITIVITY = {"laplace": 2.0, "gaussian": math.sqrt(2.0)}
+#: Sensitivity (L1, L2) of released counts per row of a person, by relation
+#: (:ref:`privacy_accounting`); "one_count": one of two classes, sizes public.
+COUNT_SENSITIVITY = dict(replace=(2.0, 2.0**0.5), add_remove=(1, 1), one_count=(1, 1))
+NEIGHBOURS = ("replace", "add_remove")
 
 
 def _norm(mechanism):
@@ -74,27 +75,35 @@ def _check_arguments(
     return mechanism, float(epsilon), delta, contributions, bool(clamp)
 
 
-def _check_sensitivity(sensitivity, mechanism, *, release=False, contributions=1):
-    """``sensitivity`` checked; None: the replace-one value (a floor if ``release``)."""
+def _check_neighbours(neighbours):
+    if neighbours not in NEIGHBOURS:
+        raise ValueError(
+            f"neighbours must be 'replace' or 'add_remove'; got {neighbours!r}."
+        )
+    return neighbours
+
+
+def _check_sensitivity(
+    sensitivity, mechanism, *, release=False, contributions=1, relation="replace"
+):
+    """``sensitivity`` checked; None: the table's (a floor if ``release``)."""
     norm = _norm(mechanism)
-    key = "laplace" if norm == "L1" else "gaussian"
-    replace_one = contributions * REPLACE_ONE_SENSITIVITY[key]
+    exact = contributions * float(COUNT_SENSITIVITY[relation][norm == "L2"])
     per = "" if contributions == 1 else f" for max_contributions={contributions}"
     if sensitivity is None:
-        return replace_one
+        return exact
     if not _is_real(sensitivity) or not math.isfinite(sensitivity) or sensitivity <= 0:
         raise ValueError(
             f"sensitivity must be a positive finite number or None (the "
-            f"replace-one {norm} sensitivity {replace_one:.6g} of a table of "
+            f"{relation} {norm} sensitivity {exact:.6g} of a table of "
             f"counts{per}); got {sensitivity!r}."
         )
-    if release and sensitivity < replace_one * (1 - 1e-12):
+    if release and sensitivity < exact * (1 - 1e-12):
         raise ValueError(
-            f"sensitivity={sensitivity!r} is below {replace_one:.6g}, the {norm} "
+            f"sensitivity={sensitivity!r} is below {exact:.6g}, the {norm} "
             f"sensitivity of the table of counts for mechanism={mechanism!r}{per} "
-            "when one person's label changes with the bag sizes public (1 is "
-            "that of adding or removing a person, which the exact sizes would "
-            "reveal). Leave sensitivity=None or pass a larger one."
+            f"under neighbours={relation!r} (one person's label changed or "
+            "one person added or removed). Leave sensitivity=None or pass more."
         )
     return float(sensitivity)
 
@@ -287,7 +296,13 @@ def _checked_scale(epsilon, mechanism, delta, sensitivity):
 
 
 def dp_noise_scale(
-    epsilon, mechanism="laplace", *, delta=None, sensitivity=None, max_contributions=1
+    epsilon,
+    mechanism="laplace",
+    *,
+    delta=None,
+    sensitivity=None,
+    max_contributions=1,
+    neighbours="replace",
 ):
     """Scale of the noise a mechanism adds to each count for (epsilon, delta)-DP.
 
@@ -304,9 +319,11 @@ def dp_noise_scale(
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
-        In the mechanism's norm; None: that of a change of one person's labels.
+        In the mechanism's norm; None: that of the counts under ``neighbours``.
     max_contributions : int, default=1
         Most rows one person has.
+    neighbours : {"replace", "add_remove"}, default="replace"
+        The neighbouring relation (:ref:`privacy_accounting`).
 
     Returns
     -------
@@ -319,11 +336,16 @@ def dp_noise_scale(
     >>> from sklearn_llp.privacy import dp_noise_scale
     >>> dp_noise_scale(0.5), dp_noise_scale(0.5, max_contributions=3)  # 2 / eps
     (4.0, 12.0)
+    >>> dp_noise_scale(0.5, neighbours="add_remove")  # 1 / eps
+    2.0
     """
     mechanism, epsilon, delta, contributions, _ = _check_arguments(
         mechanism, epsilon, delta, max_contributions
     )
     sensitivity = _check_sensitivity(
-        sensitivity, mechanism, contributions=contributions
+        sensitivity,
+        mechanism,
+        contributions=contributions,
+        relation=_check_neighbours(neighbours),
     )
     return _checked_scale(epsilon, mechanism, delta, sensitivity)

@@ -12,18 +12,14 @@ from ._mechanisms import (
     MECHANISMS,
     _check_arguments,
     _check_count,
+    _check_neighbours,
     _check_sensitivity,
     _checked_scale,
     _draw,
+    _norm,
     noise_variance,
 )
 from ._simplex import project_to_simplex
-
-#: The neighbouring relation of :func:`dp_proportions`, as its ``attrs`` say.
-NEIGHBOURS = "replace-one label, bag sizes public"
-
-#: The neighbouring relation of :func:`dp_bag_means`.
-SUM_NEIGHBOURS = "replace-one value, bag sizes public"
 
 _SUM_MECHANISMS = ("laplace", "gaussian", "analytic_gaussian")
 
@@ -55,38 +51,30 @@ def read_bags(bags, n_samples=None, *, rows=None, release=False):
     return validated
 
 
-def _noisy(validated, totals, checked, sensitivity, min_bag_size, random_state):
-    """Noisy bag totals, the mask of the bags kept, their ids and the ``attrs``."""
-    mechanism, epsilon, delta, contributions, clamp = checked
+def _noisy(totals, checked, sensitivity, rng, prefix=""):
+    """``totals`` plus noise calibrated to ``sensitivity``, and its ``attrs``."""
+    mechanism, epsilon, delta = checked[:3]
     scale = _checked_scale(epsilon, mechanism, delta, sensitivity)
-    min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
-    kept = validated.sizes >= (min_bag_size or 0)
-    if not kept.any():
-        raise ValueError(
-            f"min_bag_size={min_bag_size} withholds every bag (the largest has "
-            f"{int(validated.sizes.max())} rows); nothing would be released."
-        )
     noise = MECHANISMS[mechanism]
     if noise.startswith("discrete"):
         totals = totals.astype(np.int64)
-    noisy = totals + _draw(check_random_state(random_state), noise, scale, totals.shape)
-    variance = noise_variance(noise, scale)
-    index = pd.Index(validated.ids, name="bag", tupleize_cols=False)
-    attrs = dict(
-        mechanism=mechanism,
-        epsilon=epsilon,
-        delta=delta,
-        sensitivity=sensitivity,
-        max_contributions=contributions,
-        noise=noise,
-        noise_scale=scale,
-        noise_variance=variance,
-        noise_std=math.sqrt(variance),
-        clamp=clamp,
-        min_bag_size=min_bag_size,
-        suppressed=index[~kept].tolist(),
-    )
-    return noisy, kept, index, attrs
+    v = noise_variance(noise, scale)
+    keys = ("sensitivity", "noise_scale", "noise_variance", "noise_std")
+    attrs = {prefix + k: x for k, x in zip(keys, (sensitivity, scale, v, v**0.5))}
+    return totals + _draw(rng, noise, scale, totals.shape), attrs
+
+
+def _kept(sizes, min_bag_size, ids):
+    """Bags of at least ``min_bag_size`` (true sizes under replace, noisy ones
+    under add_remove), their index and the ``attrs`` of the suppression."""
+    kept = sizes >= (min_bag_size or -np.inf)
+    if not kept.any():
+        raise ValueError(
+            f"min_bag_size={min_bag_size} withholds every bag (the largest has "
+            f"{float(sizes.max()):g} rows); nothing would be released."
+        )
+    ids = pd.Index(ids, name="bag", tupleize_cols=False)
+    return kept, ids, dict(min_bag_size=min_bag_size, suppressed=ids[~kept].tolist())
 
 
 def dp_proportions(
@@ -94,47 +82,54 @@ def dp_proportions(
     y,
     epsilon,
     *,
+    classes=None,
+    neighbours="replace",
     mechanism="laplace",
     delta=None,
     sensitivity=None,
     max_contributions=1,
+    one_count=None,
     min_bag_size=None,
     clamp=False,
-    classes=None,
     post_processing="project",
     return_counts=False,
     random_state=None,
 ):
-    """Differentially private label proportions of every bag (a simulated release).
+    """Differentially private label proportions of every bag (a simulation).
 
-    Noise on every class count, shares over the public bag sizes
-    (:ref:`noisy_proportions`); numpy's samplers make it a simulation, not a
-    hardened release.
+    Noise on every class count; shares over the public sizes or the noisy
+    counts' sum, by relation (:ref:`privacy_accounting`).
 
     Parameters
     ----------
     bags : array-like, sparse matrix, list of arrays or Bags
-        Disjoint bags; rows of id ``-1`` are left out.
+        Disjoint bags; rows of id ``-1`` are left out. Their ids are public.
     y : array-like of shape (n_samples,)
         Class label of every row.
     epsilon : float
         Privacy budget of the whole table; ``np.inf`` adds no noise.
+    classes : array-like of shape (n_classes,)
+        The public label domain, the columns in order. Required: columns
+        taken from the private ``y`` would leak.
+    neighbours : {"replace", "add_remove"}, default="replace"
+        One person's labels changed (sizes public), or one person added or
+        removed (sizes private).
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
-        The noise, calibrated as in :ref:`privacy_accounting`.
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
-        None: that of a change of one person's labels; less is refused.
+        None: the table's under ``neighbours``; less is refused.
     max_contributions : int, default=1
         Most rows one person has.
+    one_count : bool, default=None
+        Two classes, "replace": one noisy count, the other ``n_B`` minus it
+        (half the share variance); None: True there for the Laplace ones.
     min_bag_size : int, default=None
-        Smaller bags are withheld (ids in ``attrs["suppressed"]``).
+        Bags of smaller (under add_remove: noisy) size are withheld (ids in
+        ``attrs["suppressed"]``).
     clamp : bool, default=False
-        Clip every noisy count to ``[0, n_B]``.
-    classes : array-like of shape (n_classes,)
-        The public label domain, the columns in order. Required: columns
-        read from the private ``y`` would reveal whether a rare label occurs.
+        Clip every noisy count to ``[0, n_B]`` (add_remove: to ``[0, inf)``).
     post_processing : {"project", "clip"}, default="project"
         :func:`project_to_simplex`, or ``max(counts, 0)`` renormalised.
     return_counts : bool, default=False
@@ -154,51 +149,75 @@ def dp_proportions(
     >>> from sklearn_llp.privacy import dp_proportions
     >>> bags = [0] * 50 + [1] * 50
     >>> y = [0] * 40 + [1] * 10 + [0] * 5 + [1] * 45  # counts [[40, 10], [5, 45]]
-    >>> table = dp_proportions(bags, y, epsilon=2.0, classes=[0, 1], random_state=0)
-    >>> table.round(3).to_numpy().tolist()
-    [[0.795, 0.205], [0.101, 0.899]]
+    >>> table = dp_proportions(bags, y, 2.0, classes=[0, 1], random_state=0)
+    >>> table.round(3).to_numpy().tolist(), table.attrs["noise_scale"]  # one count
+    ([[0.799, 0.201], [0.094, 0.906]], 0.5)
     """
-    if classes is None:
-        raise ValueError(
-            "dp_proportions needs classes, the public label domain: columns "
-            "taken from the labels present in the private y reveal whether a "
-            "rare label occurs, so no epsilon would hold. Pass classes=[...], "
-            "every label a person could have."
-        )
     checked = _check_arguments(mechanism, epsilon, delta, max_contributions, clamp)
-    sensitivity = _check_sensitivity(
-        sensitivity, checked[0], release=True, contributions=checked[3]
-    )
+    relation = _check_neighbours(neighbours)
     if post_processing not in _POST_PROCESSING:
         raise ValueError(
             f"post_processing must be one of {list(_POST_PROCESSING)}; got "
             f"{post_processing!r}."
         )
+    min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
+    mechanism, epsilon, delta, contributions, clamp = checked
+    _checked_scale(epsilon, mechanism, delta, float(contributions))  # tiny epsilon
     y = np.asarray(y)
     validated = read_bags(bags, rows=len(y) if y.ndim == 1 else None, release=True)
+    public = relation == "replace"
+    if public:  # the sizes are public: so is the rule
+        kept, index, suppressed = _kept(validated.sizes, min_bag_size, validated.ids)
+    if classes is None:
+        raise ValueError(
+            "classes is required: the public label domain (e.g. classes=[0, 1]). "
+            "Columns taken from the private y would leak whether anyone has a "
+            "rare label, with certainty, whatever epsilon."
+        )
     exact = label_proportions(validated.codes, y, classes=classes)
     columns, exact = exact.columns, exact.to_numpy()
     sizes = validated.sizes.astype(np.float64)[:, None]
     counts = np.rint(exact * sizes)
-    noisy, kept, index, attrs = _noisy(
-        validated, counts, checked, sensitivity, min_bag_size, random_state
-    )
-    if attrs["clamp"]:
-        noisy = np.clip(noisy, 0, sizes.astype(noisy.dtype))
-    noisy, sizes = noisy[kept], sizes[kept]
-    if post_processing == "project":
-        shares = project_to_simplex(noisy / sizes)
-    else:
-        clipped = np.maximum(noisy, 0.0)
-        totals = clipped.sum(axis=1, keepdims=True)
-        shares = np.where(
-            totals > 0, clipped / np.where(totals > 0, totals, 1), 1 / exact.shape[1]
+    two = len(columns) == 2 and public
+    if one_count is None:
+        one_count = two and _norm(mechanism) == "L1"
+    elif one_count not in (True, False) or (one_count and not two):
+        raise ValueError(
+            "one_count must be None, True or False, and True only for two "
+            f"classes with neighbours='replace'; got {one_count!r}."
         )
-    scale = attrs["noise_scale"]
-    discrete_gaussian = attrs["noise"] == "discrete_gaussian" and scale > 0
+    key = "one_count" if one_count else relation
+    sensitivity = _check_sensitivity(
+        sensitivity, mechanism, release=True, contributions=checked[3], relation=key
+    )
+    rng = check_random_state(random_state)
+    noisy, attrs = _noisy(
+        counts[:, 1:] if one_count else counts, checked, sensitivity, rng
+    )
+    if one_count:
+        noisy = np.hstack([sizes.astype(noisy.dtype) - noisy, noisy])
+    if checked[4]:
+        noisy = np.clip(noisy, 0, sizes.astype(noisy.dtype) if public else None)
+    if not public:  # the noisy size, floored at 1 (post-processing)
+        sizes = np.maximum(noisy.sum(axis=1, keepdims=True), 1.0)
+        kept, index, suppressed = _kept(sizes[:, 0], min_bag_size, validated.ids)
+    noisy, sizes = noisy[kept], sizes[kept]
+    shares = project_to_simplex(noisy / sizes)
+    if post_processing == "clip":  # uniform where every count is <= 0
+        empty = (clipped := np.maximum(noisy, 0.0)).sum(axis=1, keepdims=True) == 0
+        shares = (clipped + empty) / (clipped + empty).sum(axis=1, keepdims=True)
+    scale, discrete_gaussian = attrs["noise_scale"], mechanism == "discrete_gaussian"
     attrs.update(
-        neighbours=NEIGHBOURS,
-        rho=sensitivity**2 / (2 * scale**2) if discrete_gaussian else None,
+        neighbours=relation,
+        mechanism=mechanism,
+        epsilon=checked[1],
+        delta=checked[2],
+        max_contributions=checked[3],
+        one_count=bool(one_count),
+        noise=MECHANISMS[mechanism],
+        clamp=checked[4],
+        rho=sensitivity**2 / (2 * scale**2) if discrete_gaussian and scale else None,
+        **suppressed,
     )
     frames = [
         pd.DataFrame(v, index=index[kept], columns=columns) for v in (shares, noisy)
@@ -214,6 +233,7 @@ def dp_bag_means(
     epsilon,
     *,
     bounds,
+    neighbours="replace",
     mechanism="laplace",
     delta=None,
     max_contributions=1,
@@ -223,27 +243,28 @@ def dp_bag_means(
 ):
     """Differentially private means of a bounded target in every bag.
 
-    Every target clipped to ``bounds``, noise on every bag's sum, divided by
-    the public size (:ref:`dp_bag_means`).
+    Clipped targets; noisy sums over the public sizes (or noisy counts, half
+    the budget each, under add_remove); :ref:`dp_bag_means`.
 
     Parameters
     ----------
     bags : array-like, sparse matrix, list of arrays or Bags
-        Disjoint bags; rows of id ``-1`` are left out.
+        Disjoint bags; rows of id ``-1`` are left out. Their ids are public.
     y : array-like of shape (n_samples,)
         Target of every row, numeric and finite.
     epsilon : float
         Privacy budget of the whole table; ``np.inf`` adds no noise.
     bounds : (float, float)
         ``(lo, hi)``, finite with ``lo < hi``, fixed before seeing the data.
+    neighbours : {"replace", "add_remove"}, default="replace"
+        One person's values changed, or one person added or removed.
     mechanism : {"laplace", "gaussian", "analytic_gaussian"}, default="laplace"
-        The noise, calibrated as in :ref:`privacy_accounting`.
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for Laplace.
     max_contributions : int, default=1
         Most rows one person has.
     min_bag_size : int, default=None
-        Smaller bags are withheld (ids in ``attrs["suppressed"]``).
+        Bags of smaller (under add_remove: noisy) size are withheld.
     clamp : bool, default=False
         Clip every noisy mean to ``bounds``.
     random_state : int, RandomState instance or None, default=None
@@ -267,9 +288,11 @@ def dp_bag_means(
     checked = _check_arguments(
         mechanism, epsilon, delta, max_contributions, clamp, _SUM_MECHANISMS
     )
+    public = _check_neighbours(neighbours) == "replace"
+    min_bag_size = _check_count(min_bag_size, "min_bag_size", none_ok=True)
     try:
         lo, hi = (float(b) for b in bounds)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # checked below
         lo = hi = math.nan
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(
@@ -296,15 +319,34 @@ def dp_bag_means(
         weights=np.clip(values[bagged], lo, hi),
         minlength=validated.n_bags,
     )
-    sensitivity = checked[3] * (hi - lo)
-    noisy, kept, index, attrs = _noisy(
-        validated, sums, checked, sensitivity, min_bag_size, random_state
+    m, rng, sizes = checked[3], check_random_state(random_state), validated.sizes
+    if public:  # one changed row moves a sum by hi - lo at most
+        noisy, attrs = _noisy(sums, checked, m * (hi - lo), rng)
+        std = attrs["noise_std"] / sizes
+    else:  # an added row moves a sum by max(|lo|, |hi|), a count by 1
+        half = (checked[0], checked[1] / 2, checked[2] and checked[2] / 2)
+        noisy, attrs = _noisy(sums, half, m * max(abs(lo), abs(hi)), rng)
+        counts, count_attrs = _noisy(sizes.astype(float), half, float(m), rng, "count_")
+        attrs.update(count_attrs, budget="epsilon/2 (and delta/2) each")
+        sizes = np.maximum(counts, 1.0)  # post-processing of the noisy counts
+        mean = np.clip(noisy / sizes, lo, hi)  # delta-method sd of sum / count
+        std = np.sqrt(attrs["noise_variance"] + mean**2 * attrs["count_noise_variance"])
+        std = std / sizes
+    kept, index, suppressed = _kept(sizes, min_bag_size, validated.ids)
+    means = noisy / sizes
+    means = np.clip(means, lo, hi) if checked[4] else means
+    attrs.update(
+        bounds=(lo, hi),
+        neighbours=neighbours,
+        mechanism=mechanism,
+        epsilon=checked[1],
+        delta=checked[2],
+        max_contributions=m,
+        noise=MECHANISMS[mechanism],
+        clamp=checked[4],
+        **suppressed,
     )
-    means, sizes = noisy / validated.sizes, validated.sizes
-    attrs.update(bounds=(lo, hi), neighbours=SUM_NEIGHBOURS)
-    means = np.clip(means, lo, hi) if attrs["clamp"] else means
-    columns = dict(mean=means, std=attrs["noise_std"] / sizes, size=sizes)
-    table = pd.DataFrame(columns, index=index)[kept]
+    table = pd.DataFrame(dict(mean=means, std=std, size=sizes), index=index)[kept]
     table.attrs.update(attrs)
     return table
 

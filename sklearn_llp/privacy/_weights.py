@@ -16,7 +16,7 @@ _RELEASED = (
 
 
 def noise_aware_bag_weights(
-    released, bags=None, *, target_variance=0.0, n_samples=None
+    released, bags=None, *, target_variance=None, n_samples=None
 ):
     """Inverse-variance weights of noisy bag means, per bag or per row.
 
@@ -31,8 +31,9 @@ def noise_aware_bag_weights(
         :func:`dp_bag_means` returns.
     bags : array-like, sparse matrix, list of arrays or Bags, default=None
         Disjoint bags, every row in a released bag: weights per row.
-    target_variance : float, default=0.0
-        Variance of a row's target around the model; 0 keeps only the noise.
+    target_variance : float
+        Variance ``s**2`` of a row's target around the model; required (0
+        keeps only the noise, right only when the noise dominates).
     n_samples : int, default=None
         Number of rows; needed only with bags as row-index lists.
 
@@ -47,7 +48,8 @@ def noise_aware_bag_weights(
     >>> from sklearn_llp.privacy import dp_bag_means, noise_aware_bag_weights
     >>> bags = np.repeat([0, 1, 2], [100, 40, 10])
     >>> table = dp_bag_means(bags, np.linspace(0, 1, 150), 1.0, bounds=(0, 1))
-    >>> noise_aware_bag_weights(table).round(3).tolist()  # n_B**2 / noise_var
+    >>> w = noise_aware_bag_weights(table, target_variance=0.0)  # n_B**2 / v
+    >>> w.round(3).tolist()
     [2.564, 0.41, 0.026]
     >>> rows = noise_aware_bag_weights(table, bags, target_variance=0.25)
     >>> rows[[0, 100, 140]].round(3).tolist()  # w_B / n_B, mean 1 over rows
@@ -62,8 +64,9 @@ def noise_aware_bag_weights(
         raise ValueError(_RELEASED)
     if not _is_real(target_variance) or not 0 <= target_variance < math.inf:
         raise ValueError(
-            "target_variance must be a finite, non-negative number; got "
-            f"{target_variance!r}."
+            "target_variance must be a finite, non-negative number, the variance "
+            "of a row's target around the model (e.g. of a first fit's residuals; "
+            f"(hi - lo)**2 / 4 bounds it); got {target_variance!r}."
         )
     variance = target_variance / sizes + std**2
     if np.any(variance == 0):
