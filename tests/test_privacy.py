@@ -13,7 +13,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from _releases import dp_proportions
 from scipy.special import ndtr
 
 from sklearn_llp import privacy

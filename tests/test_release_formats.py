@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from _releases import dp_proportions
 
 from sklearn_llp import LLPClassifier, LLPRegressor, privacy
 from sklearn_llp.core import check_bags
