@@ -759,12 +759,7 @@ def check_bags(
             "pass props (class proportions) or targets (bag means), not both."
         )
     values, value_task = (
-        (props, CLASSIFICATION)
-        if targets is None
-        else (
-            targets,
-            REGRESSION,
-        )
+        (props, CLASSIFICATION) if targets is None else (targets, REGRESSION)
     )
     if task is not None and (props is not None or targets is not None):
         if value_task != task:

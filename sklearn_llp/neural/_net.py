@@ -32,12 +32,7 @@ from skorch.dataset import unpack_data
 from skorch.history import History
 from skorch.utils import to_tensor
 
-from ..core import (
-    check_fit_inputs,
-    num_rows,
-    refuse_meaningless_cv,
-    restore_on_error,
-)
+from ..core import check_fit_inputs, num_rows, refuse_meaningless_cv, restore_on_error
 from ..exceptions import ModelResetWarning
 from ..methods import BagBatch, LLPMethod, make_method, method_params
 from ..model_selection import BagShuffleSplit
@@ -387,9 +382,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 else int(check_random_state(None).randint(np.iinfo(np.int32).max))
             )
         dataset = BagDataset(
-            resident(as_tensor(X), self._resolved_device()),
-            bags,
-            self._values_of(bags),
+            resident(as_tensor(X), self._resolved_device()), bags, self._values_of(bags)
         )
         stale = getattr(self, "_weights_stale_", False)
         self._weights_stale_ = False  # callbacks may predict while it trains
