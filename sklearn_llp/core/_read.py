@@ -62,9 +62,7 @@ def binary_from_fraction(fraction, name="props"):
     return np.column_stack([1.0 - fraction, fraction])
 
 
-# ----------------------------------------------------------------------
-# bag forms
-# ----------------------------------------------------------------------
+# --- bag forms ---
 def _is_key(value):
     """A usable id: int, str, bool, timestamp, interval (a pandas cut)..."""
     keys = (str, bytes, numbers.Integral, np.bool_, pd.Timestamp, np.datetime64)
@@ -357,9 +355,7 @@ def _read_bags(form, value, n_samples, name, allow_unbagged, rows):
     return Bags(membership.indptr, membership.indices, ids, n_samples), None
 
 
-# ----------------------------------------------------------------------
-# per-bag values
-# ----------------------------------------------------------------------
+# --- per-bag values ---
 def _is_default_index(index):
     """An unnamed ``RangeIndex`` from 0: row numbers, not bag ids."""
     return (
@@ -688,9 +684,7 @@ class _Means:
 _TASKS = {CLASSIFICATION: _Proportions(), REGRESSION: _Means()}
 
 
-# ----------------------------------------------------------------------
-# the reader
-# ----------------------------------------------------------------------
+# --- the reader ---
 def check_bags(
     bags,
     props=None,
@@ -865,9 +859,7 @@ def attach_table(bags, table, task, classes=None, name="props_table"):
     return reader.attach(bags, matrix, columns, classes, name)
 
 
-# ----------------------------------------------------------------------
-# the inputs of fit
-# ----------------------------------------------------------------------
+# --- the inputs of fit ---
 def check_fit_inputs(
     y,
     values=None,

@@ -297,9 +297,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         self.early_stopping = early_stopping
         self.n_iter_no_change = n_iter_no_change
 
-    # ------------------------------------------------------------------
-    # hooks of a head
-    # ------------------------------------------------------------------
+    # --- hooks of a head ---
     def _commit_fit_inputs(self, bags, on_labels, continuing):
         """Set the fitted attributes read from the data (classes, scale)."""
 
@@ -329,9 +327,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """The per-bag values a batch carries (the regressor standardises)."""
         return bags.values
 
-    # ------------------------------------------------------------------
-    # the fit
-    # ------------------------------------------------------------------
+    # --- the fit ---
     def _check_params(self):
         validate_parameter_constraints(
             self._parameter_constraints,
@@ -533,9 +529,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             random_state=self._seed_,
         )
 
-    # ------------------------------------------------------------------
-    # skorch's getters: pure, the work is done before training
-    # ------------------------------------------------------------------
+    # --- skorch's getters: pure, the work is done before training ---
     @property
     def _default_callbacks(self):
         callbacks = [
@@ -578,9 +572,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         only (skorch's own routing would send ``groups`` to the module)."""
         return super(NeuralNet, self).get_metadata_routing()
 
-    # ------------------------------------------------------------------
-    # initialisation
-    # ------------------------------------------------------------------
+    # --- initialisation ---
     def initialize_module(self):
         """A class is sized from the data; an instance is a template whose
         reset copy is trained (with ``module__*``, rebuilt from its class)."""
@@ -636,9 +628,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         with self._on_device():
             return super().initialize()
 
-    # ------------------------------------------------------------------
-    # the step
-    # ------------------------------------------------------------------
+    # --- the step ---
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
         super().on_epoch_begin(
             net, dataset_train=dataset_train, dataset_valid=dataset_valid, **kwargs
@@ -734,9 +724,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         with self._on_device():
             yield from super().forward_iter(X, training=training, device=device)
 
-    # ------------------------------------------------------------------
-    # parameters, persistence, scikit-learn plumbing
-    # ------------------------------------------------------------------
+    # --- parameters, persistence, scikit-learn plumbing ---
     def __repr__(self):
         # scikit-learn's: the parameters that differ from the defaults
         return BaseEstimator.__repr__(self)
