@@ -1,11 +1,8 @@
-"""The one reader of bags and of their per-bag values, for both tasks.
+"""The one reader of bags and their per-bag values (:func:`check_bags`).
 
-Every entry point that takes bags goes through :func:`check_bags`, so a
-malformed input gets the same error wherever it is passed and every form of
-the same data reads to the same :class:`~sklearn_llp.core.Bags`. The bags'
-form is decided in :func:`bags_form`; their values -- class proportions
-(classification) or bag means (regression) -- are read by one path whose
-task-specific steps are the two small ``_Task`` objects at the end.
+One path for every form, so the same data reads to the same
+:class:`~sklearn_llp.core.Bags` and the same error everywhere; the two tasks
+differ only in the small ``_Proportions`` and ``_Means`` readers.
 """
 
 import numbers
@@ -179,17 +176,9 @@ def bags_form(bags, n_samples=None, name="bags"):
 
 
 #: What ``pandas.api.types.infer_dtype`` calls a column of usable ids.
-_KEY_DTYPES = {
-    "string",
-    "bytes",
-    "integer",
-    "boolean",
-    "datetime",
-    "datetime64",
-    "date",
-    "interval",
-    "period",
-}
+_KEY_DTYPES = set(
+    "string bytes integer boolean datetime datetime64 date interval period".split()
+)
 
 
 def _check_ids(ids, name, allow_unbagged):
@@ -440,17 +429,9 @@ def _collapse(matrix, codes, bag_ids, n_samples, task, name, rows):
 def _read_values(values, bags, codes, form, task, classes, name, rows):
     """``bags`` carrying ``values`` read for ``task`` (see :func:`check_bags`)."""
     bag_ids = bags.ids
-    if _is_table(
-        values,
-        None if form != "ids" else _ids_of(bags, codes),
-        bag_ids,
-        bags.n_samples,
-        name,
-    ):
-        frame, columns = task.table(values, name)
-        matrix = as_float_matrix(frame.to_numpy(), name)
-        matrix = matrix[_table_rows(frame.index, bag_ids, name)]
-        matrix = task.check(matrix, name)
+    ids = None if form != "ids" else _ids_of(bags, codes)
+    if _is_table(values, ids, bag_ids, bags.n_samples, name):
+        matrix, columns = _table_matrix(task, values, bag_ids, name)
     else:
         matrix, columns = task.matrix(values, name)
         if form == "ids":
@@ -464,6 +445,13 @@ def _read_values(values, bags, codes, form, task, classes, name, rows):
         else:
             matrix = task.check(matrix, name)
     return task.attach(bags, matrix, columns, classes, name)
+
+
+def _table_matrix(task, table, bag_ids, name):
+    """The rows of a per-bag ``table`` for ``bag_ids``, checked, and its columns."""
+    frame, columns = task.table(table, name)
+    matrix = as_float_matrix(frame.to_numpy(), name)
+    return task.check(matrix[_table_rows(frame.index, bag_ids, name)], name), columns
 
 
 def _ids_of(bags, codes):
@@ -852,11 +840,8 @@ def _weighted_enough(bags, sample_weight, min_bags, name):
 
 def attach_table(bags, table, task, classes=None, name="props_table"):
     """``bags`` (without values) carrying their rows of a per-bag ``table``."""
-    reader = _TASKS[task]
-    frame, columns = reader.table(table, name)
-    matrix = as_float_matrix(frame.to_numpy(), name)
-    matrix = reader.check(matrix[_table_rows(frame.index, bags.ids, name)], name)
-    return reader.attach(bags, matrix, columns, classes, name)
+    matrix, columns = _table_matrix(_TASKS[task], table, bags.ids, name)
+    return _TASKS[task].attach(bags, matrix, columns, classes, name)
 
 
 # --- the inputs of fit ---
