@@ -1,11 +1,7 @@
-"""``LLPNet``: the bag engine every network estimator shares, on skorch.
+"""``LLPNet``: the task-independent bag engine of the network estimators.
 
-As skorch splits ``NeuralNet`` from ``NeuralNetClassifier``, this holds what
-does not depend on the task: the method component, whole-bag batches, the
-held-out bags and early stopping, the runtime (device, threads, seed), the
-training step, and a fit that validates everything before it changes state.
-A head (:class:`~sklearn_llp.LLPClassifier`, :class:`~sklearn_llp.LLPRegressor`)
-adds what is its own through the hooks marked below.
+Method, whole-bag batches, held-out bags, runtime, training step and a fit
+that validates before it changes state; a head adds its own through hooks.
 """
 
 import copy
@@ -127,13 +123,10 @@ MORE_PARAMETERS = """
     warm_start : bool, default=False
         Continue from the current weights on ``fit``.
     n_threads : int, "auto" or None, default="auto"
-        Torch threads on the CPU during ``fit`` and ``predict``, restored
-        afterwards. ``"auto"``: the cores this process may use (CPU affinity,
-        capped by a cgroup quota), at most ``torch.get_num_threads()``, and 1
-        inside a joblib, loky or Dask worker; it never reads the machine's
-        load, so a seeded fit gives the same model every time (beside busy
-        processes pass 1). None leaves torch's setting; see
-        :ref:`reproducibility`.
+        Torch threads on the CPU during ``fit`` and ``predict``. ``"auto"``:
+        the cores this process may use, at most ``torch.get_num_threads()``,
+        1 inside a joblib, loky or Dask worker. None leaves torch's setting
+        (:ref:`reproducibility`).
     precision : {"float32", "bfloat16", "float16"}, default="float32"
         Precision of the training passes (``torch.autocast``); weights, losses
         and bag means stay float32.
@@ -165,9 +158,7 @@ class TrainValid(NamedTuple):
 
 
 def declare_parameters(head):
-    """Give ``head.__init__`` its full signature: its own parameters, then
-    LLPNet's, so that parameters are declared once and scikit-learn's
-    ``get_params``, ``clone`` and ``repr`` see them all."""
+    """Give ``head.__init__`` its own then LLPNet's parameters (for sklearn)."""
     own = inspect.signature(head.__init__).parameters
     shared = inspect.signature(LLPNet.__init__).parameters
     kinds = inspect.Parameter
@@ -183,9 +174,7 @@ def declare_parameters(head):
 
 
 class _EstimatorAPI(type):
-    """``help()`` and ``dir()`` of an estimator class show its API: the calls
-    a user makes and the hooks sklearn-llp adds; skorch's training plumbing
-    (and the overrides of it) stays reachable but out of the listing."""
+    """``help()`` and ``dir()`` show the API, not skorch's training plumbing."""
 
     _API = set(
         "fit partial_fit predict predict_proba score get_params set_params "
@@ -216,11 +205,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     #: "classification" or "regression": the values the bags carry.
     _task = None
-    #: The held-out error early stopping follows (lower is better unless
-    #: it is "r2").
+    #: The held-out error early stopping follows (lower is better but "r2").
     _stopping_metric = None
-    #: Whether "auto" early stopping also holds out rows of a fit on
-    #: instance targets.
+    #: Whether "auto" early stopping also holds out rows on instance targets.
     _early_stopping_supervised = False
 
     _parameter_constraints = {
