@@ -135,12 +135,9 @@ def _id_array(bags, name="bags"):
 def bags_form(bags, n_samples=None, name="bags"):
     """``(form, value)``: the one place that decides which form ``bags`` has.
 
-    ``"bags"`` (a validated :class:`Bags`), ``"membership"`` (a sparse
-    ``(n_samples, n_bags)`` matrix), ``"index_lists"`` (one array of row
-    indices per bag) or ``"ids"`` (one id per row, 1-D: a one-column form is
-    read as its column, several key columns as composite keys). A list of
-    one-element lists is a column of ids when it has ``n_samples`` items, else
-    bags of one row each; it is refused when it reads both ways differently.
+    ``"bags"``, ``"membership"`` (sparse), ``"index_lists"`` or ``"ids"`` (one
+    id per row, 1-D). A list of one-element lists is a column of ids when it
+    has ``n_samples`` items, else bags of one row; refused if both differ.
     """
     if bags is None:
         raise TypeError(
@@ -356,12 +353,9 @@ def _is_default_index(index):
 
 
 def _is_table(values, ids, bag_ids, n_samples, name):
-    """Whether ``values`` is a per-bag table (keyed by bag id), not by row.
-
-    Mappings are tables; a pandas object with the default index is read by
-    position; with another index it is a table unless it has one row per
-    sample -- and refused if it then reads both ways.
-    """
+    """Whether ``values`` is a per-bag table (keyed by bag id), not by row:
+    mappings are; pandas objects with another than the default index are
+    unless they have one row per sample (refused if that reads both ways)."""
     if isinstance(values, Mapping):
         return True
     if not isinstance(values, (pd.DataFrame, pd.Series)):
