@@ -736,10 +736,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return params
 
     def set_params(self, **kwargs):
-        """Set parameters: ``method__*`` apply from the next ``fit``,
-        ``device`` moves a fitted network, and ``module__*`` (``module``,
-        ``compile``) re-initialise it, as in skorch, with a
-        :class:`~sklearn_llp.exceptions.ModelResetWarning`."""
+        """Set parameters: ``method__*`` apply from the next ``fit``, ``device``
+        moves a fitted network, ``module__*`` re-initialise it (with a warning)."""
         for key in [k for k in kwargs if k == "method" or k.startswith("method__")]:
             setattr(self, key, kwargs.pop(key))
             if key != "method":
