@@ -5,30 +5,12 @@ the class proportions of each bag: ``LLPClassifier().fit(X, bags, props)``;
 or a regressor from the mean target of each bag:
 ``LLPRegressor().fit(X, bags, targets)``.
 
-Subpackages
------------
-bags
-    Bag generators (uniform, K-means, by feature values) and proportion tables.
-datasets
-    UCI Adult (census income), bundled for offline use.
-exceptions
-    The warnings and errors of the package.
-linear
-    Mean Map, a fast linear estimator from bag means (no PyTorch).
-methods
-    The training losses: DLLP, LLP-VAT, Pi-model, ROT, LLPFC, EasyLLP, the
-    noise-aware loss for privacy-protected proportions, and the interface to
-    add one.
-metrics
-    Bag-level errors (hard/soft L1 and KL) and scorers for model selection.
-model_selection
-    Splitters that keep every bag whole.
-modules
-    PyTorch networks (the default MLP).
-plotting
-    Bag-size histograms and bag-level calibration (needs matplotlib).
-utils
-    The validated bag object (``Bags``) and its validator (``check_bags``).
+Subpackages: ``bags`` (generators, proportion tables, identifiability),
+``core`` (``Bags``, ``check_bags``), ``datasets`` (UCI Adult), ``exceptions``,
+``linear`` (Mean Map), ``methods`` (the training losses), ``metrics`` (bag
+errors, scorers), ``model_selection`` (splitters keeping bags whole),
+``modules`` (networks), ``neural``, ``parallel``, ``plotting`` (matplotlib),
+``privacy`` (simulated differentially private releases).
 """
 
 from . import (

@@ -292,12 +292,8 @@ class Bags:
         )
 
     def with_weights(self, sample_weight):
-        """The same bags weighted by ``sample_weight`` (None: ``self``).
-
-        A row of weight 0 leaves its bags (a bag left empty is dropped);
-        equal weights weigh nothing. Bags that carry other weights refuse
-        new ones: validate them afresh from their ids.
-        """
+        """The same bags weighted by ``sample_weight`` (None: ``self``); a row
+        of weight 0 leaves its bags, an emptied bag is dropped."""
         weights = _check_weights(sample_weight, self.n_samples)
         if sample_weight is None:
             return self

@@ -132,11 +132,7 @@ def _kl(props, estimate):
 
 def bag_errors_of(bags, output, metrics, decision="argmax", pred=None):
     """``{metric: error}`` of validated ``bags`` and per-row ``output`` (no
-    checks): probabilities for classification, predictions for regression.
-
-    ``pred`` gives the class index of every row for the hard errors; else it
-    is decided by ``decision`` (:func:`decision_of`).
-    """
+    checks); ``pred`` (class index per row) or ``decision`` gives hard errors."""
     errors = {}
     if bags.task == REGRESSION:
         means = bags.means

@@ -56,12 +56,8 @@ def _sklearn_caller(function, depth=12):
 
 @contextmanager
 def restore_on_error(estimator, names):
-    """Restore the attributes ``names`` of ``estimator`` if the block fails.
-
-    ``validate_data(reset=True)`` sets ``n_features_in_`` and
-    ``feature_names_in_`` before the rest of the input is checked; a refused
-    refit must leave them as they were.
-    """
+    """Restore the attributes ``names`` of ``estimator`` if the block fails
+    (``validate_data`` sets some before the rest of the input is checked)."""
     saved = {name: vars(estimator)[name] for name in names if name in vars(estimator)}
     try:
         yield
@@ -73,11 +69,8 @@ def restore_on_error(estimator, names):
 
 
 def refuse_meaningless_cv(estimator, values, task=CLASSIFICATION):
-    """Fail fast, first thing in a fit on bags, where scikit-learn's
-    cross-validation would give a meaningless result: ``cross_val_predict``
-    of probabilities (one column per bag id), or the default scoring with
-    metadata routing off (``score(X, bags)`` has no values: every score NaN,
-    the reason buried in a warning)."""
+    """Fail first thing in a fit under a meaningless sklearn cross-validation:
+    ``cross_val_predict`` of probabilities, or scoring without the values."""
     if values is None:
         _refuse_labels_scored_as_bags(task)
         return
@@ -173,10 +166,8 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
     """The label-free decision rule of ``threshold`` and ``score`` on bags.
 
     ``fit`` sets ``classes_``, ``_fit_on_labels_`` and calls
-    :meth:`_fit_decision` with the training bags; ``predict`` is
-    ``classes_[self._decide(proba)]``: two classes ``proba[:, 1] >=
-    threshold_``, more ``argmax(log(proba) + decision_offsets_)`` (see
-    :ref:`threshold`).
+    :meth:`_fit_decision`; ``predict`` is ``classes_[self._decide(proba)]``
+    (:ref:`threshold`).
     """
 
     def _decision_rule(self):

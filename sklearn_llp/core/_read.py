@@ -1,11 +1,8 @@
-"""The one reader of bags and of their per-bag values, for both tasks.
+"""The one reader of bags and their per-bag values (:func:`check_bags`).
 
-Every entry point that takes bags goes through :func:`check_bags`, so a
-malformed input gets the same error wherever it is passed and every form of
-the same data reads to the same :class:`~sklearn_llp.core.Bags`. The bags'
-form is decided in :func:`bags_form`; their values -- class proportions
-(classification) or bag means (regression) -- are read by one path whose
-task-specific steps are the two small ``_Task`` objects at the end.
+One path for every form, so the same data reads to the same
+:class:`~sklearn_llp.core.Bags` and the same error everywhere; the two tasks
+differ only in the small ``_Proportions`` and ``_Means`` readers.
 """
 
 import numbers
@@ -62,9 +59,7 @@ def binary_from_fraction(fraction, name="props"):
     return np.column_stack([1.0 - fraction, fraction])
 
 
-# ----------------------------------------------------------------------
-# bag forms
-# ----------------------------------------------------------------------
+# --- bag forms ---
 def _is_key(value):
     """A usable id: int, str, bool, timestamp, interval (a pandas cut)..."""
     keys = (str, bytes, numbers.Integral, np.bool_, pd.Timestamp, np.datetime64)
@@ -140,12 +135,9 @@ def _id_array(bags, name="bags"):
 def bags_form(bags, n_samples=None, name="bags"):
     """``(form, value)``: the one place that decides which form ``bags`` has.
 
-    ``"bags"`` (a validated :class:`Bags`), ``"membership"`` (a sparse
-    ``(n_samples, n_bags)`` matrix), ``"index_lists"`` (one array of row
-    indices per bag) or ``"ids"`` (one id per row, 1-D: a one-column form is
-    read as its column, several key columns as composite keys). A list of
-    one-element lists is a column of ids when it has ``n_samples`` items, else
-    bags of one row each; it is refused when it reads both ways differently.
+    ``"bags"``, ``"membership"`` (sparse), ``"index_lists"`` or ``"ids"`` (one
+    id per row, 1-D). A list of one-element lists is a column of ids when it
+    has ``n_samples`` items, else bags of one row; refused if both differ.
     """
     if bags is None:
         raise TypeError(
@@ -181,17 +173,9 @@ def bags_form(bags, n_samples=None, name="bags"):
 
 
 #: What ``pandas.api.types.infer_dtype`` calls a column of usable ids.
-_KEY_DTYPES = {
-    "string",
-    "bytes",
-    "integer",
-    "boolean",
-    "datetime",
-    "datetime64",
-    "date",
-    "interval",
-    "period",
-}
+_KEY_DTYPES = set(
+    "string bytes integer boolean datetime datetime64 date interval period".split()
+)
 
 
 def _check_ids(ids, name, allow_unbagged):
@@ -357,9 +341,7 @@ def _read_bags(form, value, n_samples, name, allow_unbagged, rows):
     return Bags(membership.indptr, membership.indices, ids, n_samples), None
 
 
-# ----------------------------------------------------------------------
-# per-bag values
-# ----------------------------------------------------------------------
+# --- per-bag values ---
 def _is_default_index(index):
     """An unnamed ``RangeIndex`` from 0: row numbers, not bag ids."""
     return (
@@ -371,12 +353,9 @@ def _is_default_index(index):
 
 
 def _is_table(values, ids, bag_ids, n_samples, name):
-    """Whether ``values`` is a per-bag table (keyed by bag id), not by row.
-
-    Mappings are tables; a pandas object with the default index is read by
-    position; with another index it is a table unless it has one row per
-    sample -- and refused if it then reads both ways.
-    """
+    """Whether ``values`` is a per-bag table (keyed by bag id), not by row:
+    mappings are; pandas objects with another than the default index are
+    unless they have one row per sample (refused if that reads both ways)."""
     if isinstance(values, Mapping):
         return True
     if not isinstance(values, (pd.DataFrame, pd.Series)):
@@ -444,17 +423,9 @@ def _collapse(matrix, codes, bag_ids, n_samples, task, name, rows):
 def _read_values(values, bags, codes, form, task, classes, name, rows):
     """``bags`` carrying ``values`` read for ``task`` (see :func:`check_bags`)."""
     bag_ids = bags.ids
-    if _is_table(
-        values,
-        None if form != "ids" else _ids_of(bags, codes),
-        bag_ids,
-        bags.n_samples,
-        name,
-    ):
-        frame, columns = task.table(values, name)
-        matrix = as_float_matrix(frame.to_numpy(), name)
-        matrix = matrix[_table_rows(frame.index, bag_ids, name)]
-        matrix = task.check(matrix, name)
+    ids = None if form != "ids" else _ids_of(bags, codes)
+    if _is_table(values, ids, bag_ids, bags.n_samples, name):
+        matrix, columns = _table_matrix(task, values, bag_ids, name)
     else:
         matrix, columns = task.matrix(values, name)
         if form == "ids":
@@ -468,6 +439,13 @@ def _read_values(values, bags, codes, form, task, classes, name, rows):
         else:
             matrix = task.check(matrix, name)
     return task.attach(bags, matrix, columns, classes, name)
+
+
+def _table_matrix(task, table, bag_ids, name):
+    """The rows of a per-bag ``table`` for ``bag_ids``, checked, and its columns."""
+    frame, columns = task.table(table, name)
+    matrix = as_float_matrix(frame.to_numpy(), name)
+    return task.check(matrix[_table_rows(frame.index, bag_ids, name)], name), columns
 
 
 def _ids_of(bags, codes):
@@ -688,9 +666,7 @@ class _Means:
 _TASKS = {CLASSIFICATION: _Proportions(), REGRESSION: _Means()}
 
 
-# ----------------------------------------------------------------------
-# the reader
-# ----------------------------------------------------------------------
+# --- the reader ---
 def check_bags(
     bags,
     props=None,
@@ -759,12 +735,7 @@ def check_bags(
             "pass props (class proportions) or targets (bag means), not both."
         )
     values, value_task = (
-        (props, CLASSIFICATION)
-        if targets is None
-        else (
-            targets,
-            REGRESSION,
-        )
+        (props, CLASSIFICATION) if targets is None else (targets, REGRESSION)
     )
     if task is not None and (props is not None or targets is not None):
         if value_task != task:
@@ -863,16 +834,11 @@ def _weighted_enough(bags, sample_weight, min_bags, name):
 
 def attach_table(bags, table, task, classes=None, name="props_table"):
     """``bags`` (without values) carrying their rows of a per-bag ``table``."""
-    reader = _TASKS[task]
-    frame, columns = reader.table(table, name)
-    matrix = as_float_matrix(frame.to_numpy(), name)
-    matrix = reader.check(matrix[_table_rows(frame.index, bags.ids, name)], name)
-    return reader.attach(bags, matrix, columns, classes, name)
+    matrix, columns = _table_matrix(_TASKS[task], table, bags.ids, name)
+    return _TASKS[task].attach(bags, matrix, columns, classes, name)
 
 
-# ----------------------------------------------------------------------
-# the inputs of fit
-# ----------------------------------------------------------------------
+# --- the inputs of fit ---
 def check_fit_inputs(
     y,
     values=None,

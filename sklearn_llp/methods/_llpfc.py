@@ -73,7 +73,7 @@ class LLPFC(LLPMethod):
     """
 
     _parameter_constraints = {
-        "regroup_every": [Interval(Integral, 1, None, closed="left"), None],
+        "regroup_every": [Interval(Integral, 1, None, closed="left"), None]
     }
     early_stopping_default = True
 

@@ -164,12 +164,7 @@ bag_errors.__doc__ = bag_errors.__doc__.replace(
 def _regression(metric, summary, example):
     def score(bags, targets, y_pred, *, sample_weight=None):
         return _errors(
-            REGRESSION,
-            bags,
-            targets,
-            y_pred,
-            (metric,),
-            sample_weight=sample_weight,
+            REGRESSION, bags, targets, y_pred, (metric,), sample_weight=sample_weight
         )[metric]
 
     name = {

@@ -25,11 +25,9 @@ def _higher_is_better(metric):
 class BagValidationErrors(Callback):
     """Record the held-out bags' errors every epoch (``valid_<metric>``).
 
-    The validation step's outputs are collected with the rows they belong to;
-    at the end of the epoch the head computes the errors over the distinct
-    held-out rows (:meth:`LLPNet._bag_errors`, the definition the metrics
-    use). ``valid_<metric>_best`` marks an epoch better than every earlier
-    epoch of the same fit.
+    The head computes them over the distinct held-out rows at the end of the
+    epoch (:meth:`LLPNet._bag_errors`); ``valid_<metric>_best`` marks the
+    best epoch so far of the same fit.
     """
 
     def on_train_begin(self, net, **kwargs):
@@ -84,11 +82,9 @@ def _is_best(earlier, name, errors):
 class BagEarlyStopping(EarlyStopping):
     """skorch's ``EarlyStopping(load_best=True)`` on the head's held-out error.
 
-    Active when the fit's ``do_early_stopping_`` is True, with patience
-    ``n_iter_no_change``; an epoch improves when it is the best of its fit
-    (``valid_<metric>_best``: hard errors tied broken by the soft error).
-    Each fit (``partial_fit``, ``warm_start``) judges its own epochs; the
-    restored epoch is ``best_epoch_``.
+    Active when ``do_early_stopping_``, with patience ``n_iter_no_change``;
+    each fit judges its own epochs (``valid_<metric>_best``) and restores
+    ``best_epoch_``.
     """
 
     def __init__(self):

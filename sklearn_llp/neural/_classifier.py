@@ -265,10 +265,9 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     def load_params(self, *args, **kwargs):
         """Load weights saved by ``save_params`` or a ``Checkpoint``.
 
-        On a model never fitted, ``initialize()`` it first with
-        ``module__n_features`` and ``classes`` set; it then predicts by
-        ``argmax``. Loading weights into a model whose rule is prior matching
-        keeps the rule of the previous weights, and warns.
+        On a model never fitted, ``initialize()`` it first (with
+        ``module__n_features`` and ``classes``): it predicts by ``argmax``.
+        Over prior-matching weights, the old rule is kept, with a warning.
         """
         fitted = self.__sklearn_is_fitted__()
         super().load_params(*args, **kwargs)

@@ -45,13 +45,10 @@ def _optional_tensor(values):
 class BagDataset(torch.utils.data.Dataset):
     """Rows and their validated bags, indexed by (bag, row) pairs.
 
-    ``dataset[pairs]`` (each bag's pairs in one run, as
-    :class:`BagBatchSampler` yields them) returns the distinct rows and the
-    batch's structure: ``segments`` (bag of every pair), ``members`` (row of
-    every pair; absent for disjoint bags, whose rows are in pair order),
-    ``bag_props`` (``values``: the bags' proportions or standardised means),
-    ``bag_index``, ``rows`` and, if weighted, ``weights``/``bag_weights``. A
-    bag mean is then a gather by ``members`` and a segment sum.
+    ``dataset[pairs]`` (each bag's pairs in one run) returns the distinct rows
+    and the batch's structure: ``segments``, ``members`` (overlapping bags
+    only), ``bag_props`` (``values``), ``bag_index``, ``rows`` and, if
+    weighted, ``weights``/``bag_weights``.
     """
 
     def __init__(self, X, bags, values=None):
@@ -110,11 +107,9 @@ class BagDataset(torch.utils.data.Dataset):
 class EpochBatches:
     """One epoch's whole-bag batches, their structure built in one go.
 
-    The rows and bag structure of every batch are computed with a few
-    vectorised numpy calls and copied to the device once; a step only slices
-    them (no host work, no copy). Each batch equals ``dataset[pairs]``. An
-    ``X`` kept elsewhere (sparse, too large for the device) is gathered there
-    and copied one batch at a time.
+    Every batch's structure (equal to ``dataset[pairs]``) is computed at once
+    and copied to the device once; an ``X`` kept elsewhere (sparse, too
+    large) is copied one batch at a time.
     """
 
     def __init__(self, dataset, sampler, device=None):
@@ -178,12 +173,8 @@ class EpochBatches:
             yield X, target
 
     def _plan(self, batches):
-        """Host arrays of the whole epoch, and where each batch's part starts.
-
-        Returns the arrays and the cuts of pairs, segments and rows (each
-        ``n_batches + 1`` long): batch ``b`` holds pairs
-        ``cuts[0][b]:cuts[0][b + 1]``, and so on.
-        """
+        """Host arrays of the whole epoch, and the cuts of pairs, segments
+        and rows: batch ``b`` holds pairs ``cuts[0][b]:cuts[0][b + 1]``..."""
         data = self.dataset
         n_pairs = np.array([len(b) for b in batches])
         pair_cuts = np.r_[0, np.cumsum(n_pairs)]
@@ -249,11 +240,9 @@ def _local_offsets(starts, group_cuts, pair_cuts):
 class BagBatchSampler(Sampler):
     """Batches of whole bags, packed to about ``batch_size`` rows.
 
-    Every epoch the bags are shuffled, bags above ``max_bag_size`` are cut to
-    a fresh random subset, and bag ``b`` goes to batch ``offset_b //
-    batch_size`` (``offset_b``: the rows before it): no bag is split, and a
-    batch holds fewer than ``batch_size`` plus one bag. ``codes`` is the bag of
-    every item (pair); the sampler yields arrays of item indices.
+    Every epoch the bags are shuffled and cut to ``max_bag_size`` afresh; no
+    bag is split. ``codes`` is the bag of every item (pair); it yields arrays
+    of item indices.
     """
 
     def __init__(
@@ -308,10 +297,8 @@ class BagBatchSampler(Sampler):
 class ShardedBatchSampler(Sampler):
     """Process ``rank``'s share of another sampler's batches (data-parallel).
 
-    The batches (whole bags, drawn alike on every process from one seed) are
-    dealt round robin, and every process gets ``ceil(n_batches /
-    num_replicas)`` of them -- a process short of one would wait for an
-    all-reduce forever -- by wrapping around to the epoch's first batches.
+    Dealt round robin, wrapping around so that every process gets
+    ``ceil(n_batches / num_replicas)`` (one short would hang an all-reduce).
     """
 
     def __init__(self, sampler, num_replicas, rank):

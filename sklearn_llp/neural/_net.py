@@ -1,11 +1,7 @@
-"""``LLPNet``: the bag engine every network estimator shares, on skorch.
+"""``LLPNet``: the task-independent bag engine of the network estimators.
 
-As skorch splits ``NeuralNet`` from ``NeuralNetClassifier``, this holds what
-does not depend on the task: the method component, whole-bag batches, the
-held-out bags and early stopping, the runtime (device, threads, seed), the
-training step, and a fit that validates everything before it changes state.
-A head (:class:`~sklearn_llp.LLPClassifier`, :class:`~sklearn_llp.LLPRegressor`)
-adds what is its own through the hooks marked below.
+Method, whole-bag batches, held-out bags, runtime, training step and a fit
+that validates before it changes state; a head adds its own through hooks.
 """
 
 import copy
@@ -32,12 +28,7 @@ from skorch.dataset import unpack_data
 from skorch.history import History
 from skorch.utils import to_tensor
 
-from ..core import (
-    check_fit_inputs,
-    num_rows,
-    refuse_meaningless_cv,
-    restore_on_error,
-)
+from ..core import check_fit_inputs, num_rows, refuse_meaningless_cv, restore_on_error
 from ..exceptions import ModelResetWarning
 from ..methods import BagBatch, LLPMethod, make_method, method_params
 from ..model_selection import BagShuffleSplit
@@ -132,13 +123,10 @@ MORE_PARAMETERS = """
     warm_start : bool, default=False
         Continue from the current weights on ``fit``.
     n_threads : int, "auto" or None, default="auto"
-        Torch threads on the CPU during ``fit`` and ``predict``, restored
-        afterwards. ``"auto"``: the cores this process may use (CPU affinity,
-        capped by a cgroup quota), at most ``torch.get_num_threads()``, and 1
-        inside a joblib, loky or Dask worker; it never reads the machine's
-        load, so a seeded fit gives the same model every time (beside busy
-        processes pass 1). None leaves torch's setting; see
-        :ref:`reproducibility`.
+        Torch threads on the CPU during ``fit`` and ``predict``. ``"auto"``:
+        the cores this process may use, at most ``torch.get_num_threads()``,
+        1 inside a joblib, loky or Dask worker. None leaves torch's setting
+        (:ref:`reproducibility`).
     precision : {"float32", "bfloat16", "float16"}, default="float32"
         Precision of the training passes (``torch.autocast``); weights, losses
         and bag means stay float32.
@@ -170,9 +158,7 @@ class TrainValid(NamedTuple):
 
 
 def declare_parameters(head):
-    """Give ``head.__init__`` its full signature: its own parameters, then
-    LLPNet's, so that parameters are declared once and scikit-learn's
-    ``get_params``, ``clone`` and ``repr`` see them all."""
+    """Give ``head.__init__`` its own then LLPNet's parameters (for sklearn)."""
     own = inspect.signature(head.__init__).parameters
     shared = inspect.signature(LLPNet.__init__).parameters
     kinds = inspect.Parameter
@@ -188,9 +174,7 @@ def declare_parameters(head):
 
 
 class _EstimatorAPI(type):
-    """``help()`` and ``dir()`` of an estimator class show its API: the calls
-    a user makes and the hooks sklearn-llp adds; skorch's training plumbing
-    (and the overrides of it) stays reachable but out of the listing."""
+    """``help()`` and ``dir()`` show the API, not skorch's training plumbing."""
 
     _API = set(
         "fit partial_fit predict predict_proba score get_params set_params "
@@ -221,11 +205,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     #: "classification" or "regression": the values the bags carry.
     _task = None
-    #: The held-out error early stopping follows (lower is better unless
-    #: it is "r2").
+    #: The held-out error early stopping follows (lower is better but "r2").
     _stopping_metric = None
-    #: Whether "auto" early stopping also holds out rows of a fit on
-    #: instance targets.
+    #: Whether "auto" early stopping also holds out rows on instance targets.
     _early_stopping_supervised = False
 
     _parameter_constraints = {
@@ -302,9 +284,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         self.early_stopping = early_stopping
         self.n_iter_no_change = n_iter_no_change
 
-    # ------------------------------------------------------------------
-    # hooks of a head
-    # ------------------------------------------------------------------
+    # --- hooks of a head ---
     def _commit_fit_inputs(self, bags, on_labels, continuing):
         """Set the fitted attributes read from the data (classes, scale)."""
 
@@ -334,9 +314,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """The per-bag values a batch carries (the regressor standardises)."""
         return bags.values
 
-    # ------------------------------------------------------------------
-    # the fit
-    # ------------------------------------------------------------------
+    # --- the fit ---
     def _check_params(self):
         validate_parameter_constraints(
             self._parameter_constraints,
@@ -387,9 +365,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 else int(check_random_state(None).randint(np.iinfo(np.int32).max))
             )
         dataset = BagDataset(
-            resident(as_tensor(X), self._resolved_device()),
-            bags,
-            self._values_of(bags),
+            resident(as_tensor(X), self._resolved_device()), bags, self._values_of(bags)
         )
         stale = getattr(self, "_weights_stale_", False)
         self._weights_stale_ = False  # callbacks may predict while it trains
@@ -540,9 +516,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             random_state=self._seed_,
         )
 
-    # ------------------------------------------------------------------
-    # skorch's getters: pure, the work is done before training
-    # ------------------------------------------------------------------
+    # --- skorch's getters: pure, the work is done before training ---
     @property
     def _default_callbacks(self):
         callbacks = [
@@ -585,9 +559,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         only (skorch's own routing would send ``groups`` to the module)."""
         return super(NeuralNet, self).get_metadata_routing()
 
-    # ------------------------------------------------------------------
-    # initialisation
-    # ------------------------------------------------------------------
+    # --- initialisation ---
     def initialize_module(self):
         """A class is sized from the data; an instance is a template whose
         reset copy is trained (with ``module__*``, rebuilt from its class)."""
@@ -643,9 +615,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         with self._on_device():
             return super().initialize()
 
-    # ------------------------------------------------------------------
-    # the step
-    # ------------------------------------------------------------------
+    # --- the step ---
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
         super().on_epoch_begin(
             net, dataset_train=dataset_train, dataset_valid=dataset_valid, **kwargs
@@ -741,9 +711,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         with self._on_device():
             yield from super().forward_iter(X, training=training, device=device)
 
-    # ------------------------------------------------------------------
-    # parameters, persistence, scikit-learn plumbing
-    # ------------------------------------------------------------------
+    # --- parameters, persistence, scikit-learn plumbing ---
     def __repr__(self):
         # scikit-learn's: the parameters that differ from the defaults
         return BaseEstimator.__repr__(self)
@@ -768,10 +736,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return params
 
     def set_params(self, **kwargs):
-        """Set parameters: ``method__*`` apply from the next ``fit``,
-        ``device`` moves a fitted network, and ``module__*`` (``module``,
-        ``compile``) re-initialise it, as in skorch, with a
-        :class:`~sklearn_llp.exceptions.ModelResetWarning`."""
+        """Set parameters: ``method__*`` apply from the next ``fit``, ``device``
+        moves a fitted network, ``module__*`` re-initialise it (with a warning)."""
         for key in [k for k in kwargs if k == "method" or k.startswith("method__")]:
             setattr(self, key, kwargs.pop(key))
             if key != "method":

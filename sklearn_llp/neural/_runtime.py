@@ -117,10 +117,8 @@ def in_worker():
 
 
 def auto_threads():
-    """The threads of ``n_threads="auto"``: the cores this process may use
-    (:func:`available_cores`), at most ``torch.get_num_threads()``, and 1 in
-    a joblib, loky or Dask worker. It reads no load, so a seeded fit gives the
-    same model whatever else runs (:ref:`reproducibility`)."""
+    """The threads of ``n_threads="auto"``: no load is read, so a seeded fit
+    gives the same model whatever else runs (:ref:`reproducibility`)."""
     if in_worker():
         return 1
     return max(min(available_cores(), torch.get_num_threads()), 1)
@@ -132,9 +130,8 @@ _CUBLAS_DETERMINISTIC = (":4096:8", ":16:8")
 
 @contextmanager
 def deterministic(enabled=True):
-    """Deterministic torch algorithms only (and a deterministic cuBLAS
-    workspace, ``CUBLAS_WORKSPACE_CONFIG``), the caller's mode restored on
-    exit; ``enabled=False`` is a no-op (:ref:`reproducibility`).
+    """Deterministic torch algorithms and cuBLAS workspace, the caller's mode
+    restored on exit; ``enabled=False`` is a no-op (:ref:`reproducibility`).
 
     >>> with deterministic():
     ...     torch.are_deterministic_algorithms_enabled()

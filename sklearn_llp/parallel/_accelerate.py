@@ -18,9 +18,7 @@ class LLPAccelerateMixin(AccelerateMixin):
     :class:`AcceleratedLLPClassifier`, which is this mixin on
     :class:`~sklearn_llp.LLPClassifier`)."""
 
-    # ------------------------------------------------------------------
-    # parameters and device
-    # ------------------------------------------------------------------
+    # --- parameters and device ---
     def _check_params(self):
         super()._check_params()
         if self.accelerator.device_placement and self.device is not None:
@@ -62,9 +60,7 @@ class LLPAccelerateMixin(AccelerateMixin):
         if self.verbose:
             self.accelerator.print(*args, **kwargs)
 
-    # ------------------------------------------------------------------
-    # data: whole bags per process, no accelerate sharding
-    # ------------------------------------------------------------------
+    # --- data: whole bags per process, no accelerate sharding ---
     def _train_sampler(self, dataset):
         sampler = super()._train_sampler(dataset)
         if self.accelerator.num_processes == 1:
@@ -85,9 +81,7 @@ class LLPAccelerateMixin(AccelerateMixin):
         # every process evaluated the whole batch: nothing to gather
         return super(AccelerateMixin, self).evaluation_step(batch, training=training)
 
-    # ------------------------------------------------------------------
-    # training
-    # ------------------------------------------------------------------
+    # --- training ---
     def _fit(self, *args, **kwargs):
         if self.random_state is not None or self.accelerator.num_processes == 1:
             return super()._fit(*args, **kwargs)
