@@ -66,9 +66,7 @@ def discrete_gaussian_pmf(k, sigma):
     return np.exp(-(np.asarray(k) ** 2) / (2 * sigma**2)) / norm
 
 
-# ---------------------------------------------------------------------------
-# Sensitivity and calibration
-# ---------------------------------------------------------------------------
+# --- Sensitivity and calibration
 def neighbours_of(people, relation, k):
     """Every neighbour of a data set of people (lists of (bag, label) rows):
     one person's labels changed, or one person of up to k rows added or
@@ -218,9 +216,7 @@ def test_release_records_its_relation_and_refuses_a_smaller_sensitivity(
         dp_proportions(ids, y, 0.5, **{**kw, "neighbours": "add"})
 
 
-# ---------------------------------------------------------------------------
-# The noise: samplers, variances, and the noise a release draws
-# ---------------------------------------------------------------------------
+# --- The noise: samplers, variances, and the noise a release draws
 @pytest.mark.parametrize(
     "noise, scale",
     [("discrete_laplace", t) for t in (0.3, 1.0, 4.0, 50.0)]
@@ -304,9 +300,7 @@ def test_released_noise_has_the_stated_scale(mechanism, epsilon, delta, k):
         assert abs(np.abs(noise).mean() - scale / 2) > 50 * scale / math.sqrt(n)
 
 
-# ---------------------------------------------------------------------------
-# The released table: simplex rows, seeds, rows in no bag, classes, errors
-# ---------------------------------------------------------------------------
+# --- The released table: simplex rows, seeds, rows in no bag, classes, errors
 @pytest.mark.parametrize("post_processing", ["project", "clip"])
 @pytest.mark.parametrize("epsilon", [0.01, 0.3, np.inf])
 def test_rows_on_the_simplex_accepted_as_props_and_seeded(post_processing, epsilon):
@@ -405,9 +399,7 @@ def test_errors_name_the_argument(kwargs, name):
             dp_noise_scale(**kwargs)
 
 
-# ---------------------------------------------------------------------------
-# The privacy loss of the release
-# ---------------------------------------------------------------------------
+# --- The privacy loss of the release
 def neighbour_pairs(n_bags):
     """Bags of 4 people, 2 of each class; bag k's neighbour has one person
     of class 0 relabelled 1 (counts [1, 3]) or one of class 1 added ([2, 3]).
@@ -499,9 +491,7 @@ def test_discrete_gaussian_release_is_within_its_delta_exactly(k):
     assert exact_hockey_stick(sigma / SQRT2, k, epsilon) > delta
 
 
-# ---------------------------------------------------------------------------
-# Extremes: tiny epsilon, huge values; the projection
-# ---------------------------------------------------------------------------
+# --- Extremes: tiny epsilon, huge values; the projection
 def test_small_but_representable_epsilon_gives_a_valid_release():
     ids = np.repeat(np.arange(50), 5)
     y = np.tile([0, 1, 1, 0, 1], 50)

@@ -75,9 +75,7 @@ def _small(**kwargs):
     return LLPRegressor(**params)
 
 
-# ----------------------------------------------------------------------
-# the losses, by hand
-# ----------------------------------------------------------------------
+# --- the losses, by hand
 PRED = torch.tensor([1.0, 3.0, 5.0, 2.0])
 SEGMENTS = torch.tensor([0, 0, 1, 1])
 MEANS = torch.tensor([1.0, 4.0])
@@ -145,9 +143,7 @@ def test_regression_methods_have_their_own_registry():
         make_method(BagLoss(), task="classification")
 
 
-# ----------------------------------------------------------------------
-# learning
-# ----------------------------------------------------------------------
+# --- learning
 @pytest.mark.slow
 def test_learns_a_nonlinear_target_from_bags_of_16():
     X, y = _synthetic()
@@ -212,9 +208,7 @@ def test_unidentifiable_feature_warns():
         _small(max_epochs=1).fit(X[:, :1], bags, means)
 
 
-# ----------------------------------------------------------------------
-# bad input
-# ----------------------------------------------------------------------
+# --- bad input
 # (the reader's refusals given by every estimator alike: test_conformance.py)
 @pytest.mark.parametrize(
     "change, error, match",
@@ -232,9 +226,7 @@ def test_bad_input_is_refused_before_training(linear_bags, change, error, match)
     assert not hasattr(reg, "target_mean_")
 
 
-# ----------------------------------------------------------------------
-# bag generators: means of a continuous y
-# ----------------------------------------------------------------------
+# --- bag generators: means of a continuous y
 @pytest.mark.parametrize(
     "generator",
     [

@@ -106,9 +106,7 @@ def test_random_state_instances_follow_scikit_learn(small_bags):
     assert not np.array_equal(one, two)
 
 
-# --------------------------------------------------------------------------
-# Bag generators.
-# --------------------------------------------------------------------------
+# --- Bag generators.
 @pytest.fixture
 def unstructured():
     """Rows without cluster structure, so K-means depends on its seed."""
@@ -227,9 +225,7 @@ def test_gather_gradient_equals_indexing(device):
     assert not grad[4].any()
 
 
-# --------------------------------------------------------------------------
-# every method's training step
-# --------------------------------------------------------------------------
+# --- every method's training step
 #: Autograd nodes whose backward is an (atomic, on CUDA) scatter-add.
 SCATTER_NODES = {
     "IndexBackward0",
@@ -317,9 +313,7 @@ def test_training_step_has_no_atomic_accumulation(method, small_bags, device):
     assert not torch.are_deterministic_algorithms_enabled()
 
 
-# --------------------------------------------------------------------------
-# deterministic(): restores the caller's settings
-# --------------------------------------------------------------------------
+# --- deterministic(): restores the caller's settings
 @pytest.fixture
 def clean_state(monkeypatch):
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
