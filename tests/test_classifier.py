@@ -179,12 +179,7 @@ def test_batchnorm_statistics_see_only_clean_passes(small_bags):
     stats = {}
     for method in (DLLP(), VAT(alpha=1.0, rampup=0.0)):
         clf = LLPClassifier(
-            TinyNet,
-            method=method,
-            max_epochs=1,
-            verbose=0,
-            random_state=0,
-            lr=1e-12,
+            TinyNet, method=method, max_epochs=1, verbose=0, random_state=0, lr=1e-12
         ).fit(X, bags, props)
         bn = clf.module_.net[1]
         name = type(method).__name__.lower()

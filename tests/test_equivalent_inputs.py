@@ -31,9 +31,7 @@ from sklearn_llp.model_selection import (
 )
 
 SETTINGS = dict(
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow],
+    deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -624,8 +622,5 @@ def test_mean_map_binary_model_does_not_depend_on_the_class_order():
         X, codes, table[["b", "a"]]
     )
     np.testing.assert_allclose(
-        swapped.predict_proba(X),
-        first.predict_proba(X)[:, ::-1],
-        rtol=1e-6,
-        atol=1e-9,
+        swapped.predict_proba(X), first.predict_proba(X)[:, ::-1], rtol=1e-6, atol=1e-9
     )

@@ -192,10 +192,7 @@ def test_default_columns_of_a_frame_are_read_in_order(data):
     np.testing.assert_array_equal(validated.props, check_bags(bags, props).props)
     table = bag_table(bags, props)  # unnamed in, unnamed out
     assert isinstance(table.columns, pd.RangeIndex)
-    assert check_bags(bags, table, classes=["a", "b"]).classes.tolist() == [
-        "a",
-        "b",
-    ]
+    assert check_bags(bags, table, classes=["a", "b"]).classes.tolist() == ["a", "b"]
 
 
 # --- 8. integer ids of any size

@@ -47,11 +47,7 @@ from sklearn_llp.model_selection import (
     subset_membership,
 )
 from sklearn_llp.plotting import plot_bag_calibration, plot_bag_sizes
-from sklearn_llp.privacy import (
-    dp_bag_means,
-    dp_noise_scale,
-    project_to_simplex,
-)
+from sklearn_llp.privacy import dp_bag_means, dp_noise_scale, project_to_simplex
 
 # The data every case starts from: 4 bags of 2 rows, 2 classes.
 X = np.random.RandomState(0).normal(size=(8, 3))

@@ -65,11 +65,7 @@ def linear_bags():
 
 def _small(**kwargs):
     params = dict(
-        module__hidden_sizes=(16,),
-        max_epochs=5,
-        lr=0.01,
-        verbose=0,
-        random_state=0,
+        module__hidden_sizes=(16,), max_epochs=5, lr=0.01, verbose=0, random_state=0
     )
     params.update(kwargs)
     return LLPRegressor(**params)

@@ -17,10 +17,7 @@ from sklearn.base import clone
 from skorch.callbacks import Callback
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import (
-    KMeansBagGenerator,
-    UniformBagGenerator,
-)
+from sklearn_llp.bags import KMeansBagGenerator, UniformBagGenerator
 from sklearn_llp.methods import _segments as _losses
 from sklearn_llp.methods import available_methods
 from sklearn_llp.methods._segments import gather_rows, segment_sum
@@ -31,11 +28,7 @@ METHODS = available_methods()  # every registered method
 
 def _tiny(**params):
     defaults = dict(
-        module__hidden_sizes=(16,),
-        max_epochs=3,
-        batch_size=32,
-        verbose=0,
-        device="cpu",
+        module__hidden_sizes=(16,), max_epochs=3, batch_size=32, verbose=0, device="cpu"
     )
     return LLPClassifier(**{**defaults, **params})
 
