@@ -258,11 +258,8 @@ def test_noise_variance_of_every_noise_and_errors():
     )
     # huge scales: finite, continuous limit
     assert noise_variance("discrete_laplace", 1e9) == pytest.approx(2e18, rel=1e-6)
-    bad_scales = [("laplace", bad, "scale") for bad in (-1.0, np.nan, np.inf, "a")]
-    for noise, scale, name in [
-        ("poisson", 1, "noise"),
-        (None, 1, "noise"),
-    ] + bad_scales:
+    bad = [("laplace", scale, "scale") for scale in (-1.0, np.nan, np.inf, "a")]
+    for noise, scale, name in [("poisson", 1, "noise"), (None, 1, "noise"), *bad]:
         with pytest.raises(ValueError, match=name):
             noise_variance(noise, scale)
 

@@ -372,22 +372,8 @@ ERRORS = [  # name, bags, n_samples, the calls it goes to, error, message
     ("weighted Bags", WEIGHTED, None, ALL, ValueError, "bags .* sample weights"),
     ("2-D ids", np.c_[IDS, IDS], None, ALL, ValueError, "bags must be 1-D"),
     ("None", None, None, ALL[:3], TypeError, "bags is None"),
-    (
-        "lists, no n_samples",
-        [[0, 1], [2, 3], [4, 5]],
-        None,
-        NO_Y,
-        TypeError,
-        "n_samples",
-    ),
-    (
-        "n_samples of other rows",
-        IDS,
-        7,
-        NO_Y,
-        ValueError,
-        "bags covers 6 .* n_samples=7",
-    ),
+    ("no n_samples", [[0, 1], [2, 3], [4, 5]], None, NO_Y, TypeError, "n_samples"),
+    ("other n_samples", IDS, 7, NO_Y, ValueError, "bags covers 6 .* n_samples=7"),
 ]
 
 
