@@ -47,9 +47,7 @@ def _tiny(**params):
     return LLPClassifier(**{**defaults, **params})
 
 
-# ==========================================================================
-# Properties over random bag layouts.
-# ==========================================================================
+# --- Properties over random bag layouts
 @dataclass
 class Layout:
     codes: np.ndarray  # bag index 0..n_bags-1 of every row
@@ -279,9 +277,7 @@ def test_overlapping_cross_validation_loop():
         assert 0.0 <= error <= 2.0
 
 
-# ==========================================================================
-# One small example each.
-# ==========================================================================
+# --- One small example each
 def test_sample_aligned_dataframe_is_not_mistaken_for_a_table():
     # Its RangeIndex holds every bag id, yet it has one row per sample.
     props = pd.DataFrame([[0.5, 0.5], [0.5, 0.5], [1, 0], [1, 0]])
@@ -329,9 +325,7 @@ def test_cv_int_is_bag_k_fold():
     np.testing.assert_array_equal(by_int, by_splitter)
 
 
-# ==========================================================================
-# Forms and class orders over random bags (classification).
-# ==========================================================================
+# --- Forms and class orders over random bags (classification)
 
 
 def per_bag_index(ids):

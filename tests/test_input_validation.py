@@ -823,9 +823,7 @@ def test_more_inputs_get_the_error_of_their_row(row, call, value, pattern):
     assert re.search(pattern, str(info.value), flags=re.S), str(info.value)
 
 
-# ==========================================================================
-# Behaviour that takes more than one call.
-# ==========================================================================
+# --- Behaviour that takes more than one call
 @pytest.mark.parametrize("make", [LLP, MeanMapClassifier])
 def test_classes_orders_the_classes_of_instance_labels(make):
     """With ``fit(X, y)``, ``classes`` sets the order of ``classes_`` in both
