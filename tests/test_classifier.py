@@ -89,13 +89,8 @@ def test_learning_improves_the_proportion_loss(small_bags):
 
 def test_fitted_attributes_history_and_probabilities(small_bags):
     X, bags, props, _ = small_bags
-    clf = LLPClassifier(
-        max_epochs=4,
-        batch_size=20,
-        validation_fraction=0.25,
-        verbose=0,
-        predict_batch_size=7,
-    )
+    params = dict(batch_size=20, validation_fraction=0.25, predict_batch_size=7)
+    clf = LLPClassifier(max_epochs=4, verbose=0, **params)
     proba = clf.fit(X, bags, props).predict_proba(X)
     assert clf.n_features_in_ == 4
     assert len(clf.history) == 4

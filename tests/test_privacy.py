@@ -328,19 +328,17 @@ def test_rows_on_the_simplex_accepted_as_props_and_seeded(post_processing, epsil
 
 @pytest.mark.parametrize("mechanism, ratio", [("laplace", 0.5), ("gaussian", 1.0)])
 def test_one_count_halves_the_share_variance_of_two_classes(mechanism, ratio):
-    """Bags of 100, shares 1/2, epsilon = 0.5: one count of sensitivity 1
-    (scale 1/eps) gives the shares half the variance of two projected counts
-    of L1 sensitivity 2 (b^2 / n^2 = 16e-4), to its standard error; the
-    Gaussian ones gain nothing (L2 sensitivity 1 against sqrt(2))."""
+    """Bags of 100, shares 1/2, epsilon 0.5: one count (sensitivity 1) halves the
+    share variance of two projected counts (L1 2: b^2 / n^2 = 16e-4), to its
+    standard error; Gaussian ones gain nothing (L2 1 against sqrt(2))."""
     ids = np.repeat(np.arange(2000), 100)
     y = np.tile(np.r_[np.zeros(50), np.ones(50)], 2000)
     kw = dict(classes=[0, 1], mechanism=mechanism, random_state=0)
     kw["delta"] = 1e-5 if mechanism == "gaussian" else None
-    one = privacy.dp_proportions(ids, y, 0.5, **kw)
-    two = privacy.dp_proportions(ids, y, 0.5, one_count=False, **kw)
-    assert one.attrs["one_count"] is (mechanism == "laplace")  # the default
+    default = privacy.dp_proportions(ids, y, 0.5, **kw)
+    assert default.attrs["one_count"] is (mechanism == "laplace")
     one = privacy.dp_proportions(ids, y, 0.5, one_count=True, **kw)[1].to_numpy()
-    two = two[1].to_numpy()
+    two = privacy.dp_proportions(ids, y, 0.5, one_count=False, **kw)[1].to_numpy()
     if mechanism == "laplace":
         assert two.var() == pytest.approx((4.0 / 100) ** 2, rel=0.1)
     se = math.sqrt(2 / 1999) * math.hypot(1, ratio)  # of the ratio of variances

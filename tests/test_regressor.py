@@ -38,14 +38,8 @@ def _synthetic(n=1536, seed=0):
     """A nonlinear target of 5 standard normal features, small noise."""
     rng = np.random.RandomState(seed)
     X = rng.normal(size=(n, 5))
-    y = (
-        np.sin(2 * X[:, 0])
-        + X[:, 1] ** 2
-        - X[:, 2]
-        + 0.5 * X[:, 3] * X[:, 4]
-        + 0.1 * rng.normal(size=n)
-    )
-    return X, y
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 - X[:, 2] + 0.5 * X[:, 3] * X[:, 4]
+    return X, y + 0.1 * rng.normal(size=n)
 
 
 def _bag_means(bags, y):
@@ -193,12 +187,10 @@ def test_unidentifiable_feature_warns():
     X[:, 1] = np.tile([0.0, 1.0], 20)  # every bag of 2 holds one 0 and one 1
     bags = np.arange(40) // 2
     means = _bag_means(bags, X[:, 0])
-    with pytest.warns(IdentifiabilityWarning, match=r"\[1\]"):
-        _small(max_epochs=1).fit(X, bags, means)
-    with pytest.warns(IdentifiabilityWarning, match=r"\['b'\]"):
-        _small(max_epochs=1).fit(pd.DataFrame(X, columns=["a", "b"]), bags, means)
-    with pytest.warns(IdentifiabilityWarning, match=r"\[1\]"):
-        _small(max_epochs=1).fit(sp.csr_matrix(X), bags, means)
+    frame, sparse = pd.DataFrame(X, columns=["a", "b"]), sp.csr_matrix(X)
+    for form, named in [(X, r"\[1\]"), (frame, r"\['b'\]"), (sparse, r"\[1\]")]:
+        with pytest.warns(IdentifiabilityWarning, match=named):
+            _small(max_epochs=1).fit(form, bags, means)
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         _small(max_epochs=1).fit(X[:, :1], bags, means)
