@@ -23,11 +23,7 @@ from sklearn_llp.model_selection import BagKFold
 
 def small():
     return LLPClassifier(
-        module__hidden_sizes=(8,),
-        max_epochs=2,
-        verbose=0,
-        random_state=0,
-        device="cpu",
+        module__hidden_sizes=(8,), max_epochs=2, verbose=0, random_state=0, device="cpu"
     )
 
 

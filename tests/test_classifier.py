@@ -62,9 +62,7 @@ def output(est, X):
     return est.predict_proba(X) if hasattr(est, "predict_proba") else est.predict(X)
 
 
-# ----------------------------------------------------------------------
-# learning
-# ----------------------------------------------------------------------
+# --- learning
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["vat", "dllp"])
 def test_default_hyperparameters_learn_digits_from_bags_of_16(digits_bags, method):
@@ -91,13 +89,8 @@ def test_learning_improves_the_proportion_loss(small_bags):
 
 def test_fitted_attributes_history_and_probabilities(small_bags):
     X, bags, props, _ = small_bags
-    clf = LLPClassifier(
-        max_epochs=4,
-        batch_size=20,
-        validation_fraction=0.25,
-        verbose=0,
-        predict_batch_size=7,
-    )
+    params = dict(batch_size=20, validation_fraction=0.25, predict_batch_size=7)
+    clf = LLPClassifier(max_epochs=4, verbose=0, **params)
     proba = clf.fit(X, bags, props).predict_proba(X)
     assert clf.n_features_in_ == 4
     assert len(clf.history) == 4
@@ -113,9 +106,7 @@ def test_fitted_attributes_history_and_probabilities(small_bags):
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
 
 
-# ----------------------------------------------------------------------
-# forms of X, pipelines, parameters
-# ----------------------------------------------------------------------
+# --- forms of X, pipelines, parameters
 @pytest.mark.parametrize("form", ["frame", "sparse"])
 @pytest.mark.parametrize("task", [C, R, "MeanMapClassifier"])
 def test_a_frame_or_sparse_X_gives_the_dense_fit(small_bags, task, form):
@@ -183,12 +174,7 @@ def test_batchnorm_statistics_see_only_clean_passes(small_bags):
     stats = {}
     for method in (DLLP(), VAT(alpha=1.0, rampup=0.0)):
         clf = LLPClassifier(
-            TinyNet,
-            method=method,
-            max_epochs=1,
-            verbose=0,
-            random_state=0,
-            lr=1e-12,
+            TinyNet, method=method, max_epochs=1, verbose=0, random_state=0, lr=1e-12
         ).fit(X, bags, props)
         bn = clf.module_.net[1]
         name = type(method).__name__.lower()
@@ -233,9 +219,7 @@ def test_resetting_the_module_after_fit_warns_and_unfits(problem):
     clf.fit(X, bags, props).predict(X)
 
 
-# ----------------------------------------------------------------------
-# batches and held-out bags
-# ----------------------------------------------------------------------
+# --- batches and held-out bags
 def _problem(sizes, seed=0, n_features=4):
     rng = np.random.RandomState(seed)
     bags = np.repeat(np.arange(len(sizes)), sizes)
@@ -304,9 +288,7 @@ def test_the_hold_out_is_a_fraction_of_the_rows(layout):
             assert train.sum() >= 0.7 * 30
 
 
-# ----------------------------------------------------------------------
-# callbacks, verbosity, threads and devices
-# ----------------------------------------------------------------------
+# --- callbacks, verbosity, threads and devices
 def test_lr_scheduler_callback_anneals_per_epoch(small_bags):
     """skorch's LRScheduler (the README's cosine recipe) steps in our loop."""
     X, bags, props, _ = small_bags
@@ -389,9 +371,7 @@ def test_fit_warns_when_bags_cannot_identify_the_classifier():
         LLPClassifier(max_epochs=1, verbose=0).fit(X, bags, table)
 
 
-# ----------------------------------------------------------------------
-# scoring and cross-validation
-# ----------------------------------------------------------------------
+# --- scoring and cross-validation
 SCORING = {
     C: (
         hard_l1_scorer,
@@ -486,9 +466,7 @@ def test_cross_val_predict_predicts_each_fold_with_the_other_folds_model(
     np.testing.assert_array_equal(labels, np.array([0, 1])[plain.argmax(axis=1)])
 
 
-# ----------------------------------------------------------------------
-# refits and failures
-# ----------------------------------------------------------------------
+# --- refits and failures
 def test_nan_weights_give_an_error_not_a_prediction(problem):
     X, bags, props, _ = problem
     clf = small().fit(X, bags, props)

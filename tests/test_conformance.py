@@ -516,10 +516,7 @@ def test_clone_set_params_and_pickle_keep_the_model_and_its_hyperparameters(name
         assert getattr(owner, key.removeprefix("method__")) == value
 
 
-# ----------------------------------------------------------------------
-# 6. malformed input: every entry point refuses it as the one reader does;
-#    a refused fit changes nothing, a failed one leaves the model unfitted
-# ----------------------------------------------------------------------
+# --- 6. malformed input: refused as by the reader; a refused fit changes nothing
 def _lists(p, last):
     """The bags as row-index lists, the last one replaced by ``last``."""
     return [*row_lists(p.codes, p.n_bags)[:-1], np.asarray(last)]

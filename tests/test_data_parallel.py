@@ -19,9 +19,7 @@ from sklearn_llp.neural._data import BagBatchSampler, ShardedBatchSampler
 
 _NEEDS_ACCELERATE = "needs accelerate (pip install 'sklearn-llp[parallel]')"
 
-# ----------------------------------------------------------------------
-# the sampler, without processes
-# ----------------------------------------------------------------------
+# --- the sampler, without processes
 
 
 def _codes(sizes, seed=0):
@@ -67,9 +65,7 @@ def test_shard_rank_is_checked():
         ShardedBatchSampler(BagBatchSampler(_codes([4] * 4), 8), 2, 2)
 
 
-# ----------------------------------------------------------------------
-# one process: the accelerated estimator is the estimator
-# ----------------------------------------------------------------------
+# --- one process: the accelerated estimator is the estimator
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_llp.exceptions.IdentifiabilityWarning")
@@ -96,9 +92,7 @@ def test_one_process_fits_as_llp_classifier(digits_bags):
         )
 
 
-# ----------------------------------------------------------------------
-# 2 processes on the CPU
-# ----------------------------------------------------------------------
+# --- 2 processes on the CPU
 
 _WORKER = textwrap.dedent(
     """

@@ -146,7 +146,7 @@ def plot_aggregate_regression(numbers):
             f"{f3(r2['same pipeline, individual hours'])} with individual hours",
             f"on the {numbers['held_out_groups']} held-out groups the predicted "
             f"means have R² {f3(numbers['held_out_bag_r2'])}",
-        ],
+        ]
     }
 
 

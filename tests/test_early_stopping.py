@@ -152,11 +152,9 @@ def test_a_user_early_stopping_on_valid_records_works_with_auto(digits_bags):
     assert len(clf.history) < 30
 
 
-# -- the defaults this makes ---------------------------------------------------
-# benchmarks/accuracy.py's digits split and baggings (1,437 training rows);
-# 60 epochs, everything else at its default. Measured (seeds 0/1/2):
-# EasyLLP random 16: 87.8 / 89.7 / 86.7 %, K-means 86.7 / 85.0 / 85.3 %;
-# LLPFC random 16: 89.2 / 88.6 / 90.6 %.
+# --- the defaults this makes, on benchmarks/accuracy.py's digits split and baggings
+# (60 epochs, other defaults; seeds 0/1/2): EasyLLP random 16 86.7-89.7 %, K-means
+# 85.0-86.7 %; LLPFC random 16 88.6-90.6 %
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 

@@ -31,9 +31,7 @@ from sklearn_llp.model_selection import (
 )
 
 SETTINGS = dict(
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow],
+    deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -49,9 +47,7 @@ def _tiny(**params):
     return LLPClassifier(**{**defaults, **params})
 
 
-# ==========================================================================
-# Properties over random bag layouts.
-# ==========================================================================
+# --- Properties over random bag layouts
 @dataclass
 class Layout:
     codes: np.ndarray  # bag index 0..n_bags-1 of every row
@@ -281,9 +277,7 @@ def test_overlapping_cross_validation_loop():
         assert 0.0 <= error <= 2.0
 
 
-# ==========================================================================
-# One small example each.
-# ==========================================================================
+# --- One small example each
 def test_sample_aligned_dataframe_is_not_mistaken_for_a_table():
     # Its RangeIndex holds every bag id, yet it has one row per sample.
     props = pd.DataFrame([[0.5, 0.5], [0.5, 0.5], [1, 0], [1, 0]])
@@ -331,9 +325,7 @@ def test_cv_int_is_bag_k_fold():
     np.testing.assert_array_equal(by_int, by_splitter)
 
 
-# ==========================================================================
-# Forms and class orders over random bags (classification).
-# ==========================================================================
+# --- Forms and class orders over random bags (classification)
 
 
 def per_bag_index(ids):
@@ -624,8 +616,5 @@ def test_mean_map_binary_model_does_not_depend_on_the_class_order():
         X, codes, table[["b", "a"]]
     )
     np.testing.assert_allclose(
-        swapped.predict_proba(X),
-        first.predict_proba(X)[:, ::-1],
-        rtol=1e-6,
-        atol=1e-9,
+        swapped.predict_proba(X), first.predict_proba(X)[:, ::-1], rtol=1e-6, atol=1e-9
     )

@@ -42,9 +42,7 @@ def small(**params):
     return LLPClassifier(**{**defaults, **params})
 
 
-# ---------------------------------------------------------------------------
-# failures during training
-# ---------------------------------------------------------------------------
+# --- failures during training
 class NaNLoss(DLLP):
     def get_loss(self, module, X, logits, bags, step, total_steps):
         return bags.proportion_loss(logits) * float("nan")
@@ -82,9 +80,7 @@ def test_early_stopping_without_held_out_bags_names_validation_fraction():
     small(callbacks=[EarlyStopping()], validation_fraction=0.25).fit(X, bags, props)
 
 
-# ---------------------------------------------------------------------------
-# warm starts and partial_fit
-# ---------------------------------------------------------------------------
+# --- warm starts and partial_fit
 def test_warm_start_continues_from_the_trained_copy_with_the_changed_method(small_bags):
     X, bags, props, _ = small_bags
     template = MLP(n_features=4, n_classes=3, hidden_sizes=(8,))
@@ -181,9 +177,7 @@ def test_planned_steps_match_the_steps_taken(bag_size, batch_size):
     assert clf.total_steps_ == clf.n_train_steps_
 
 
-# ---------------------------------------------------------------------------
-# checkpoints, load_params and pickles
-# ---------------------------------------------------------------------------
+# --- checkpoints, load_params and pickles
 def test_the_readme_checkpoint_recipe_loads_the_best_epoch(tmp_path):
     X, bags, props = make_problem(n_bags=20)
     clf = small(
@@ -234,9 +228,7 @@ def test_a_fitted_model_pickles_with_its_method_state():
     np.testing.assert_array_equal(again.method_.class_prior_, clf.method_.class_prior_)
 
 
-# ---------------------------------------------------------------------------
-# runtime and skorch plumbing
-# ---------------------------------------------------------------------------
+# --- runtime and skorch plumbing
 def test_skorch_getters_have_no_side_effects():
     X, bags, props = make_problem()
     clf = small(validation_fraction=0.25).fit(X, bags, props)
@@ -303,9 +295,7 @@ def test_proportion_loss_keeps_a_gradient_when_saturated():
     assert logits.grad.abs().sum() > 0.1
 
 
-# ---------------------------------------------------------------------------
-# Ctrl-C
-# ---------------------------------------------------------------------------
+# --- Ctrl-C
 # small_bags: 12 bags of 10, so batch_size=20 packs 6 batches per epoch.
 BATCHES_PER_EPOCH = 6
 

@@ -50,9 +50,7 @@ def six_groups(n_per_group=5000, seed=0, n_features=20):
     return bags, rates[bags], X
 
 
-# ----------------------------------------------------------------------
-# numbers against hand computations
-# ----------------------------------------------------------------------
+# --- numbers against hand computations
 def test_binary_numbers_by_hand():
     # bag 0: 2 rows at [0.5, 0.5]; bag 1: 4 rows at [0.75, 0.25]
     bags = [0, 0, 1, 1, 1, 1]
@@ -152,9 +150,7 @@ def test_dataframe_features_count_levels_and_missing_categories():
     )
 
 
-# ----------------------------------------------------------------------
-# verdicts
-# ----------------------------------------------------------------------
+# --- verdicts
 def test_fires_on_six_groups_with_near_equal_rates():
     bags, props, X = six_groups()
     report = check_identifiability(bags, props, X)
@@ -279,9 +275,7 @@ def test_report_is_frozen_and_readable():
     assert DEFAULT_DIMENSION == 10
 
 
-# ----------------------------------------------------------------------
-# invariances
-# ----------------------------------------------------------------------
+# --- invariances
 def small_problem(seed=0, n=600):
     rng = np.random.RandomState(seed)
     X = rng.normal(size=(n, 5))
@@ -327,9 +321,7 @@ def test_overlapping_bags():
     )  # 180 (bag, row) pairs
 
 
-# ----------------------------------------------------------------------
-# sample_weight
-# ----------------------------------------------------------------------
+# --- sample_weight
 def test_integer_weights_act_as_copies_except_kish():
     X, y, bags = small_problem(n=300)
     weights = np.random.RandomState(3).randint(1, 4, len(y))

@@ -183,10 +183,7 @@ def test_one_element_lists_that_read_two_ways_are_refused():
     assert check_bags(lists, n_samples=3).members.tolist() == [2, 0, 1]
 
 
-# ----------------------------------------------------------------------
-# 6. integer class columns are names (tests/test_equivalent_inputs.py);
-#    a frame's default columns are positions
-# ----------------------------------------------------------------------
+# --- 6. integer class columns are names; a frame's default columns are positions
 def test_default_columns_of_a_frame_are_read_in_order(data):
     _, _, bags, props, _ = data
     frame = pd.DataFrame(props)  # RangeIndex columns: numbers, not names
@@ -195,10 +192,7 @@ def test_default_columns_of_a_frame_are_read_in_order(data):
     np.testing.assert_array_equal(validated.props, check_bags(bags, props).props)
     table = bag_table(bags, props)  # unnamed in, unnamed out
     assert isinstance(table.columns, pd.RangeIndex)
-    assert check_bags(bags, table, classes=["a", "b"]).classes.tolist() == [
-        "a",
-        "b",
-    ]
+    assert check_bags(bags, table, classes=["a", "b"]).classes.tolist() == ["a", "b"]
 
 
 # --- 8. integer ids of any size

@@ -47,11 +47,7 @@ from sklearn_llp.model_selection import (
     subset_membership,
 )
 from sklearn_llp.plotting import plot_bag_calibration, plot_bag_sizes
-from sklearn_llp.privacy import (
-    dp_bag_means,
-    dp_noise_scale,
-    project_to_simplex,
-)
+from sklearn_llp.privacy import dp_bag_means, dp_noise_scale, project_to_simplex
 
 # The data every case starts from: 4 bags of 2 rows, 2 classes.
 X = np.random.RandomState(0).normal(size=(8, 3))
@@ -827,9 +823,7 @@ def test_more_inputs_get_the_error_of_their_row(row, call, value, pattern):
     assert re.search(pattern, str(info.value), flags=re.S), str(info.value)
 
 
-# ==========================================================================
-# Behaviour that takes more than one call.
-# ==========================================================================
+# --- Behaviour that takes more than one call
 @pytest.mark.parametrize("make", [LLP, MeanMapClassifier])
 def test_classes_orders_the_classes_of_instance_labels(make):
     """With ``fit(X, y)``, ``classes`` sets the order of ``classes_`` in both

@@ -27,9 +27,7 @@ from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import make_bag_scorer
 from sklearn_llp.model_selection import BagKFold
 
-# ----------------------------------------------------------------------
-# a problem small enough to solve by hand
-# ----------------------------------------------------------------------
+# --- a problem small enough to solve by hand
 # Three bags of sizes 2, 2, 4 with positive fractions 0, 1/2, 3/4; feature 0
 # has bag means 1, 3, 5, feature 1 is constant.
 HAND_X = np.array(
@@ -168,21 +166,12 @@ def test_fit_is_the_stationary_point_of_the_plugged_in_objective():
     np.testing.assert_allclose(grad, 0.0, atol=1e-7)
 
 
-# ----------------------------------------------------------------------
-# reduction to logistic regression
-# ----------------------------------------------------------------------
-# How close must MeanMapClassifier on labels and LogisticRegression be? Both
-# minimise the same objective in float64 with L-BFGS-B and the same options,
-# and both stop when the objective stops decreasing (ftol = 64 eps; tol=1e-10
-# is never reached), a few 1e-14 above the minimum. Where exactly depends on
-# the rounding of the sums (BLAS, threads, row order), so it differs between
-# machines: issue 32 saw the digits fits 1.23e-6 apart in log-probability
-# against an atol of 1e-6. Measured against a Newton optimum, over 12 row
-# orders x 1 and 2 threads and every fit of this section (breast cancer, C
-# 0.01 to 1, with and without intercept; digits, C=0.05), each fit's
-# coefficients, intercepts and probabilities stayed within 1.6e-6 of it (the
-# digits intercepts), its logits and log-probabilities within 1.1e-5 (binary,
-# C=1, no intercept). Two fits each within d of the optimum are within 2 d.
+# --- reduction to logistic regression
+# MeanMapClassifier on labels and LogisticRegression minimise the same objective
+# (L-BFGS-B, same options) and stop a few 1e-14 above its minimum, where depends on
+# the rounding of the sums (BLAS, threads, row order). Against a Newton optimum
+# (12 row orders x 1, 2 threads, every fit here) each fit stayed within 1.6e-6
+# (parameters, probabilities), 1.1e-5 (logits): two fits, within twice that.
 ATOL_PARAMS = 2 * 1.6e-6
 ATOL_LOGITS = 2 * 1.1e-5
 
@@ -261,9 +250,7 @@ def test_string_labels_and_the_classes_parameter():
     np.testing.assert_array_equal(flipped.predict(X), ours.predict(X))
 
 
-# ----------------------------------------------------------------------
-# learning from bags on real data
-# ----------------------------------------------------------------------
+# --- learning from bags on real data
 @pytest.mark.slow
 def test_learns_digits_from_random_bags_of_16(digits_bags):
     X_train, bags, props, _, X_test, y_test = digits_bags
@@ -333,9 +320,7 @@ def test_learns_adult_income_from_bags(adult, bagging, expected):
         assert model[-1].score(features, bags, props) >= 0.85
 
 
-# ----------------------------------------------------------------------
-# scikit-learn citizenship
-# ----------------------------------------------------------------------
+# --- scikit-learn citizenship
 @pytest.mark.estimator_checks
 @parametrize_with_checks([MeanMapClassifier()])
 @pytest.mark.slow

@@ -136,9 +136,7 @@ def test_singleton_bags_hard_l1_is_twice_the_error_rate(data):
     assert 1 - hard_l1_error(bags, props, proba) / 2 == pytest.approx(accuracy)
 
 
-# --------------------------------------------------------------------------
-# Scorers.
-# --------------------------------------------------------------------------
+# --- Scorers.
 class FixedProba(ClassifierMixin, BaseEstimator):
     """Predicts stored probabilities; X holds row numbers."""
 
@@ -243,9 +241,7 @@ def test_bag_table():
     assert means["mean"].to_dict() == {"a": 2.0, "b": 5.0, "c": 0.0}
 
 
-# --------------------------------------------------------------------------
-# Regression.
-# --------------------------------------------------------------------------
+# --- Regression.
 def test_regression_metrics_by_hand_and_on_singletons():
     bags = ["a", "a", "b", "b", "c"]
     targets = {"a": 2.0, "b": 5.0, "c": 0.0}

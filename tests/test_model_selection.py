@@ -15,10 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_digits
-from sklearn.model_selection import (
-    GridSearchCV,
-    GroupShuffleSplit,
-)
+from sklearn.model_selection import GridSearchCV, GroupShuffleSplit
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback, Checkpoint, EarlyStopping
 

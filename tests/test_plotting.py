@@ -61,9 +61,7 @@ def test_clear_error_without_matplotlib(monkeypatch):
         plot_bag_calibration([0, 0, 1], [0.5, 0.5, 1.0], [0.5, 0.5, 1.0])
 
 
-# ----------------------------------------------------------------------
-# plot_bag_calibration
-# ----------------------------------------------------------------------
+# --- plot_bag_calibration
 # Three bags of 2, 3 and 1 rows, two classes "no"/"yes"; every number below is
 # worked out by hand.
 CAL_BAGS = np.array(["a", "a", "b", "b", "b", "c"])

@@ -66,9 +66,7 @@ def discrete_gaussian_pmf(k, sigma):
     return np.exp(-(np.asarray(k) ** 2) / (2 * sigma**2)) / norm
 
 
-# ---------------------------------------------------------------------------
-# Sensitivity and calibration
-# ---------------------------------------------------------------------------
+# --- Sensitivity and calibration
 def neighbours_of(people, relation, k):
     """Every neighbour of a data set of people (lists of (bag, label) rows):
     one person's labels changed, or one person of up to k rows added or
@@ -218,9 +216,7 @@ def test_release_records_its_relation_and_refuses_a_smaller_sensitivity(
         dp_proportions(ids, y, 0.5, **{**kw, "neighbours": "add"})
 
 
-# ---------------------------------------------------------------------------
-# The noise: samplers, variances, and the noise a release draws
-# ---------------------------------------------------------------------------
+# --- The noise: samplers, variances, and the noise a release draws
 @pytest.mark.parametrize(
     "noise, scale",
     [("discrete_laplace", t) for t in (0.3, 1.0, 4.0, 50.0)]
@@ -262,11 +258,8 @@ def test_noise_variance_of_every_noise_and_errors():
     )
     # huge scales: finite, continuous limit
     assert noise_variance("discrete_laplace", 1e9) == pytest.approx(2e18, rel=1e-6)
-    bad_scales = [("laplace", bad, "scale") for bad in (-1.0, np.nan, np.inf, "a")]
-    for noise, scale, name in [
-        ("poisson", 1, "noise"),
-        (None, 1, "noise"),
-    ] + bad_scales:
+    bad = [("laplace", scale, "scale") for scale in (-1.0, np.nan, np.inf, "a")]
+    for noise, scale, name in [("poisson", 1, "noise"), (None, 1, "noise"), *bad]:
         with pytest.raises(ValueError, match=name):
             noise_variance(noise, scale)
 
@@ -304,9 +297,7 @@ def test_released_noise_has_the_stated_scale(mechanism, epsilon, delta, k):
         assert abs(np.abs(noise).mean() - scale / 2) > 50 * scale / math.sqrt(n)
 
 
-# ---------------------------------------------------------------------------
-# The released table: simplex rows, seeds, rows in no bag, classes, errors
-# ---------------------------------------------------------------------------
+# --- The released table: simplex rows, seeds, rows in no bag, classes, errors
 @pytest.mark.parametrize("post_processing", ["project", "clip"])
 @pytest.mark.parametrize("epsilon", [0.01, 0.3, np.inf])
 def test_rows_on_the_simplex_accepted_as_props_and_seeded(post_processing, epsilon):
@@ -337,19 +328,17 @@ def test_rows_on_the_simplex_accepted_as_props_and_seeded(post_processing, epsil
 
 @pytest.mark.parametrize("mechanism, ratio", [("laplace", 0.5), ("gaussian", 1.0)])
 def test_one_count_halves_the_share_variance_of_two_classes(mechanism, ratio):
-    """Bags of 100, shares 1/2, epsilon = 0.5: one count of sensitivity 1
-    (scale 1/eps) gives the shares half the variance of two projected counts
-    of L1 sensitivity 2 (b^2 / n^2 = 16e-4), to its standard error; the
-    Gaussian ones gain nothing (L2 sensitivity 1 against sqrt(2))."""
+    """Bags of 100, shares 1/2, epsilon 0.5: one count (sensitivity 1) halves the
+    share variance of two projected counts (L1 2: b^2 / n^2 = 16e-4), to its
+    standard error; Gaussian ones gain nothing (L2 1 against sqrt(2))."""
     ids = np.repeat(np.arange(2000), 100)
     y = np.tile(np.r_[np.zeros(50), np.ones(50)], 2000)
     kw = dict(classes=[0, 1], mechanism=mechanism, random_state=0)
     kw["delta"] = 1e-5 if mechanism == "gaussian" else None
-    one = privacy.dp_proportions(ids, y, 0.5, **kw)
-    two = privacy.dp_proportions(ids, y, 0.5, one_count=False, **kw)
-    assert one.attrs["one_count"] is (mechanism == "laplace")  # the default
+    default = privacy.dp_proportions(ids, y, 0.5, **kw)
+    assert default.attrs["one_count"] is (mechanism == "laplace")
     one = privacy.dp_proportions(ids, y, 0.5, one_count=True, **kw)[1].to_numpy()
-    two = two[1].to_numpy()
+    two = privacy.dp_proportions(ids, y, 0.5, one_count=False, **kw)[1].to_numpy()
     if mechanism == "laplace":
         assert two.var() == pytest.approx((4.0 / 100) ** 2, rel=0.1)
     se = math.sqrt(2 / 1999) * math.hypot(1, ratio)  # of the ratio of variances
@@ -405,9 +394,7 @@ def test_errors_name_the_argument(kwargs, name):
             dp_noise_scale(**kwargs)
 
 
-# ---------------------------------------------------------------------------
-# The privacy loss of the release
-# ---------------------------------------------------------------------------
+# --- The privacy loss of the release
 def neighbour_pairs(n_bags):
     """Bags of 4 people, 2 of each class; bag k's neighbour has one person
     of class 0 relabelled 1 (counts [1, 3]) or one of class 1 added ([2, 3]).
@@ -499,9 +486,7 @@ def test_discrete_gaussian_release_is_within_its_delta_exactly(k):
     assert exact_hockey_stick(sigma / SQRT2, k, epsilon) > delta
 
 
-# ---------------------------------------------------------------------------
-# Extremes: tiny epsilon, huge values; the projection
-# ---------------------------------------------------------------------------
+# --- Extremes: tiny epsilon, huge values; the projection
 def test_small_but_representable_epsilon_gives_a_valid_release():
     ids = np.repeat(np.arange(50), 5)
     y = np.tile([0, 1, 1, 0, 1], 50)

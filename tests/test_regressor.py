@@ -38,14 +38,8 @@ def _synthetic(n=1536, seed=0):
     """A nonlinear target of 5 standard normal features, small noise."""
     rng = np.random.RandomState(seed)
     X = rng.normal(size=(n, 5))
-    y = (
-        np.sin(2 * X[:, 0])
-        + X[:, 1] ** 2
-        - X[:, 2]
-        + 0.5 * X[:, 3] * X[:, 4]
-        + 0.1 * rng.normal(size=n)
-    )
-    return X, y
+    y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 - X[:, 2] + 0.5 * X[:, 3] * X[:, 4]
+    return X, y + 0.1 * rng.normal(size=n)
 
 
 def _bag_means(bags, y):
@@ -65,19 +59,13 @@ def linear_bags():
 
 def _small(**kwargs):
     params = dict(
-        module__hidden_sizes=(16,),
-        max_epochs=5,
-        lr=0.01,
-        verbose=0,
-        random_state=0,
+        module__hidden_sizes=(16,), max_epochs=5, lr=0.01, verbose=0, random_state=0
     )
     params.update(kwargs)
     return LLPRegressor(**params)
 
 
-# ----------------------------------------------------------------------
-# the losses, by hand
-# ----------------------------------------------------------------------
+# --- the losses, by hand
 PRED = torch.tensor([1.0, 3.0, 5.0, 2.0])
 SEGMENTS = torch.tensor([0, 0, 1, 1])
 MEANS = torch.tensor([1.0, 4.0])
@@ -145,9 +133,7 @@ def test_regression_methods_have_their_own_registry():
         make_method(BagLoss(), task="classification")
 
 
-# ----------------------------------------------------------------------
-# learning
-# ----------------------------------------------------------------------
+# --- learning
 @pytest.mark.slow
 def test_learns_a_nonlinear_target_from_bags_of_16():
     X, y = _synthetic()
@@ -201,20 +187,16 @@ def test_unidentifiable_feature_warns():
     X[:, 1] = np.tile([0.0, 1.0], 20)  # every bag of 2 holds one 0 and one 1
     bags = np.arange(40) // 2
     means = _bag_means(bags, X[:, 0])
-    with pytest.warns(IdentifiabilityWarning, match=r"\[1\]"):
-        _small(max_epochs=1).fit(X, bags, means)
-    with pytest.warns(IdentifiabilityWarning, match=r"\['b'\]"):
-        _small(max_epochs=1).fit(pd.DataFrame(X, columns=["a", "b"]), bags, means)
-    with pytest.warns(IdentifiabilityWarning, match=r"\[1\]"):
-        _small(max_epochs=1).fit(sp.csr_matrix(X), bags, means)
+    frame, sparse = pd.DataFrame(X, columns=["a", "b"]), sp.csr_matrix(X)
+    for form, named in [(X, r"\[1\]"), (frame, r"\['b'\]"), (sparse, r"\[1\]")]:
+        with pytest.warns(IdentifiabilityWarning, match=named):
+            _small(max_epochs=1).fit(form, bags, means)
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         _small(max_epochs=1).fit(X[:, :1], bags, means)
 
 
-# ----------------------------------------------------------------------
-# bad input
-# ----------------------------------------------------------------------
+# --- bad input
 # (the reader's refusals given by every estimator alike: test_conformance.py)
 @pytest.mark.parametrize(
     "change, error, match",
@@ -232,9 +214,7 @@ def test_bad_input_is_refused_before_training(linear_bags, change, error, match)
     assert not hasattr(reg, "target_mean_")
 
 
-# ----------------------------------------------------------------------
-# bag generators: means of a continuous y
-# ----------------------------------------------------------------------
+# --- bag generators: means of a continuous y
 @pytest.mark.parametrize(
     "generator",
     [

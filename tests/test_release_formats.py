@@ -32,9 +32,7 @@ def census(n_bags=60, low=5, high=80, n_classes=3, seed=0):
     return ids, rng.randint(0, n_classes, len(ids)), sizes
 
 
-# ---------------------------------------------------------------------------
-# Clamping and suppression
-# ---------------------------------------------------------------------------
+# --- Clamping and suppression
 @pytest.mark.parametrize("mechanism", ["laplace", "discrete_laplace"])
 def test_clamped_counts_are_the_same_noise_clipped_to_their_range(mechanism):
     ids, y, sizes = census(n_bags=40, low=1, high=6)
@@ -129,9 +127,7 @@ def test_noisy_method_reads_the_release(mechanism, delta, relation):
         NoisyProportions(release={}).prepare(check_bags(ids, table), None)
 
 
-# ---------------------------------------------------------------------------
-# Bag means for regression
-# ---------------------------------------------------------------------------
+# --- Bag means for regression
 def regression_bags(n_bags=80, seed=0):
     rng = np.random.RandomState(seed)
     sizes = rng.randint(2, 60, n_bags)
@@ -312,9 +308,7 @@ def test_noise_aware_bag_weights_errors():
     )
 
 
-# ---------------------------------------------------------------------------
-# Every form of bags, read by the one reader (issue 32, case 7)
-# ---------------------------------------------------------------------------
+# --- Every form of bags, read by the one reader (issue 32, case 7)
 FORMS = {  # the bags of ids (0..k-1, -1 for a row in none) in every form
     "list": lambda ids: ids.tolist(),
     "Series": pd.Series,
@@ -378,22 +372,8 @@ ERRORS = [  # name, bags, n_samples, the calls it goes to, error, message
     ("weighted Bags", WEIGHTED, None, ALL, ValueError, "bags .* sample weights"),
     ("2-D ids", np.c_[IDS, IDS], None, ALL, ValueError, "bags must be 1-D"),
     ("None", None, None, ALL[:3], TypeError, "bags is None"),
-    (
-        "lists, no n_samples",
-        [[0, 1], [2, 3], [4, 5]],
-        None,
-        NO_Y,
-        TypeError,
-        "n_samples",
-    ),
-    (
-        "n_samples of other rows",
-        IDS,
-        7,
-        NO_Y,
-        ValueError,
-        "bags covers 6 .* n_samples=7",
-    ),
+    ("no n_samples", [[0, 1], [2, 3], [4, 5]], None, NO_Y, TypeError, "n_samples"),
+    ("other n_samples", IDS, 7, NO_Y, ValueError, "bags covers 6 .* n_samples=7"),
 ]
 
 

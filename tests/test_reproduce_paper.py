@@ -143,9 +143,7 @@ def test_plan_expands_rows_and_full():
     assert rp.plan(args) == [("cifar10", "uniform", 64, "vat")]
 
 
-# ----------------------------------------------------------------------
-# augmentation
-# ----------------------------------------------------------------------
+# --- augmentation
 def _distinct_images(n=64, c=3, h=32, w=32):
     return torch.arange(n * c * h * w, dtype=torch.float32).view(n, c, h, w) + 1.0
 

@@ -17,10 +17,7 @@ from sklearn.base import clone
 from skorch.callbacks import Callback
 
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import (
-    KMeansBagGenerator,
-    UniformBagGenerator,
-)
+from sklearn_llp.bags import KMeansBagGenerator, UniformBagGenerator
 from sklearn_llp.methods import _segments as _losses
 from sklearn_llp.methods import available_methods
 from sklearn_llp.methods._segments import gather_rows, segment_sum
@@ -31,11 +28,7 @@ METHODS = available_methods()  # every registered method
 
 def _tiny(**params):
     defaults = dict(
-        module__hidden_sizes=(16,),
-        max_epochs=3,
-        batch_size=32,
-        verbose=0,
-        device="cpu",
+        module__hidden_sizes=(16,), max_epochs=3, batch_size=32, verbose=0, device="cpu"
     )
     return LLPClassifier(**{**defaults, **params})
 
@@ -106,9 +99,7 @@ def test_random_state_instances_follow_scikit_learn(small_bags):
     assert not np.array_equal(one, two)
 
 
-# --------------------------------------------------------------------------
-# Bag generators.
-# --------------------------------------------------------------------------
+# --- Bag generators.
 @pytest.fixture
 def unstructured():
     """Rows without cluster structure, so K-means depends on its seed."""
@@ -227,9 +218,7 @@ def test_gather_gradient_equals_indexing(device):
     assert not grad[4].any()
 
 
-# --------------------------------------------------------------------------
-# every method's training step
-# --------------------------------------------------------------------------
+# --- every method's training step
 #: Autograd nodes whose backward is an (atomic, on CUDA) scatter-add.
 SCATTER_NODES = {
     "IndexBackward0",
@@ -317,9 +306,7 @@ def test_training_step_has_no_atomic_accumulation(method, small_bags, device):
     assert not torch.are_deterministic_algorithms_enabled()
 
 
-# --------------------------------------------------------------------------
-# deterministic(): restores the caller's settings
-# --------------------------------------------------------------------------
+# --- deterministic(): restores the caller's settings
 @pytest.fixture
 def clean_state(monkeypatch):
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
