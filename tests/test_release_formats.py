@@ -239,6 +239,20 @@ def test_bag_mean_noise_has_the_stated_scale(mechanism, delta, epsilon):
     )
 
 
+def test_add_remove_bag_means_noise_has_the_stated_delta_method_scale():
+    rng = np.random.RandomState(0)  # large bags: the noisy count's ratio is near n
+    ids = np.repeat(np.arange(40), rng.randint(500, 1000, 40))
+    y, kw = rng.normal(5.0, 3.0, len(ids)), dict(bounds=(0.0, 10.0))
+    exact = dp_bag_means(ids, y, np.inf, **kw)["mean"].to_numpy()
+    releases = (
+        dp_bag_means(ids, y, 1.0, neighbours="add_remove", random_state=s, **kw)
+        for s in range(150)
+    )
+    z = np.concatenate([(t["mean"].to_numpy() - exact) / t["std"] for t in releases])
+    assert abs(z.var() - 1) < 4.5 * np.std(z**2) / math.sqrt(z.size)
+    assert abs(z.mean()) < 4 / math.sqrt(z.size)
+
+
 def test_bag_means_laplace_privacy_loss_is_at_most_epsilon():
     """Two neighbours: one row's value changed from lo to hi. The log density
     ratio of the released sums (means times the public sizes) never exceeds
