@@ -239,6 +239,7 @@ def test_bag_mean_noise_has_the_stated_scale(mechanism, delta, epsilon):
     )
 
 
+@pytest.mark.slow
 def test_add_remove_bag_means_noise_has_the_stated_delta_method_scale():
     rng = np.random.RandomState(0)  # large bags: the noisy count's ratio is near n
     ids = np.repeat(np.arange(40), rng.randint(500, 1000, 40))
