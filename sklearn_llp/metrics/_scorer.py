@@ -199,11 +199,7 @@ class BagScorer:
         else:
             bags = check_bags(y, n_samples=n_samples, sample_weight=sample_weight)
             bags = attach_table(bags, self.table, self.task, classes, "table")
-        # zero weights drop rows from bags, not from the bag the model saw
-        unweighted = (
-            bags if sample_weight is None else check_bags(y, n_samples=n_samples)
-        )
-        self._warn_if_trained_on(estimator, bags, unweighted.sizes)
+        self._warn_if_trained_on(estimator, bags, y, sample_weight)
         if self.task != CLASSIFICATION:
             y_pred = check_predictions(estimator.predict(X), n_samples)
             error = bag_errors_of(bags, y_pred, (self.metric,))[self.metric]
@@ -219,7 +215,7 @@ class BagScorer:
                 )
         return -bag_errors_of(bags, proba, (self.metric,), pred=pred)[self.metric]
 
-    def _warn_if_trained_on(self, estimator, bags, row_sizes):
+    def _warn_if_trained_on(self, estimator, bags, y, sample_weight):
         """Warn when scored bags were trained on (only split ones, when the
         scorer knows every bag's size)."""
         trained_ids = _trained_bag_ids(estimator)
@@ -232,7 +228,17 @@ class BagScorer:
             return
         sizes = getattr(self, "_bag_sizes", None)
         if sizes is not None:
-            trained &= row_sizes < sizes.reindex(ids).to_numpy(dtype=float)
+            # zero weights drop rows (even whole bags) from bags, not from the
+            # bags the model saw: count every row of y, by id
+            rows = (
+                bags
+                if sample_weight is None
+                else check_bags(y, n_samples=bags.n_samples)
+            )
+            scored = pd.Series(rows.sizes, pd.Index(rows.ids, tupleize_cols=False))
+            trained &= scored.reindex(ids).to_numpy() < sizes.reindex(ids).to_numpy(
+                dtype=float
+            )
             how = (
                 "hold only part of their rows while the model trained on bags "
                 "with the same ids"
