@@ -70,45 +70,37 @@ def restore_on_error(estimator, names):
 
 def refuse_meaningless_cv(estimator, values, task=CLASSIFICATION):
     """Fail first thing in a fit under a meaningless sklearn cross-validation:
-    ``cross_val_predict`` of probabilities, or scoring without the values."""
-    if values is None:
-        _refuse_labels_scored_as_bags(task)
-        return
-    predict = _sklearn_caller("_fit_and_predict")
-    method = predict and predict.get("method")
-    if method in ("predict_proba", "predict_log_proba", "decision_function"):
-        raise TypeError(_CROSS_VAL_PREDICT.format(method=method))
+    ``cross_val_predict`` of probabilities, scoring without the values, or a
+    fit without values that a bag scorer reads as bags."""
+    key = "props" if task == CLASSIFICATION else "targets"
+    if values is not None:
+        predict = _sklearn_caller("_fit_and_predict")
+        method = predict and predict.get("method")
+        if method in ("predict_proba", "predict_log_proba", "decision_function"):
+            raise TypeError(_CROSS_VAL_PREDICT.format(method=method))
     scoring = _sklearn_caller("_fit_and_score")
     if scoring is None:
         return
     scorer = scoring.get("scorer")
     scorers = getattr(scorer, "_scorers", {"score": scorer}).values()
+    if values is None:  # y is read as labels; a table scorer reads it as bags
+        tables = [s for s in scorers if getattr(s, "table", None) is not None]
+        if tables:
+            raise ValueError(
+                f"fit got no {key}, so it reads y as instance "
+                f"{'labels' if task == CLASSIFICATION else 'targets'}, while "
+                f"{tables[0]!r} reads the same y as bag ids. Pass the bags' "
+                f"{key} to fit: GridSearchCV(...).fit(X, bags, {key}=...) (in a "
+                f"Pipeline, <step>__{key}=...), or params={{'{key}': ...}} to "
+                "cross_validate / cross_val_score."
+            )
+        return
     passthrough = any(type(s).__name__ == "_PassthroughScorer" for s in scorers)
-    key = "props" if task == CLASSIFICATION else "targets"
     if passthrough and key not in (scoring.get("score_params") or {}):
         name = type(getattr(estimator, "steps", [[0, estimator]])[-1][1]).__name__
         raise ValueError(
             _SCORE_WITHOUT_VALUES.format(name=name, **_SCORE_WORDS[task])
             + " (Raised in fit, so that the search stops instead of scoring NaN.)"
-        )
-
-
-def _refuse_labels_scored_as_bags(task):
-    """A fit without values reads ``y`` as instance labels; a bag scorer with
-    a table reads the same ``y`` as bag ids: the fit forgot its values."""
-    scoring = _sklearn_caller("_fit_and_score")
-    scorer = scoring and scoring.get("scorer")
-    scorers = getattr(scorer, "_scorers", {"score": scorer}).values()
-    bag_scorers = [s for s in scorers if getattr(s, "table", None) is not None]
-    if bag_scorers:
-        key = "props" if task == CLASSIFICATION else "targets"
-        raise ValueError(
-            f"fit got no {key}, so it reads y as instance "
-            f"{'labels' if task == CLASSIFICATION else 'targets'}, while "
-            f"{bag_scorers[0]!r} reads the same y as bag ids. Pass the bags' "
-            f"{key} to fit: GridSearchCV(...).fit(X, bags, {key}=...) (in a "
-            f"Pipeline, <step>__{key}=...), or params={{'{key}': ...}} to "
-            "cross_validate / cross_val_score."
         )
 
 
