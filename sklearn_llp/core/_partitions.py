@@ -1,8 +1,81 @@
-"""Predictions over Dask collections, lazily, one block at a time."""
+"""Dask collections: lazy predictions and the row partitions a fit streams."""
 
 import functools
 
 import numpy as np
+
+
+def is_dask(obj):
+    """Whether ``obj`` is a Dask collection (array, DataFrame, Series)."""
+    return type(obj).__module__.startswith("dask") and hasattr(obj, "dask")
+
+
+def row_partitions(X, *columns, names=()):
+    """The blocks of rows of ``X`` and ``columns``, as delayed tuples.
+
+    ``columns`` (bag ids, per-row values) are split like ``X``: columns of
+    the same Dask DataFrame (read in one task, so that their rows line up
+    even after a shuffle), or arrays (NumPy too, with a Dask array ``X``)
+    rechunked to its row chunks. Returns ``(parts, column_parts)``: one
+    ``(X_block, *column_blocks)`` and one ``column_blocks`` per block, the
+    latter read without ``X``.
+    """
+    import dask
+
+    if hasattr(X, "divisions"):  # a DataFrame: one frame holds every column
+        layout, new = [], {}
+        for column, name in zip(columns, names):
+            if not hasattr(column, "divisions"):
+                raise TypeError(
+                    f"{name}: with a Dask DataFrame X, pass {name} as a Dask "
+                    "Series or DataFrame split like X (columns of the same "
+                    "DataFrame)."
+                )
+            frame = column.to_frame() if column.ndim == 1 else column
+            keys = {f"__llp_{name}_{j}": c for j, c in enumerate(frame.columns)}
+            new.update({k: frame[c] for k, c in keys.items()})
+            layout.append((keys, column.ndim))
+        try:
+            frame = X.assign(**new)
+        except ValueError as exc:
+            raise ValueError(
+                f"{', '.join(names)} must be split like X (columns of the same "
+                f"DataFrame): {exc}"
+            ) from None
+        split = dask.delayed(_split_frame, pure=True)
+        features = list(X.columns)
+        return (
+            [split(part, features, layout) for part in frame.to_delayed()],
+            [split(part, None, layout) for part in frame[list(new)].to_delayed()],
+        )
+    import dask.array as da
+
+    blocks = [_blocks(X.rechunk({axis: -1 for axis in range(1, X.ndim)}))]
+    for column, name in zip(columns, names):
+        if hasattr(column, "to_dask_array"):
+            column = column.to_dask_array(lengths=True)
+        column = da.asarray(column)
+        if column.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"{name} has {column.shape[0]} rows but X has {X.shape[0]}."
+            )
+        chunks = {a: -1 for a in range(1, column.ndim)}
+        blocks.append(_blocks(column.rechunk({0: X.chunks[0], **chunks})))
+    join = dask.delayed(tuple, pure=True)
+    return [join(b) for b in zip(*blocks)], [join(b[1:]) for b in zip(*blocks)]
+
+
+def _split_frame(frame, features, layout):
+    """``(X, *columns)`` of a partition (``features`` None: columns only)."""
+    columns = []
+    for keys, ndim in layout:
+        column = frame[list(keys)].rename(columns=keys)
+        columns.append(column.iloc[:, 0] if ndim == 1 else column)
+    return tuple(columns) if features is None else (frame[features], *columns)
+
+
+def _blocks(array):
+    return array.to_delayed().ravel().tolist()
 
 
 def over_dask_partitions(method):
@@ -26,7 +99,7 @@ def over_dask_partitions(method):
 
     @functools.wraps(method)
     def predict(self, X, *args, **kwargs):
-        if not (type(X).__module__.startswith("dask") and hasattr(X, "dask")):
+        if not is_dask(X):
             return method(self, X, *args, **kwargs)
 
         def block(rows):

@@ -7,6 +7,7 @@ loader's ``batch_size=None`` mode), so no Python code runs per instance.
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.utils import check_random_state
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
 from ..methods.functional import attach_plan
@@ -48,8 +49,11 @@ class BagDataset(torch.utils.data.Dataset):
     ``dataset[pairs]`` (each bag's pairs in one run) returns the distinct rows
     and the batch's structure: ``segments``, ``members`` (overlapping bags
     only), ``bag_props`` (``values``), ``bag_index``, ``rows`` and, if
-    weighted, ``weights``/``bag_weights``.
+    weighted, ``weights``/``bag_weights``. ``bag_numbers`` (a window of a
+    streamed fit) renumbers ``bag_index`` as the method knows the bags.
     """
+
+    bag_numbers = None
 
     def __init__(self, X, bags, values=None):
         self.X = X
@@ -90,6 +94,8 @@ class BagDataset(torch.utils.data.Dataset):
         target["segments"] = torch.from_numpy(segments)
         target["bag_index"] = torch.from_numpy(bags_present)
         target["bag_props"] = self.bag_props[target["bag_index"]]
+        if self.bag_numbers is not None:
+            target["bag_index"] = torch.from_numpy(self.bag_numbers[bags_present])
         if self.weights is not None:
             target["weights"] = self.weights[torch.from_numpy(rows)]
         if self.bag_weights is not None:
@@ -139,6 +145,9 @@ class EpochBatches:
             weights = data.weights.to(device)[on_device["rows"]]
         if data.bag_weights is not None:
             bag_weights = data.bag_weights.to(device)[on_device["bag_index"]]
+        if data.bag_numbers is not None:
+            numbers = torch.from_numpy(data.bag_numbers[plan["bag_index"]])
+            on_device["bag_index"] = numbers.to(device)
         for b in range(len(batches)):
             p, s, r = (slice(cut[b], cut[b + 1]) for cut in cuts)
             # a batch's offsets: one per group, then its end
@@ -252,13 +261,21 @@ class BagBatchSampler(Sampler):
         self.batch_size = batch_size
         self.max_bag_size = max_bag_size
         self.shuffle = shuffle
-        self.rng = np.random.RandomState(random_state)
+        self.rng = check_random_state(random_state)  # an instance is shared
         self.sizes = np.bincount(self.codes)
 
     def _effective_sizes(self, sizes):
         if self.max_bag_size is None:
             return sizes
         return np.minimum(sizes, self.max_bag_size)
+
+    @staticmethod
+    def count(sizes, batch_size, max_bag_size=None):
+        """Batches of an epoch of bags of ``sizes``, in their given order."""
+        if max_bag_size is not None:
+            sizes = np.minimum(sizes, max_bag_size)
+        offsets = np.cumsum(sizes) - sizes
+        return max(1, len(np.unique(offsets // batch_size)))
 
     def batches(self):
         """The index arrays of one epoch."""
@@ -289,9 +306,7 @@ class BagBatchSampler(Sampler):
 
     def __len__(self):
         # batches of the unshuffled order; a shuffled epoch differs by a few
-        sizes = self._effective_sizes(self.sizes)
-        offsets = np.cumsum(sizes) - sizes
-        return max(1, len(np.unique(offsets // self.batch_size)))
+        return self.count(self.sizes, self.batch_size, self.max_bag_size)
 
 
 class ShardedBatchSampler(Sampler):

@@ -28,7 +28,13 @@ from skorch.dataset import unpack_data
 from skorch.history import History
 from skorch.utils import to_tensor
 
-from ..core import check_fit_inputs, num_rows, refuse_meaningless_cv, restore_on_error
+from ..core import (
+    check_fit_inputs,
+    is_dask,
+    num_rows,
+    refuse_meaningless_cv,
+    restore_on_error,
+)
 from ..exceptions import ModelResetWarning
 from ..methods import BagBatch, LLPMethod, make_method, method_params
 from ..model_selection import BagShuffleSplit
@@ -56,6 +62,7 @@ from ._runtime import (
     draw_seed,
     resident,
 )
+from ._stream import DaskSource, StreamedBags, StreamedEpochs
 
 # skorch parameters with no meaning here: the method is the loss, batches are
 # whole bags, validation holds out whole bags, the head owns the output.
@@ -332,19 +339,25 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         self.initialize_method()  # a bad method__* value fails here
         method, self.method_ = self.method_, previous_method
         continuing = self.__sklearn_is_fitted__() and (partial or self.warm_start)
+        source = None
         with restore_on_error(self, _DATA_ATTRIBUTES):
+            if is_dask(X):  # streamed: X below is a sample of its partitions
+                source = self._dask_source(X, y, values, sample_weight, classes)
+                X, y = source.load(source.sample())
+                y, values, sample_weight = source.bags_of(y)[0], None, None
             X = self._validate_X(X, reset=not continuing)
             bags, on_labels = self._read_fit_inputs(
                 X, y, values, sample_weight, classes, continuing
             )
-            self._check_fit_problem(bags)
-            batch_size = self.batch_size_ if continuing else self._batch_size(bags)
+            every = bags if source is None else source.bags
+            self._check_fit_problem(every)
+            batch_size = self.batch_size_ if continuing else self._batch_size(every)
         if not (on_labels or continuing):
             self._warn_if_unidentifiable(bags, X)
         early_stopping = self._resolve_early_stopping(bags, method)
         # every check has passed: commit
         self._input_shape_ = tuple(X.shape[1:])
-        self._commit_fit_inputs(bags, on_labels, continuing)
+        self._commit_fit_inputs(every, on_labels, continuing)
         self._fit_on_labels_ = on_labels
         self.method_, self.batch_size_ = method, batch_size
         self.do_early_stopping_ = early_stopping
@@ -378,21 +391,46 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             ):
                 if not continuing and not (partial and self.initialized_ and not stale):
                     self.initialize()
-                datasets = self._split(dataset)
+                datasets = sample = self._split(dataset)
+                if source is not None:
+                    datasets = TrainValid(self._streamed(source, sample), sample.valid)
                 self._record_train_bags(datasets.train.bags, on_labels, continuing)
                 self.method_.prepare(
                     datasets.train.bags, np.random.RandomState(self._seed_)
                 )
                 if not (continuing and partial) or self.total_steps_ is None:
-                    steps = len(self._train_sampler(datasets.train))
+                    steps = len(self.get_iterator(datasets.train, training=True))
                     self.total_steps_ = steps * self.max_epochs
                 self._epoch_of_fit_ = 0
                 super().partial_fit(datasets, None, **fit_params)
-                self._after_training(datasets.train)
+                self._after_training(sample.train)
         except BaseException:
             self._weights_stale_ = True
             raise
         return self
+
+    def _dask_source(self, X, y, values, sample_weight, classes):
+        """The partitions of a Dask fit, their bags read in one pass."""
+        fitted = getattr(self, "classes_", None) if self.warm_start else None
+        return DaskSource(
+            X,
+            y,
+            values,
+            task=self._task,
+            classes=fitted if fitted is not None else classes,
+            sample_weight=sample_weight,
+            seed=draw_seed(self.random_state),
+        )
+
+    def _streamed(self, source, sample):
+        """Every bag but the held-out ones, read a window at a time."""
+        held_out = [] if sample.valid is None else sample.valid.bags.ids
+        return StreamedBags(
+            source,
+            held_out,
+            read_X=lambda X: self._validate_X(X, reset=False),
+            values_of=self._values_of,
+        )
 
     def _read_fit_inputs(self, X, y, values, sample_weight, classes, continuing):
         """Bags from the fit's arguments: ``(bags, on_labels)``."""
@@ -507,13 +545,13 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             minimum = int(np.clip(rows // 512, _MIN_BATCH_ROWS, _MAX_CPU_BATCH))
         return minimum if typical < minimum else _BAGS_PER_STEP * typical
 
-    def _train_sampler(self, dataset):
+    def _train_sampler(self, dataset, random_state=None):
         return BagBatchSampler(
             dataset.pair_bags,
             self.batch_size_,
             max_bag_size=self.max_bag_size,
             shuffle=True,
-            random_state=self._seed_,
+            random_state=self._seed_ if random_state is None else random_state,
         )
 
     # --- skorch's getters: pure, the work is done before training ---
@@ -545,6 +583,16 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def get_iterator(self, dataset, training=False):
         """Whole-bag batches for bag datasets, large row batches otherwise."""
+        if isinstance(dataset, StreamedBags):
+            return StreamedEpochs(
+                dataset,
+                lambda window, rng: self._train_sampler(window, random_state=rng),
+                BagBatchSampler.count(
+                    dataset.bags.sizes, self.batch_size_, self.max_bag_size
+                ),
+                device=self._resolved_device(),
+                seed=self._seed_,
+            )
         if not isinstance(dataset, BagDataset):
             return array_loader(dataset, self.predict_batch_size)
         sampler = (

@@ -61,8 +61,8 @@ class LLPAccelerateMixin(AccelerateMixin):
             self.accelerator.print(*args, **kwargs)
 
     # --- data: whole bags per process, no accelerate sharding ---
-    def _train_sampler(self, dataset):
-        sampler = super()._train_sampler(dataset)
+    def _train_sampler(self, dataset, random_state=None):
+        sampler = super()._train_sampler(dataset, random_state)
         if self.accelerator.num_processes == 1:
             return sampler
         return ShardedBatchSampler(

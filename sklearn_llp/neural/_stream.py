@@ -1,0 +1,213 @@
+"""Training from Dask collections, streamed one window of partitions at a time.
+
+``X`` is never gathered: a first pass reads only the bag ids (and per-row
+values); a bounded sample of partitions gives the held-out bags and the
+decision rule; every epoch then visits the partitions in a seeded order,
+about ``_WINDOW_ROWS`` rows at a time, loading the next window while the
+network trains on this one. Bags must lie whole within a partition.
+"""
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+
+from ..core import Bags, check_bags, check_fit_inputs, is_dask, row_partitions
+from ._data import BagDataset, EpochBatches, as_tensor
+
+#: Rows of the sample of partitions held in memory (held-out bags, decision
+#: rule), and of a window of partitions trained on together.
+_SAMPLE_ROWS = 2**18
+_WINDOW_ROWS = 2**18
+
+
+def _index(ids):
+    return pd.Index(list(ids) if ids.dtype == object else ids, tupleize_cols=False)
+
+
+def _read_partition(ids, values, task, classes):
+    """A partition's bags: ids, sizes and (per-row values) per-bag values."""
+    value_key = {"classification": "props", "regression": "targets"}[task]
+    if hasattr(values, "reset_index"):  # aligned by position, not by index
+        values = values.reset_index(drop=True)
+    ids = ids.to_numpy() if hasattr(ids, "to_numpy") else ids
+    bags = check_bags(ids, **{value_key: values}, classes=classes)
+    table = None
+    if values is not None:
+        table = pd.DataFrame(bags.values, index=_index(bags.ids), columns=bags.classes)
+        if task == "regression":
+            table = table.iloc[:, 0]
+    return bags.ids, bags.sizes, table
+
+
+def _stand_in(bags, sizes, keep=slice(None)):
+    """Bags ``keep`` of ``bags`` (one row each) with their true ``sizes``.
+
+    The epoch-level code reads sizes, ids and values; ``members`` is a
+    zero-stride placeholder of the right length, never an index.
+    """
+    sizes = sizes[keep]
+    out = Bags(
+        np.r_[0, np.cumsum(sizes)],
+        np.broadcast_to(np.int64(0), (int(np.sum(sizes)),)),
+        bags.ids[keep],
+        int(np.sum(sizes)),
+        None if bags.values is None else bags.values[keep],
+        bags.task,
+        bags.classes,
+        positional_classes=bags.positional_classes,
+    )
+    vars(out).update(overlapping=False)  # the cached property, known
+    return out
+
+
+class DaskSource:
+    """The partitions of a Dask fit, the stand-in of all its bags, and the
+    sample of whole partitions kept in memory."""
+
+    def __init__(self, X, y, values, *, task, classes, sample_weight, seed):
+        if sample_weight is not None:
+            raise TypeError(
+                "sample_weight is not supported with Dask X; give rows of "
+                "weight 0 no bag, or fit on NumPy arrays."
+            )
+        if values is None:
+            raise ValueError(
+                "A fit on Dask X needs bags and their values (props or targets); "
+                "instance labels or targets alone are not streamed."
+            )
+        per_row = is_dask(values)
+        if not per_row and not isinstance(values, (pd.DataFrame, pd.Series, Mapping)):
+            raise TypeError(
+                f"values: with Dask X, pass per-bag values as a table keyed by "
+                f"bag id (DataFrame, Series or dict), or per-row values as a "
+                f"Dask collection split like X; got {type(values).__name__}."
+            )
+        columns = (y, values) if per_row else (y,)
+        names = ("bags", "props" if task == "classification" else "targets")
+        self.parts, columns = row_partitions(X, *columns, names=names)
+        self.task, self.per_row = task, per_row
+        import dask
+
+        read = dask.delayed(_read_partition, pure=True)
+        summaries = dask.compute(
+            *[read(c[0], c[1] if per_row else None, task, classes) for c in columns]
+        )
+        ids = np.concatenate([s[0] for s in summaries])
+        index = _index(ids)
+        if index.has_duplicates:
+            self._refuse_split_bags(index, summaries)
+        self.part_rows = np.array([int(np.sum(s[1])) for s in summaries])
+        if per_row:
+            values = pd.concat([s[2] for s in summaries])
+        n_bags = len(ids)
+        single, _ = check_fit_inputs(
+            ids if ids.dtype != object else index.to_numpy(),
+            values,
+            task=task,
+            n_samples=n_bags,
+            classes=classes,
+            min_bags=2,
+        )
+        sizes = np.concatenate([s[1] for s in summaries])
+        self.bags = _stand_in(single, sizes[index.get_indexer(_index(single.ids))])
+        self.id_index = _index(single.ids)
+        self.seed = seed
+        self.window_rows = _WINDOW_ROWS
+
+    @staticmethod
+    def _refuse_split_bags(index, summaries):
+        bag = index[index.duplicated()][0]
+        bag = bag.item() if hasattr(bag, "item") else bag
+        where = [k for k, s in enumerate(summaries) if bag in set(s[0].tolist())]
+        raise ValueError(
+            f"bags: bag {bag!r} has rows in partitions {where[:5]}; a Dask fit "
+            "needs every bag whole in one partition. Put each bag's rows "
+            "together first, e.g. ddf = ddf.shuffle('bag') or "
+            "ddf.set_index('bag') (DataFrames), or sort the rows by bag "
+            "before making the arrays."
+        )
+
+    def load(self, partitions):
+        """Rows and bag ids of ``partitions``, concatenated in that order."""
+        import dask
+
+        loaded = [
+            part[:2] for part in dask.compute(*[self.parts[k] for k in partitions])
+        ]
+        X = [np.asarray(x) if not hasattr(x, "columns") else x for x, _ in loaded]
+        X = pd.concat(X) if hasattr(X[0], "columns") else np.concatenate(X)
+        ids = np.concatenate([np.asarray(i) for _, i in loaded])  # by position
+        return X, ids
+
+    def sample(self):
+        """Whole partitions in their own order, at least ``_SAMPLE_ROWS`` rows."""
+        order = np.random.RandomState(self.seed).permutation(len(self.parts))
+        cut = np.searchsorted(np.cumsum(self.part_rows[order]), _SAMPLE_ROWS)
+        return np.sort(order[: cut + 1])
+
+    def bags_of(self, ids):
+        """The bags of rows with bag ``ids``, carrying their values."""
+        bags = check_bags(ids)
+        position = self.id_index.get_indexer(_index(bags.ids))
+        return bags.with_values(
+            self.bags.values[position],
+            self.task,
+            self.bags.classes,
+            positional=self.bags.positional_classes,
+        ), position
+
+
+class StreamedBags:
+    """The training side of a Dask fit: every bag but the held-out ones."""
+
+    def __init__(self, source, held_out_ids, read_X, values_of):
+        keep = ~source.id_index.isin(_index(np.asarray(held_out_ids)))
+        self.source, self.read_X, self.values_of = source, read_X, values_of
+        self.bags = _stand_in(source.bags, source.bags.sizes, keep)
+        self.train_number = np.where(keep, np.cumsum(keep) - 1, -1)
+
+    def window(self, partitions):
+        """A :class:`BagDataset` of the training bags of ``partitions``."""
+        X, ids = self.source.load(partitions)
+        bags, position = self.source.bags_of(ids)
+        number = self.train_number[position]
+        bags = bags.select(number >= 0)
+        dataset = BagDataset(as_tensor(self.read_X(X)), bags, self.values_of(bags))
+        dataset.bag_numbers = number[number >= 0]
+        return dataset
+
+
+class StreamedEpochs:
+    """Every epoch: the partitions in a seeded order, windows of whole
+    partitions, each window's whole-bag batches from one shared sampler
+    state; the next window loads while this one trains."""
+
+    def __init__(self, dataset, sampler_of, n_batches, device, seed):
+        self.dataset, self.sampler_of, self.device = dataset, sampler_of, device
+        self.n_batches = n_batches
+        self.order_rng = np.random.RandomState(seed)
+        self.rng = np.random.RandomState(seed)
+
+    def __len__(self):
+        # as a sampler counts; windows add up to one batch each
+        return self.n_batches
+
+    def windows(self):
+        source = self.dataset.source
+        order = self.order_rng.permutation(len(source.parts))
+        ends = np.cumsum(source.part_rows[order]) // source.window_rows
+        cuts = np.flatnonzero(np.diff(ends)) + 1
+        return np.split(order, cuts)
+
+    def __iter__(self):
+        windows = self.windows()
+        with ThreadPoolExecutor(1) as loader:
+            pending = loader.submit(self.dataset.window, windows[0])
+            for k in range(len(windows)):
+                dataset = pending.result()
+                if k + 1 < len(windows):
+                    pending = loader.submit(self.dataset.window, windows[k + 1])
+                sampler = self.sampler_of(dataset, self.rng)
+                yield from EpochBatches(dataset, sampler, device=self.device)
