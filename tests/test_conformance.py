@@ -905,6 +905,164 @@ def test_dask_input_predicts_lazily_what_an_array_gives(name):
             np.testing.assert_allclose(lazy.compute(), expected, rtol=1e-6)
 
 
+def _by_bag(p):
+    """The rows sorted by bag (so that blocks can hold whole bags), and the
+    row offsets where a bag starts."""
+    order = np.argsort(p.codes, kind="stable")
+    starts = np.flatnonzero(np.diff(p.codes[order], prepend=-1))
+    return order, starts
+
+
+def _dask_forms(p, order, starts):
+    """name -> (X, bags, values): one partition, blocks at bag starts, and a
+    DataFrame indexed by bag (its divisions never cut a bag)."""
+    da, dd = pytest.importorskip("dask.array"), pytest.importorskip("dask.dataframe")
+    X, codes, aligned = p.X[order], p.codes[order], p.aligned[order]
+    chunks = tuple(np.diff(np.r_[starts[::3], len(codes)]))
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    frame.index = pd.Index(codes, name="bag")
+    columns = pd.DataFrame(aligned.reshape(len(aligned), -1), index=frame.index)
+    ddf = dd.from_pandas(pd.concat([frame, columns], axis=1), npartitions=3)
+    v = ddf[0] if aligned.ndim == 1 else ddf[list(columns.columns)]
+    table = keyed(p.per_bag, range(p.n_bags))
+    return {
+        "one_block": (da.from_array(X), da.from_array(codes), table),
+        "blocks": (
+            da.from_array(X, chunks=(chunks, -1)),
+            da.from_array(codes, chunks=(chunks,)),
+            da.from_array(aligned, chunks=(chunks, *aligned.shape[1:])),
+        ),
+        "frame": (ddf[list(frame.columns)], ddf.index.to_series(), v),
+    }
+
+
+@pytest.mark.parametrize("form", ["one_block", "blocks", "frame"])
+@pytest.mark.parametrize("name", NETS)
+def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form):
+    # fewer rows than a window: every epoch trains on the same bags and
+    # batches as the NumPy fit, in any partition order
+    p = data(name, "many" if task(name) == R else 2)
+    order, starts = _by_bag(p)
+    X, bags, values = _dask_forms(p, order, starts)[form]
+    params = dict(early_stopping=True, n_iter_no_change=1, max_epochs=3)
+    expected = make(name, **params).fit(p.X[order], p.codes[order], p.aligned[order])
+    est = make(name, **params).fit(X, bags, values)
+    assert_same_model(est, expected, rtol=0, atol=0)
+    assert est.history[:, "valid_loss"] == expected.history[:, "valid_loss"]
+    np.testing.assert_array_equal(est.predict(p.X), expected.predict(p.X))
+    if form == "frame":
+        assert list(est.feature_names_in_) == [f"x{j}" for j in range(4)]
+
+
+def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
+    from sklearn_llp.neural import _stream
+
+    monkeypatch.setattr(_stream, "_WINDOW_ROWS", 16)  # about a block a window
+    p = data("LLPClassifier-dllp", 3)
+    order, starts = _by_bag(p)
+    X, bags, values = _dask_forms(p, order, starts)["blocks"]
+    est = make("LLPClassifier-dllp", max_epochs=1, batch_size=8).fit(X, bags, values)
+    epochs = est.get_iterator(
+        est._streamed(
+            est._dask_source(X, bags, values, None, None, False),
+            SimpleNamespace(valid=None),
+        ),
+        True,
+    )
+    seen = [target["bag_index"].tolist() for _, target in epochs]
+    windows = epochs.windows()
+    assert len(windows) > 2 and sorted(np.concatenate(windows)) == list(range(3))
+    flat = [b for batch in seen for b in batch]
+    assert sorted(flat) == list(range(p.n_bags))  # each bag once, whole
+    assert est.score(p.X, p.codes, p.aligned) > 0.5
+
+
+def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler():
+    distributed = pytest.importorskip("distributed")
+    p = data("LLPRegressor-bag", "many")
+    order, starts = _by_bag(p)
+    X, bags, values = _dask_forms(p, order, starts)["frame"]
+    expected = make("LLPRegressor-bag").fit(X, bags, values)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+        distributed.get_task_stream(client) as tasks,
+    ):
+        est = make("LLPRegressor-bag").fit(X, bags, values)
+        lazy = est.predict(X)
+        assert type(lazy).__name__ == "Array"
+        predicted = lazy.compute()
+    assert len(tasks.data) >= 3  # the partitions were read on the workers
+    assert_same_model(est, expected, rtol=0, atol=0)
+    np.testing.assert_array_equal(predicted, expected.predict(p.X[order]))
+
+
+@pytest.mark.parametrize("name", ["LLPClassifier-dllp", "LLPRegressor-bag"])
+def test_dask_bag_errors_and_scorers_reduce_what_arrays_give(name):
+    # any blocks (a bag may span them), per-bag table or per-row values
+    da = pytest.importorskip("dask.array")
+    p = data(name)
+    est = make(name).fit(p.X, p.codes, p.aligned)
+    X, codes = da.from_array(p.X, chunks=(10, -1)), da.from_array(p.codes, chunks=10)
+    table = keyed(p.per_bag, range(p.n_bags))
+    per_row = da.from_array(p.aligned, chunks=(10, *p.aligned.shape[1:]))
+    if task(name) == C:
+        metrics = ("hard_l1", "soft_kl")
+        errors = functools.partial(bag_errors, metrics=metrics)
+    else:
+        metrics = ("mse", "r2")
+        errors = lambda *a: dict(  # noqa: E731
+            mse=bag_mean_squared_error(*a), r2=bag_r2_score(*a)
+        )
+    expected = errors(p.codes, p.aligned, output(est, p.X))
+    for values in (table, per_row):
+        got = errors(codes, values, output(est, X))
+        assert got == pytest.approx(expected, rel=1e-6)  # float32 blocks
+        for metric in metrics:
+            score = make_bag_scorer(metric)
+            with pytest.warns(BagLeakageWarning):
+                in_memory = score(est, p.X, p.codes, p.aligned)
+            assert score(est, X, codes, values) == pytest.approx(in_memory, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ("split_bag", ValueError, "bag 0 has rows in partitions \\[0, 1\\].*shuffle"),
+        ("sample_weight", TypeError, "sample_weight is not supported with Dask"),
+        ("labels_only", ValueError, "needs bags and their values"),
+        ("array_values", TypeError, "values: with Dask X, pass per-bag values"),
+        ("numpy_bags_of_frame", TypeError, "bags: with a Dask DataFrame X"),
+        ("short_bags", ValueError, "bags has 60 rows but X has 64"),
+    ],
+)
+def test_dask_fit_refuses_what_it_cannot_stream(change, error, match):
+    da = pytest.importorskip("dask.array")
+    p = data("LLPClassifier-dllp")
+    order, starts = _by_bag(p)
+    X, bags, values = _dask_forms(p, order, starts)["one_block"]
+    frame_X, _, _ = _dask_forms(p, order, starts)["frame"]
+    kwargs = {}
+    if change == "split_bag":
+        X, bags = X.rechunk(4), bags.rechunk(4)
+    elif change == "sample_weight":
+        kwargs["sample_weight"] = np.ones(p.n)
+    elif change == "labels_only":
+        values = None
+    elif change == "array_values":
+        values = p.per_bag
+    elif change == "numpy_bags_of_frame":
+        X, bags = frame_X, p.codes
+    elif change == "short_bags":
+        bags = da.from_array(p.codes[:60])
+    est = make("LLPClassifier-dllp")
+    with pytest.raises(error, match=match):
+        est.fit(X, bags, values, **kwargs)
+    assert not hasattr(est, "classes_")
+
+
 # --- 9. regression: the units of the targets do not matter
 @pytest.mark.parametrize(("a", "b"), [(3.0, -7.0), (1e-3, 250.0), (1e4, 0.0)])
 @pytest.mark.parametrize("variant", VARIANTS[R])

@@ -29,6 +29,7 @@ from ._mixins import LLPClassifierMixin as LLPClassifierMixin
 from ._mixins import LLPRegressorMixin as LLPRegressorMixin
 from ._mixins import refuse_meaningless_cv as refuse_meaningless_cv
 from ._mixins import restore_on_error as restore_on_error
+from ._partitions import dask_bag_errors as dask_bag_errors
 from ._partitions import is_dask as is_dask
 from ._partitions import over_dask_partitions as over_dask_partitions
 from ._partitions import row_partitions as row_partitions

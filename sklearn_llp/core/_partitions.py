@@ -3,6 +3,11 @@
 import functools
 
 import numpy as np
+import pandas as pd
+
+from ._bags import CLASSIFICATION
+from ._errors import bag_errors_of, check_predictions, check_proba
+from ._read import attach_table, check_bags
 
 
 def is_dask(obj):
@@ -121,3 +126,93 @@ def over_dask_partitions(method):
         )
 
     return predict
+
+
+def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=None):
+    """``{metric: error}`` of Dask ``output`` (and ``bags``, per-row
+    ``values``, class index ``pred``), reduced partition by partition.
+
+    Every partition sums its rows' outputs (and one-hot ``pred``, argmax by
+    default) per bag; the per-bag sums of all partitions are added, so a bag
+    may span partitions. The errors are then those of one row per bag.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np
+    >>> from sklearn_llp.core import dask_bag_errors
+    >>> proba = da.from_array(np.array([[0.9, 0.1], [0.2, 0.8]] * 2), chunks=2)
+    >>> dask_bag_errors("classification", da.from_array([0, 0, 1, 1], chunks=2),
+    ...                 {0: [0.5, 0.5], 1: [0.5, 0.5]}, proba, ["hard_l1"])
+    {'hard_l1': 0.0}
+    """
+    import dask
+
+    per_row = is_dask(values)
+    columns = [
+        bags,
+        *([values] if per_row else []),
+        *([pred] if pred is not None else []),
+    ]
+    names = [
+        "bags",
+        *(["values"] if per_row else []),
+        *(["pred"] if pred is not None else []),
+    ]
+    output = (
+        output.to_dask_array(lengths=True) if hasattr(output, "divisions") else output
+    )
+    parts, _ = row_partitions(output, *columns, names=names)
+    reduced = dask.compute(
+        *[
+            dask.delayed(_bag_sums)(part, task, per_row, pred is not None)
+            for part in parts
+        ]
+    )
+    totals = pd.concat([r[0] for r in reduced]).groupby(level=0, sort=False).sum()
+    if per_row:
+        values = pd.concat([r[1] for r in reduced]).groupby(level=0, sort=False).first()
+        values = values.iloc[:, 0] if values.shape[1] == 1 else values
+    key = "props" if task == CLASSIFICATION else "targets"
+    single = attach_table(
+        check_bags(totals.index.to_numpy()), values, task, classes, key
+    )
+    means = totals.filter(like="out").to_numpy() / totals["n"].to_numpy()[:, None]
+    if task != CLASSIFICATION:
+        return bag_errors_of(single, means, metrics)
+    hard = totals.filter(like="hard").to_numpy() / totals["n"].to_numpy()[:, None]
+    errors = {}
+    for metric in metrics:
+        kind, distance = metric.split("_")
+        estimate = hard if kind == "hard" else means
+        errors[metric] = bag_errors_of(single, estimate, [f"soft_{distance}"])[
+            f"soft_{distance}"
+        ]
+    return errors
+
+
+def _bag_sums(part, task, per_row, has_pred):
+    """Per-bag row count and sums of one partition's outputs, and (per-row
+    values) every bag's first values: DataFrames indexed by bag id."""
+    output, ids, *rest = part
+    output = np.asarray(output, dtype=np.float64)
+    n = len(output)
+    if task == CLASSIFICATION:
+        output = check_proba(output, n, output.shape[1] if output.ndim == 2 else 2)
+        pred = np.asarray(rest[-1]) if has_pred else np.argmax(output, axis=1)
+        hard = np.eye(output.shape[1])[pred]
+    else:
+        output, hard = check_predictions(output, n)[:, None], np.zeros((n, 0))
+    frame = pd.DataFrame(
+        np.column_stack([np.ones(n), output, hard]),
+        columns=["n"]
+        + [f"out{j}" for j in range(output.shape[1])]
+        + [f"hard{j}" for j in range(hard.shape[1])],
+    )
+    frame.index = pd.Index(np.asarray(ids), tupleize_cols=False)
+    sums = frame.groupby(level=0, sort=False).sum()
+    if not per_row:
+        return sums, None
+    values = rest[0]
+    if not hasattr(values, "columns"):
+        values = pd.DataFrame(np.asarray(values).reshape(n, -1))
+    return sums, values.set_axis(frame.index).groupby(level=0, sort=False).first()

@@ -7,6 +7,8 @@ from ..core import (
     REGRESSION,
     bag_errors_of,
     check_bags_and_output,
+    dask_bag_errors,
+    is_dask,
 )
 
 _CLASSIFICATION_PARAMETERS = """
@@ -55,6 +57,13 @@ def _errors(
 ):
     if decision not in ("argmax", "prior"):
         raise ValueError(f"decision must be 'argmax' or 'prior'; got {decision!r}.")
+    if is_dask(output) or is_dask(bags):
+        if decision != "argmax" or sample_weight is not None:
+            raise ValueError(
+                "With Dask input, bag errors are reduced partition by partition: "
+                "decision='argmax' and no sample_weight."
+            )
+        return dask_bag_errors(task, bags, values, output, metrics, classes=classes)
     bags, output = check_bags_and_output(
         bags, values, output, task, classes=classes, sample_weight=sample_weight
     )

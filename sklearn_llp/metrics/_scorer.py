@@ -24,6 +24,8 @@ from ..core import (
     check_bags,
     check_predictions,
     check_proba,
+    dask_bag_errors,
+    is_dask,
     num_rows,
 )
 from ..exceptions import BagLeakageWarning
@@ -185,8 +187,10 @@ class BagScorer:
                     metric=self.metric,
                 )
             )
-        n_samples = num_rows(X)
         classes = getattr(estimator, "classes_", None)
+        if is_dask(X):
+            return self._score_dask(estimator, X, y, values, sample_weight, classes)
+        n_samples = num_rows(X)
         if values is not None or carried:
             bags = check_bags(
                 y,
@@ -214,6 +218,22 @@ class BagScorer:
                     f"not in its classes_ {bags.classes.tolist()}."
                 )
         return -bag_errors_of(bags, proba, (self.metric,), pred=pred)[self.metric]
+
+    def _score_dask(self, estimator, X, y, values, sample_weight, classes):
+        """The score on Dask ``X``, reduced partition by partition."""
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported with Dask X.")
+        values = self.table if values is None else values
+        output, pred = estimator.predict(X), None
+        if self.task == CLASSIFICATION:
+            if self.metric.startswith("hard") and hasattr(estimator, "predict"):
+                index = pd.Index(classes)
+                pred = output.map_blocks(index.get_indexer, dtype=np.int64)
+            output = estimator.predict_proba(X)
+        error = dask_bag_errors(
+            self.task, y, values, output, (self.metric,), classes=classes, pred=pred
+        )[self.metric]
+        return error if self.metric == "r2" else -error
 
     def _warn_if_trained_on(self, estimator, bags, y, sample_weight):
         """Warn when scored bags were trained on (only split ones, when the

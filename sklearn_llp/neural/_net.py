@@ -342,7 +342,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         source = None
         with restore_on_error(self, _DATA_ATTRIBUTES):
             if is_dask(X):  # streamed: X below is a sample of its partitions
-                source = self._dask_source(X, y, values, sample_weight, classes)
+                source = self._dask_source(
+                    X, y, values, sample_weight, classes, continuing
+                )
                 X, y = source.load(source.sample())
                 y, values, sample_weight = source.bags_of(y)[0], None, None
             X = self._validate_X(X, reset=not continuing)
@@ -409,9 +411,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             raise
         return self
 
-    def _dask_source(self, X, y, values, sample_weight, classes):
+    def _dask_source(self, X, y, values, sample_weight, classes, continuing):
         """The partitions of a Dask fit, their bags read in one pass."""
-        fitted = getattr(self, "classes_", None) if self.warm_start else None
+        fitted = getattr(self, "classes_", None) if continuing else None
         return DaskSource(
             X,
             y,

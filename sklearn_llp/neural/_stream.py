@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from ..core import Bags, check_bags, check_fit_inputs, is_dask, row_partitions
+from ..core import Bags, attach_table, check_bags, is_dask, row_partitions
 from ._data import BagDataset, EpochBatches, as_tensor
 
 #: Rows of the sample of partitions held in memory (held-out bags, decision
@@ -101,15 +101,10 @@ class DaskSource:
         self.part_rows = np.array([int(np.sum(s[1])) for s in summaries])
         if per_row:
             values = pd.concat([s[2] for s in summaries])
-        n_bags = len(ids)
-        single, _ = check_fit_inputs(
-            ids if ids.dtype != object else index.to_numpy(),
-            values,
-            task=task,
-            n_samples=n_bags,
-            classes=classes,
-            min_bags=2,
-        )
+        if len(ids) < 2:
+            raise ValueError(f"bags holds {len(ids)} bag(s); LLP needs at least 2.")
+        key = "props" if task == "classification" else "targets"
+        single = attach_table(check_bags(index.to_numpy()), values, task, classes, key)
         sizes = np.concatenate([s[1] for s in summaries])
         self.bags = _stand_in(single, sizes[index.get_indexer(_index(single.ids))])
         self.id_index = _index(single.ids)
