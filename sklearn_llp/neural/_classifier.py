@@ -130,8 +130,9 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Numeric rows (encode categorical columns in a Pipeline).
+        X : array-like, sparse matrix or Dask collection of shape (n_samples, n_features)
+            Numeric rows (encode categorical columns in a Pipeline); a Dask
+            array or DataFrame is streamed by partition (:ref:`dask`).
         y : array-like, DataFrame, sparse matrix, list of arrays or Bags
             The bag of every row (or class labels when ``props`` is None).
         props : array-like, DataFrame, Series or dict, default=None
