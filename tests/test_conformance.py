@@ -1033,7 +1033,7 @@ def test_dask_bag_errors_and_scorers_reduce_what_arrays_give(name):
         ("split_bag", ValueError, "bag 0 has rows in partitions \\[0, 1\\].*shuffle"),
         ("sample_weight", TypeError, "sample_weight is not supported with Dask"),
         ("labels_only", ValueError, "needs bags and their values"),
-        ("array_values", TypeError, "values: with Dask X, pass per-bag values"),
+        ("array_values", TypeError, "props: with Dask X, pass per-bag values"),
         ("numpy_bags_of_frame", TypeError, "bags: with a Dask DataFrame X"),
         ("short_bags", ValueError, "bags has 60 rows but X has 64"),
     ],

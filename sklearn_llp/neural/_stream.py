@@ -78,14 +78,15 @@ class DaskSource:
                 "instance labels or targets alone are not streamed."
             )
         per_row = is_dask(values)
+        key = "props" if task == "classification" else "targets"
         if not per_row and not isinstance(values, (pd.DataFrame, pd.Series, Mapping)):
             raise TypeError(
-                f"values: with Dask X, pass per-bag values as a table keyed by "
+                f"{key}: with Dask X, pass per-bag values as a table keyed by "
                 f"bag id (DataFrame, Series or dict), or per-row values as a "
                 f"Dask collection split like X; got {type(values).__name__}."
             )
         columns = (y, values) if per_row else (y,)
-        names = ("bags", "props" if task == "classification" else "targets")
+        names = ("bags", key)
         self.parts, columns = row_partitions(X, *columns, names=names)
         self.task, self.per_row = task, per_row
         import dask
@@ -103,7 +104,6 @@ class DaskSource:
             values = pd.concat([s[2] for s in summaries])
         if len(ids) < 2:
             raise ValueError(f"bags holds {len(ids)} bag(s); LLP needs at least 2.")
-        key = "props" if task == "classification" else "targets"
         single = attach_table(check_bags(index.to_numpy()), values, task, classes, key)
         sizes = np.concatenate([s[1] for s in summaries])
         self.bags = _stand_in(single, sizes[index.get_indexer(_index(single.ids))])
