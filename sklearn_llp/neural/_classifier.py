@@ -130,7 +130,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
         Parameters
         ----------
-        X : array-like, sparse matrix or Dask collection of shape (n_samples, n_features)
+        X : array-like, sparse matrix or Dask collection, shape (n_samples, n_features)
             Numeric rows (encode categorical columns in a Pipeline); a Dask
             array or DataFrame is streamed by partition (:ref:`dask`).
         y : array-like, DataFrame, sparse matrix, list of arrays or Bags

@@ -124,7 +124,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
 
         Parameters
         ----------
-        X : array-like, sparse matrix or Dask collection of shape (n_samples, n_features)
+        X : array-like, sparse matrix or Dask collection, shape (n_samples, n_features)
             A Dask array or DataFrame is streamed by partition (:ref:`dask`).
         y : array-like, DataFrame, sparse matrix, list of arrays or Bags
             The bag of every row (or the target of every row when
