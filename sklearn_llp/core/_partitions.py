@@ -22,8 +22,8 @@ def row_partitions(X, *columns, names=()):
     the same Dask DataFrame (read in one task, so that their rows line up
     even after a shuffle), or arrays (NumPy too, with a Dask array ``X``)
     rechunked to its row chunks. Returns ``(parts, column_parts)``: one
-    ``(X_block, *column_blocks)`` and one ``column_blocks`` per block, the
-    latter read without ``X``.
+    ``(X_block, *column_blocks)`` and one ``column_blocks`` per block (of a
+    DataFrame, read with ``X``).
     """
     import dask
 
@@ -47,11 +47,13 @@ def row_partitions(X, *columns, names=()):
                 f"{', '.join(names)} must be split like X (columns of the same "
                 f"DataFrame): {exc}"
             ) from None
+        # the same tasks for both: projecting the columns alone would let
+        # Dask fuse partitions (read_parquet does), numbering them otherwise
         split = dask.delayed(_split_frame, pure=True)
-        features = list(X.columns)
+        features, parts = list(X.columns), frame.to_delayed()
         return (
-            [split(part, features, layout) for part in frame.to_delayed()],
-            [split(part, None, layout) for part in frame[list(new)].to_delayed()],
+            [split(part, features, layout) for part in parts],
+            [split(part, None, layout) for part in parts],
         )
     import dask.array as da
 
