@@ -133,7 +133,9 @@ def plot(runs, out):
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for mode in ("streamed", "in memory"):
-        points = sorted((r["rows"], r["peak_rss_mb"]) for r in runs if r["mode"] == mode)
+        points = sorted(
+            (r["rows"], r["peak_rss_mb"]) for r in runs if r["mode"] == mode
+        )
         if points:
             ax.plot(*zip(*[(n / 1e6, mb / 1024) for n, mb in points]), "o-", label=mode)
     ax.set_xlabel("rows (millions; 32 float32 features)")
