@@ -47,6 +47,7 @@ def check_json(tmp_path, name):
 #: whether it is slow; a new example without a row here fails.
 RUNS = {
     "census_quickstart": (["--quick"], True),
+    "dask_parquet_census": (["--quick"], True),
     "digits_bags": (["--quick"], False),
     "grid_search_census": (["--quick"], True),
     "mnist_cnn": (["--quick"], False),
