@@ -138,6 +138,12 @@ def test_example_runs_and_draws_its_figure(name, tmp_path, capsys, load_example)
         assert result["LLPRegressor from group means"] > 0.05
         assert numbers["test_r2"] == pytest.approx(result)
         assert "held-out groups: R²" in out
+    elif name == "dask_parquet_census":
+        assert result["n_rows"] == 50_000 and len(result["regions"]["published"]) == 4
+        assert 0.5 < result["test"]["accuracy"] <= 1.0
+        assert numbers["test"] == pytest.approx(result["test"])
+        assert "over the Parquet data: Array" in out  # predict_proba is lazy
+        assert {path.suffix for path in tmp_path.iterdir()} == {".png", ".json"}
     else:
         assert name == "mnist_cnn"
         assert all(len(pred) == 1000 for pred in result.values())
