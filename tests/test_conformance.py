@@ -905,6 +905,29 @@ def test_dask_input_predicts_lazily_what_an_array_gives(name):
             np.testing.assert_allclose(lazy.compute(), expected, rtol=1e-6)
 
 
+def test_lazy_predict_runs_blocks_safely_on_the_default_device_and_threads():
+    # Dask's threads predict blocks of one estimator; device="auto" and
+    # n_threads="auto" are swapped in and out while a block predicts
+    dd = pytest.importorskip("dask.dataframe")
+    p = data("LLPClassifier-dllp")
+    est = make("LLPClassifier-dllp", device="auto", n_threads="auto")
+    est.fit(p.X, p.codes, p.aligned)
+    frame = dd.from_pandas(pd.DataFrame(p.X), npartitions=32)
+    for _ in range(5):
+        np.testing.assert_allclose(
+            est.predict_proba(frame).compute(), est.predict_proba(p.X), rtol=1e-6
+        )
+    assert est.device == "auto"
+
+
+def test_read_only_rows_are_copied_not_shared_with_torch():
+    from sklearn_llp.neural._data import as_tensor
+
+    X = np.ones((4, 2), dtype=np.float32)
+    X.flags.writeable = False  # as pandas hands out float32 frames' values
+    assert not np.shares_memory(as_tensor(X).numpy(), X)
+
+
 def _by_bag(p):
     """The rows sorted by bag (so that blocks can hold whole bags), and the
     row offsets where a bag starts."""

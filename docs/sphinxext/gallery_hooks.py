@@ -29,6 +29,7 @@ ORDER = [
     "plot_kmeans_bags.py",
     "plot_learning_curves.py",
     "grid_search_census.py",
+    "dask_parquet_census.py",
     "plot_few_labels.py",
     "plot_aggregate_regression.py",
     "mnist_cnn.py",

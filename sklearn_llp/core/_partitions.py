@@ -1,6 +1,7 @@
 """Dask collections: lazy predictions and the row partitions a fit streams."""
 
 import functools
+import threading
 
 import numpy as np
 import pandas as pd
@@ -8,6 +9,15 @@ import pandas as pd
 from ._bags import CLASSIFICATION
 from ._errors import bag_errors_of, check_predictions, check_proba
 from ._read import attach_table, check_bags
+
+_PREDICTING = threading.RLock()
+
+
+def _one_at_a_time(method, *args, **kwargs):
+    """One block at a time per process: an estimator sets its device and
+    torch's threads while it predicts, and Dask runs blocks in threads."""
+    with _PREDICTING:
+        return method(*args, **kwargs)
 
 
 def is_dask(obj):
@@ -110,7 +120,7 @@ def over_dask_partitions(method):
             return method(self, X, *args, **kwargs)
 
         def block(rows):
-            return method(self, rows, *args, **kwargs)
+            return _one_at_a_time(method, self, rows, *args, **kwargs)
 
         if hasattr(X, "map_partitions"):  # a DataFrame: its partitions of rows
             head = block(X.head(1, npartitions=-1))

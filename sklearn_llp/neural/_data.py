@@ -17,7 +17,9 @@ def as_tensor(X):
     """Dense float32 tensor, or CSR matrix kept sparse until batched."""
     if sp.issparse(X):
         return sp.csr_matrix(X, dtype=np.float32)
-    return torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32))
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    # pandas may hand out read-only arrays, which torch warns about
+    return torch.as_tensor(X if X.flags.writeable else X.copy())
 
 
 def subset_rows(X, idx):
