@@ -266,13 +266,8 @@ def main(argv=None):
     shares = published[">50K"]
     props = pd.DataFrame({"<=50K": 1 - shares, ">50K": shares})  # per group
     callbacks = [ProgressBar("count")] if sys.stderr.isatty() else None
-    # device="cpu": the lazy predictions below run in Dask's threads
     clf = LLPClassifier(
-        max_epochs=epochs,
-        random_state=0,
-        verbose=1,
-        callbacks=callbacks,
-        device="cpu",
+        max_epochs=epochs, random_state=0, verbose=1, callbacks=callbacks
     )
     tic = time.perf_counter()
     clf.fit(ddf[features], ddf["group"], props)  # streamed, never gathered
