@@ -111,7 +111,7 @@ def decision_of(bags, proba, rule):
     label-free decision is fitted."""
     if rule == "argmax" or (isinstance(rule, float)):
         return fit_decision(rule, proba[:0])
-    rows = np.unique(bags.members)
+    rows = bags.distinct_rows()
     weights = None if bags.weights is None else bags.weights[rows]
     return fit_decision(rule, proba[rows], class_prior(bags), weights)
 

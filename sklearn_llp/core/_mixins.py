@@ -191,7 +191,7 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
             proba = np.zeros((0, len(self.classes_)))
             self.decision_offsets_, self.threshold_ = decision_of(bags, proba, rule)
             return
-        rows = np.unique(bags.members)
+        rows = bags.distinct_rows()
         sub, _ = bags.restrict(rows)
         proba = proba_of_rows(rows)
         self.decision_offsets_, self.threshold_ = decision_of(sub, proba, rule)

@@ -301,6 +301,6 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
     def _split(self, bags, name):
         for train, test in self.split_bags(bags):
             yield (
-                np.unique(bags.members[train[bags.pair_bags]]),
-                np.unique(bags.members[test[bags.pair_bags]]),
+                bags.distinct_rows(train[bags.pair_bags]),
+                bags.distinct_rows(test[bags.pair_bags]),
             )

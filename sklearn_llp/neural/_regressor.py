@@ -45,7 +45,7 @@ def constant_bag_mean_features(bags, X):
     X = X.astype(np.float64)
     means = averaging @ X
     means = means.toarray() if sp.issparse(means) else np.asarray(means)
-    rows = X[np.unique(bags.members)]
+    rows = X[bags.distinct_rows()]
     if sp.issparse(rows):
         centre = np.asarray(rows.mean(axis=0)).ravel()
         square = np.asarray(rows.multiply(rows).mean(axis=0)).ravel()
