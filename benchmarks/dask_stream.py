@@ -330,11 +330,13 @@ def markdown(payload):
         for r in sorted(base + profile, key=lambda r: (r["rows"], r["variant"])):
             if r["rows"] not in {p["rows"] for p in profile}:
                 continue
+            traced = r.get("tracemalloc_peak_mb")
+            traced = "-" if traced is None else f"{traced:.0f}"
             lines.append(
                 f"| {_rows(r['rows'])} | {r['variant']} | {r['peak_rss_mb']:.0f} | "
                 f"{r['peak_rss_mb'] - r['rss_after_imports_mb']:.0f} | "
                 f"{r['peak_setup_mb']:.0f} | {r['peak_training_mb']:.0f} | "
-                f"{r.get('tracemalloc_peak_mb', float('nan')):.0f} | "
+                f"{traced} | "
                 f"{np.mean(r['epoch_s']):.1f} | {r['accuracy']:.4f} |"
             )
         lines.append("")
