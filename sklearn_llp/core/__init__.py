@@ -45,6 +45,7 @@ from ._read import attach_table as attach_table
 from ._read import bags_form as bags_form
 from ._read import membership_matrix as membership_matrix
 from ._read import num_rows as num_rows
+from ._read import values_argument as values_argument
 
 __all__ = [
     "PROPS_BAG_TOL",

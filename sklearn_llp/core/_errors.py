@@ -16,7 +16,13 @@ from scipy.special import rel_entr
 
 from ._bags import CLASSIFICATION, REGRESSION
 from ._decision import class_prior, decide, fit_decision
-from ._read import as_float_matrix, bags_form, binary_from_fraction, check_bags
+from ._read import (
+    as_float_matrix,
+    bags_form,
+    binary_from_fraction,
+    check_bags,
+    values_argument,
+)
 
 #: A predicted proportion of a class the bag holds is raised to at least
 #: this before a KL divergence, so a missed class costs a finite penalty.
@@ -188,7 +194,7 @@ def check_bags_and_output(
             f"bags has {n_ids} entries but {what} has {n_samples} rows; give "
             "exactly one bag id per row."
         )
-    key = "props" if task == CLASSIFICATION else "targets"
+    key = values_argument(task)
     bags = check_bags(
         value,
         **{key: values},

@@ -15,7 +15,7 @@ from ._bags import CLASSIFICATION, REGRESSION, Bags
 from ._decision import decide
 from ._errors import bag_errors_of, check_predictions, check_proba, decision_of
 from ._partitions import over_dask_partitions
-from ._read import check_bags, num_rows
+from ._read import check_bags, num_rows, values_argument
 
 _SCORE_WITHOUT_VALUES = (
     "{name}.score(X, y) got no {values}, but the model was fitted on bags, so "
@@ -72,7 +72,7 @@ def refuse_meaningless_cv(estimator, values, task=CLASSIFICATION):
     """Fail first thing in a fit under a meaningless sklearn cross-validation:
     ``cross_val_predict`` of probabilities, scoring without the values, or a
     fit without values that a bag scorer reads as bags."""
-    key = "props" if task == CLASSIFICATION else "targets"
+    key = values_argument(task)
     if values is not None:
         predict = _sklearn_caller("_fit_and_predict")
         method = predict and predict.get("method")
@@ -109,7 +109,7 @@ class _LLPScoreMixin:
 
     def _score_bags(self, X, y, values, sample_weight, task):
         check_is_fitted(self)
-        key = "props" if task == CLASSIFICATION else "targets"
+        key = values_argument(task)
         if values is None and not isinstance(y, Bags):
             if not self._fit_on_labels_:
                 words = _SCORE_WORDS[task]

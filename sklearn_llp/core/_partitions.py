@@ -8,7 +8,7 @@ import pandas as pd
 
 from ._bags import CLASSIFICATION
 from ._errors import bag_errors_of, check_predictions, check_proba
-from ._read import attach_table, check_bags
+from ._read import attach_table, check_bags, values_argument
 
 _PREDICTING = threading.RLock()
 
@@ -184,7 +184,7 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
     if per_row:
         values = pd.concat([r[1] for r in reduced]).groupby(level=0, sort=False).first()
         values = values.iloc[:, 0] if values.shape[1] == 1 else values
-    key = "props" if task == CLASSIFICATION else "targets"
+    key = values_argument(task)
     single = attach_table(
         check_bags(totals.index.to_numpy()), values, task, classes, key
     )

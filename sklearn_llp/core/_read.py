@@ -832,6 +832,11 @@ def _weighted_enough(bags, sample_weight, min_bags, name):
     return bags
 
 
+def values_argument(task):
+    """``"props"`` or ``"targets"``: the argument that carries ``task``'s values."""
+    return _TASKS[task].argument
+
+
 def attach_table(bags, table, task, classes=None, name="props_table"):
     """``bags`` (without values) carrying their rows of a per-bag ``table``."""
     matrix, columns = _table_matrix(_TASKS[task], table, bags.ids, name)
@@ -869,14 +874,14 @@ def check_fit_inputs(
     (True, ['a', 'b'], [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     """
     if y is None and values is None:
-        noun = "props" if task == CLASSIFICATION else "targets"
+        noun = values_argument(task)
         raise ValueError(
             "This estimator requires y to be passed, but the target y is None: "
             f"pass bag ids as y with {noun}, or instance "
             f"{'labels' if task == CLASSIFICATION else 'targets'} as y."
         )
     if values is not None or isinstance(y, Bags):
-        key = "props" if task == CLASSIFICATION else "targets"
+        key = values_argument(task)
         bags = check_bags(
             y,
             **{key: values},

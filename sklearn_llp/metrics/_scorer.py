@@ -27,6 +27,7 @@ from ..core import (
     dask_bag_errors,
     is_dask,
     num_rows,
+    values_argument,
 )
 from ..exceptions import BagLeakageWarning
 
@@ -48,10 +49,6 @@ _LEAK = (
     "(sklearn_llp.model_selection.BagKFold), which keeps every bag whole in "
     "one fold."
 )
-
-
-def _key(task):
-    return "props" if task == CLASSIFICATION else "targets"
 
 
 def _table_of(bags):
@@ -91,7 +88,7 @@ def _validated_table(table, task):
         raise TypeError(
             f"table must be a per-bag table indexed by bag id (a DataFrame, a "
             f"Series or a dict); got {type(table).__name__}. From sample-aligned "
-            f"data use make_bag_scorer(metric, bags=bags, {_key(task)}=...)."
+            f"data use make_bag_scorer(metric, bags=bags, {values_argument(task)}=...)."
         )
     index = pd.Index(
         list(table) if isinstance(table, Mapping) else table.index, tupleize_cols=False
@@ -169,7 +166,7 @@ class BagScorer:
     def __call__(self, estimator, X, y=None, values=None, sample_weight=None, **routed):
         """The score of ``estimator`` on the bags ``y`` of ``X``; ``values``
         (or the routed ``props``/``targets``) are the test bags' values."""
-        key = _key(self.task)
+        key = values_argument(self.task)
         if values is None:
             values = routed.get(key)
         if y is None:
@@ -224,12 +221,16 @@ class BagScorer:
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported with Dask X.")
         values = self.table if values is None else values
-        output, pred = estimator.predict(X), None
-        if self.task == CLASSIFICATION:
+        pred = None
+        if self.task != CLASSIFICATION:
+            output = estimator.predict(X)
+        else:  # hard errors label rows by predict, as on arrays
+            output = estimator.predict_proba(X)
             if self.metric.startswith("hard") and hasattr(estimator, "predict"):
                 index = pd.Index(classes)
-                pred = output.map_blocks(index.get_indexer, dtype=np.int64)
-            output = estimator.predict_proba(X)
+                pred = estimator.predict(X).map_blocks(
+                    index.get_indexer, dtype=np.int64
+                )
         error = dask_bag_errors(
             self.task, y, values, output, (self.metric,), classes=classes, pred=pred
         )[self.metric]
@@ -288,7 +289,7 @@ class BagScorer:
         """Request the bags' values (``props`` or ``targets``) and
         ``sample_weight`` for ``score`` under metadata routing."""
         request = MetadataRequest(owner=repr(self))
-        request.score.add_request(param=_key(self.task), alias=True)
+        request.score.add_request(param=values_argument(self.task), alias=True)
         request.score.add_request(param="sample_weight", alias=True)
         return request
 
@@ -315,7 +316,7 @@ def make_bag_scorer(
     BagScorer(metric='r2', table=<2 bags>)
     """
     scorer = BagScorer(metric)
-    key = _key(scorer.task)
+    key = values_argument(scorer.task)
     values = props if key == "props" else targets
     other = targets if key == "props" else props
     if other is not None:

@@ -266,16 +266,10 @@ class BagBatchSampler(Sampler):
         self.rng = check_random_state(random_state)  # an instance is shared
         self.sizes = np.bincount(self.codes)
 
-    def _effective_sizes(self, sizes):
-        if self.max_bag_size is None:
-            return sizes
-        return np.minimum(sizes, self.max_bag_size)
-
     @staticmethod
     def count(sizes, batch_size, max_bag_size=None):
         """Batches of an epoch of bags of ``sizes``, in their given order."""
-        if max_bag_size is not None:
-            sizes = np.minimum(sizes, max_bag_size)
+        sizes = _capped(sizes, max_bag_size)
         offsets = np.cumsum(sizes) - sizes
         return max(1, len(np.unique(offsets // batch_size)))
 
@@ -297,7 +291,7 @@ class BagBatchSampler(Sampler):
             starts = np.cumsum(sizes) - sizes
             position = np.arange(len(order)) - np.repeat(starts, sizes)
             order = order[position < self.max_bag_size]
-        sizes = self._effective_sizes(sizes)
+        sizes = _capped(sizes, self.max_bag_size)
         offsets = np.cumsum(sizes) - sizes
         batch_of_bag = offsets // self.batch_size
         cuts = offsets[np.flatnonzero(np.diff(batch_of_bag)) + 1]
@@ -309,6 +303,11 @@ class BagBatchSampler(Sampler):
     def __len__(self):
         # batches of the unshuffled order; a shuffled epoch differs by a few
         return self.count(self.sizes, self.batch_size, self.max_bag_size)
+
+
+def _capped(sizes, max_bag_size):
+    """Bag sizes as an epoch trains them (cut to ``max_bag_size``)."""
+    return sizes if max_bag_size is None else np.minimum(sizes, max_bag_size)
 
 
 class ShardedBatchSampler(Sampler):

@@ -13,7 +13,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from ..core import Bags, attach_table, check_bags, is_dask, row_partitions
+from ..core import (
+    REGRESSION,
+    Bags,
+    attach_table,
+    check_bags,
+    is_dask,
+    row_partitions,
+    values_argument,
+)
 from ._data import BagDataset, EpochBatches, as_tensor
 
 #: Rows of the sample of partitions held in memory (held-out bags, decision
@@ -28,15 +36,14 @@ def _index(ids):
 
 def _read_partition(ids, values, task, classes):
     """A partition's bags: ids, sizes and (per-row values) per-bag values."""
-    value_key = {"classification": "props", "regression": "targets"}[task]
     if hasattr(values, "reset_index"):  # aligned by position, not by index
         values = values.reset_index(drop=True)
     ids = ids.to_numpy() if hasattr(ids, "to_numpy") else ids
-    bags = check_bags(ids, **{value_key: values}, classes=classes)
+    bags = check_bags(ids, **{values_argument(task): values}, classes=classes)
     table = None
     if values is not None:
         table = pd.DataFrame(bags.values, index=_index(bags.ids), columns=bags.classes)
-        if task == "regression":
+        if task == REGRESSION:
             table = table.iloc[:, 0]
     return bags.ids, bags.sizes, table
 
@@ -78,7 +85,7 @@ class DaskSource:
                 "instance labels or targets alone are not streamed."
             )
         per_row = is_dask(values)
-        key = "props" if task == "classification" else "targets"
+        key = values_argument(task)
         if not per_row and not isinstance(values, (pd.DataFrame, pd.Series, Mapping)):
             raise TypeError(
                 f"{key}: with Dask X, pass per-bag values as a table keyed by "
@@ -88,7 +95,7 @@ class DaskSource:
         columns = (y, values) if per_row else (y,)
         names = ("bags", key)
         self.parts, columns = row_partitions(X, *columns, names=names)
-        self.task, self.per_row = task, per_row
+        self.task = task
         import dask
 
         read = dask.delayed(_read_partition, pure=True)
@@ -106,10 +113,9 @@ class DaskSource:
             raise ValueError(f"bags holds {len(ids)} bag(s); LLP needs at least 2.")
         single = attach_table(check_bags(index.to_numpy()), values, task, classes, key)
         sizes = np.concatenate([s[1] for s in summaries])
-        self.bags = _stand_in(single, sizes[index.get_indexer(_index(single.ids))])
         self.id_index = _index(single.ids)
+        self.bags = _stand_in(single, sizes[index.get_indexer(self.id_index)])
         self.seed = seed
-        self.window_rows = _WINDOW_ROWS
 
     @staticmethod
     def _refuse_split_bags(index, summaries):
@@ -128,12 +134,10 @@ class DaskSource:
         """Rows and bag ids of ``partitions``, concatenated in that order."""
         import dask
 
-        loaded = [
-            part[:2] for part in dask.compute(*[self.parts[k] for k in partitions])
-        ]
-        X = [np.asarray(x) if not hasattr(x, "columns") else x for x, _ in loaded]
+        loaded = dask.compute(*[self.parts[k] for k in partitions])
+        X = [part[0] for part in loaded]
         X = pd.concat(X) if hasattr(X[0], "columns") else np.concatenate(X)
-        ids = np.concatenate([np.asarray(i) for _, i in loaded])  # by position
+        ids = np.concatenate([np.asarray(part[1]) for part in loaded])  # by position
         return X, ids
 
     def sample(self):
@@ -192,7 +196,7 @@ class StreamedEpochs:
     def windows(self):
         source = self.dataset.source
         order = self.order_rng.permutation(len(source.parts))
-        ends = np.cumsum(source.part_rows[order]) // source.window_rows
+        ends = np.cumsum(source.part_rows[order]) // _WINDOW_ROWS
         cuts = np.flatnonzero(np.diff(ends)) + 1
         return np.split(order, cuts)
 
