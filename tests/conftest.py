@@ -1,3 +1,4 @@
+import contextlib
 import importlib.util
 import os
 from pathlib import Path
@@ -67,6 +68,29 @@ def device():
     if kind == "cuda" and not torch.cuda.is_available():
         pytest.skip(f"SKLEARN_LLP_TEST_DEVICE={name}, but CUDA is not available")
     return name
+
+
+@pytest.fixture
+def local_cluster():
+    """A context manager: a real Dask cluster (2 worker processes) as the
+    default scheduler while it is open; it yields the task stream."""
+    distributed = pytest.importorskip("distributed")
+
+    @contextlib.contextmanager
+    def running():
+        with (
+            distributed.LocalCluster(
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+            ) as cluster,
+            distributed.Client(cluster) as client,
+            distributed.get_task_stream(client) as tasks,
+        ):
+            yield tasks
+
+    return running
 
 
 @pytest.fixture(scope="session")

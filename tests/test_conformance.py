@@ -1000,19 +1000,12 @@ def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
     assert est.score(p.X, p.codes, p.aligned) > 0.5
 
 
-def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler():
-    distributed = pytest.importorskip("distributed")
+def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler(local_cluster):
     p = data("LLPRegressor-bag", "many")
     order, starts = _by_bag(p)
     X, bags, values = _dask_forms(p, order, starts)["frame"]
     expected = make("LLPRegressor-bag").fit(X, bags, values)
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster) as client,
-        distributed.get_task_stream(client) as tasks,
-    ):
+    with local_cluster() as tasks:
         est = make("LLPRegressor-bag").fit(X, bags, values)
         lazy = est.predict(X)
         assert type(lazy).__name__ == "Array"

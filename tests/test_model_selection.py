@@ -329,8 +329,9 @@ def test_validation_correlation_benchmark_quick(tmp_path):
 
 
 @pytest.mark.slow
-def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(digits_bags):
-    distributed = pytest.importorskip("distributed")
+def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(
+    digits_bags, local_cluster
+):
     joblib = pytest.importorskip("joblib")
     X, bags, props = digits_bags[:3]
     X, bags, props = X[:640], bags[:640], props[:640]
@@ -344,14 +345,7 @@ def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(digits_bags):
         error_score="raise",
     )
     local = GridSearchCV(**search.get_params(deep=False)).fit(X, bags, props=props)
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster) as client,
-        distributed.get_task_stream(client) as tasks,
-        joblib.parallel_backend("dask"),
-    ):
+    with local_cluster() as tasks, joblib.parallel_backend("dask"):
         remote = GridSearchCV(**{**search.get_params(deep=False), "n_jobs": -1})
         remote.fit(X, bags, props=props)
     # the 8 fits (4 candidates x 2 folds) ran as tasks on the workers
