@@ -110,3 +110,24 @@ def test_batches_go_to_the_network_device_when_X_stays_elsewhere():
         for key, value in target.items():
             assert value.device.type == "meta", key
             assert value.shape == target_expected[key].shape, key
+
+
+@pytest.mark.parametrize("method", ["dllp", "vat"])
+def test_a_dask_fit_on_the_test_device_streams_the_numpy_fit(method, device):
+    """Partitions stream to the device (the next window loads in a thread)
+    and train what the in-memory fit trains; Dask predict stays lazy."""
+    da = pytest.importorskip("dask.array")
+    X, _, bags, props = _data()
+    chunks = ((80, 80, 80), (5,))  # blocks of whole bags of 8
+    params = dict(method=method, device=device, max_epochs=3, random_state=0)
+    params |= dict(module__hidden_sizes=(8,), validation_fraction=0.25, verbose=0)
+    expected = LLPClassifier(**params).fit(X, bags, props)
+    est = LLPClassifier(**params).fit(
+        da.from_array(X, chunks=chunks),
+        da.from_array(bags, chunks=chunks[:1]),
+        da.from_array(props, chunks=(chunks[0], (2,))),
+    )
+    assert est.history[:, "valid_loss"] == expected.history[:, "valid_loss"]
+    lazy = est.predict_proba(da.from_array(X, chunks=chunks))
+    assert type(lazy).__name__ == "Array"
+    np.testing.assert_array_equal(lazy.compute(), expected.predict_proba(X))
