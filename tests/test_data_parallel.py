@@ -190,6 +190,44 @@ _WORKER = textwrap.dedent(
                 (single.predict(X_test) == y_test).mean()
             )
 
+    # a Dask fit: each process reads its own partitions of every window
+    import dask.array as da
+
+    import sklearn_llp.neural._stream as stream
+
+    order = np.argsort(bags, kind="stable")
+    starts = np.flatnonzero(np.diff(bags[order], prepend=-1))
+    chunks = tuple(np.diff(np.r_[starts[::8], len(order)]))  # 8 bags a block
+    stream._WINDOW_ROWS = 256  # windows of about 2 partitions a process
+    read, rows = [], stream.DaskSource.rows
+
+    def reading(source, partitions, read_X):
+        read.append([len(seen.epochs), *np.asarray(partitions).tolist()])
+        return rows(source, partitions, read_X)
+
+    stream.DaskSource.rows = reading
+    seen = SeenBags()
+    clf = AcceleratedLLPClassifier(
+        accelerator=accelerator,
+        method="dllp",
+        max_epochs=3,
+        callbacks=[("seen", seen)],
+        **common,
+    ).fit(
+        da.from_array(X[order], chunks=(chunks, -1)),
+        da.from_array(bags[order], chunks=(chunks,)),
+        da.from_array(props[order], chunks=(chunks, -1)),
+    )
+    result["dask"] = dict(
+        read=read,
+        n_partitions=len(chunks),
+        epochs=seen.epochs,
+        train_bags=sorted(np.asarray(clf.train_bag_ids_).tolist()),
+        batch_counts=list(clf.history[:, "train_batch_count"]),
+        proba=clf.predict_proba(X_test).tolist(),
+        accuracy=float((clf.predict(X_test) == y_test).mean()),
+    )
+
     # VAT's gradient through DDP: the mean of the processes' own gradients
     def loss_of(module, X, seed):
         torch.manual_seed(seed)
@@ -280,6 +318,22 @@ def test_two_cpu_processes_train_like_one(tmp_path):
         )
         assert fits[0]["accuracy"] > 0.8, fits[0]["accuracy"]
         assert abs(fits[0]["accuracy"] - single) < 0.05, (fits[0]["accuracy"], single)
+    # a Dask fit: every epoch, the processes read disjoint partitions that
+    # cover them all, train whole bags in equal steps, end with one model
+    dask_fits = [rank["dask"] for rank in ranks]
+    np.testing.assert_array_equal(dask_fits[0]["proba"], dask_fits[1]["proba"])
+    assert dask_fits[0]["batch_counts"] == dask_fits[1]["batch_counts"]
+    assert dask_fits[0]["accuracy"] > 0.5, dask_fits[0]["accuracy"]
+    for epoch in range(len(dask_fits[0]["epochs"])):
+        parts0, parts1 = (
+            [p for e, *window in fit["read"] if e == epoch + 1 for p in window]
+            for fit in dask_fits
+        )
+        assert len(parts0) >= 2 and not set(parts0) & set(parts1)
+        assert set(parts0 + parts1) == set(range(dask_fits[0]["n_partitions"]))
+        batches = [batch for fit in dask_fits for batch in fit["epochs"][epoch]]
+        trained = [bag for batch in batches for bag in batch]
+        assert set(trained) == set(dask_fits[0]["train_bags"])
     continued = [rank["vat"]["continued"] for rank in ranks]
     assert continued[0]["wrapper"] == "DistributedDataParallel"
     np.testing.assert_array_equal(continued[0]["proba"], continued[1]["proba"])

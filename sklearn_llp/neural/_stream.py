@@ -228,25 +228,51 @@ class StreamedEpochs:
         self.n_batches = n_batches
         self.order_rng = np.random.RandomState(seed)
         self.rng = np.random.RandomState(seed)
+        self.share = None
+
+    def deal(self, rank, replicas, most_steps, sampler_of):
+        """Data-parallel: process ``rank`` of ``replicas`` reads its own
+        partitions of every window (windows ``replicas`` times larger),
+        batches them with ``sampler_of`` and pads its steps to
+        ``most_steps(n)``, the most of any process (a collective). With fewer
+        partitions than processes, every process reads them all."""
+        self.n_batches = -(-self.n_batches // replicas)
+        if len(self.dataset.source.parts) >= replicas:
+            self.share = (rank, replicas, most_steps)
+            self.sampler_of = sampler_of
 
     def __len__(self):
         # as a sampler counts; windows add up to one batch each
         return self.n_batches
 
     def windows(self):
-        source = self.dataset.source
+        source, replicas = self.dataset.source, (self.share or (0, 1))[1]
         order = self.order_rng.permutation(len(source.parts))
-        ends = np.cumsum(source.part_rows[order]) // _WINDOW_ROWS
-        cuts = np.flatnonzero(np.diff(ends)) + 1
-        return np.split(order, cuts)
+        ends = np.cumsum(source.part_rows[order]) // (_WINDOW_ROWS * replicas)
+        windows = []
+        for window in np.split(order, np.flatnonzero(np.diff(ends)) + 1):
+            if windows and min(len(window), len(windows[-1])) < replicas:
+                window = np.r_[windows.pop(), window]  # a partition each
+            windows.append(window)
+        return windows
 
     def __iter__(self):
-        windows = self.windows()
+        windows = mine = self.windows()
+        if self.share is not None:
+            rank, replicas, most_steps = self.share
+            mine = [window[rank::replicas] for window in windows]
         with ThreadPoolExecutor(1) as loader:
-            pending = loader.submit(self.dataset.window, windows[0])
+            pending = loader.submit(self.dataset.window, mine[0])
             for k in range(len(windows)):
                 dataset = pending.result()
                 if k + 1 < len(windows):
-                    pending = loader.submit(self.dataset.window, windows[k + 1])
+                    pending = loader.submit(self.dataset.window, mine[k + 1])
                 sampler = self.sampler_of(dataset, self.rng)
+                if self.share is not None:  # a step for every process's
+                    batches = list(sampler)
+                    steps = most_steps(len(batches))
+                    if steps and not batches:  # all its bags held out
+                        dataset = self.dataset.window(windows[k])
+                        batches = list(self.sampler_of(dataset, self.rng))
+                    sampler = [batches[i % len(batches)] for i in range(steps)]
                 yield from EpochBatches(dataset, sampler, device=self.device)

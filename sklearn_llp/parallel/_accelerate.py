@@ -7,10 +7,12 @@ are not sharded (every process computes the same errors and decision rule).
 """
 
 import numpy as np
+import torch
 from sklearn.utils import check_random_state
 from skorch.hf import AccelerateMixin
 
 from ..neural import LLPClassifier, ShardedBatchSampler
+from ..neural._stream import StreamedEpochs
 
 
 class LLPAccelerateMixin(AccelerateMixin):
@@ -73,9 +75,24 @@ class LLPAccelerateMixin(AccelerateMixin):
 
     def get_iterator(self, dataset, training=False):
         """The estimator's iterators, not sharded by the accelerator: the
-        training sampler deals whole bags to the processes; held-out bags and
-        prediction rows go to every process whole."""
-        return super(AccelerateMixin, self).get_iterator(dataset, training=training)
+        training sampler deals whole bags to the processes (a Dask fit: whole
+        partitions); held-out bags and prediction rows go to every process
+        whole."""
+        iterator = super(AccelerateMixin, self).get_iterator(dataset, training)
+        if isinstance(iterator, StreamedEpochs) and self.accelerator.num_processes > 1:
+            iterator.deal(
+                self.accelerator.process_index,
+                self.accelerator.num_processes,
+                self._most_steps,
+                lambda window, rng: super(LLPAccelerateMixin, self)._train_sampler(
+                    window, rng
+                ),
+            )
+        return iterator
+
+    def _most_steps(self, steps):
+        device = self.accelerator.device
+        return int(self.accelerator.gather(torch.tensor([steps], device=device)).max())
 
     def evaluation_step(self, batch, training=False):
         # every process evaluated the whole batch: nothing to gather
