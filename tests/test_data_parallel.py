@@ -65,6 +65,28 @@ def test_shard_rank_is_checked():
         ShardedBatchSampler(BagBatchSampler(_codes([4] * 4), 8), 2, 2)
 
 
+def test_streamed_windows_hold_a_partition_for_every_process():
+    from types import SimpleNamespace
+
+    from sklearn_llp.neural._stream import _WINDOW_ROWS, StreamedEpochs
+
+    def epochs(rows):
+        source = SimpleNamespace(parts=list(range(len(rows))), part_rows=rows)
+        return StreamedEpochs(SimpleNamespace(source=source), None, 10, "cpu", 0)
+
+    rows = np.array([3 * _WINDOW_ROWS, 5, 7, 11, _WINDOW_ROWS, 13, 2 * _WINDOW_ROWS])
+    dealt = epochs(rows)
+    dealt.deal(1, 3, max, None)
+    for _ in range(3):  # every epoch's order
+        windows = dealt.windows()
+        assert min(map(len, windows)) >= 3
+        assert sorted(np.concatenate(windows)) == list(range(len(rows)))
+    assert len(dealt) == 4  # the steps of one process: ceil(10 / 3)
+    few = epochs(rows[:2])  # fewer partitions than processes: all read all
+    few.deal(0, 3, max, None)
+    assert few.share is None and len(few) == 4
+
+
 # --- one process: the accelerated estimator is the estimator
 
 
