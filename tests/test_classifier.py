@@ -31,6 +31,7 @@ from sklearn_llp.methods import DLLP, VAT, LLPMethod
 from sklearn_llp.metrics import bag_r2_scorer, hard_l1_scorer, make_bag_scorer
 from sklearn_llp.model_selection import BagKFold, BagShuffleSplit, cross_val_predict
 from sklearn_llp.modules import MLP
+from sklearn_llp.neural._data import ArrayDataset
 
 C, R = "classification", "regression"
 ESTIMATOR = {C: LLPClassifier, R: LLPRegressor}
@@ -104,6 +105,10 @@ def test_fitted_attributes_history_and_probabilities(small_bags):
     assert type(clf.method_).__name__ == "VAT"
     assert proba.shape == (len(X), 3)
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+    # outputs written batch by batch (7 rows) into one tensor: skorch's cat
+    rows = ArrayDataset(torch.as_tensor(X, dtype=torch.float32))
+    batches = torch.cat(list(clf.forward_iter(rows)))
+    assert torch.equal(clf.forward(rows), batches) and len(batches) == len(X)
 
 
 # --- forms of X, pipelines, parameters
