@@ -387,3 +387,17 @@ def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
 
     for row in payload["epsilon_sweep"] + payload["suppression_sweep"]:
         assert cell(row) in guide, row
+
+
+def test_noisy_cells_numbers_quoted_in_the_docs_are_the_committed_ones():
+    """The guide and README quote the committed noisy-cells study."""
+    payload = json.loads(
+        (ROOT / "benchmarks" / "results" / "noisy_cells.json").read_text()
+    )
+    guide = (ROOT / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for row in payload["summary"]:
+        assert f"{row['roc_auc']:.3f} ± {row['roc_auc_std']:.3f}" in guide, row
+    for row in payload["summary"]:
+        if row["method"] == "noisy (counts)" and row["epsilon"] in (0.3, 1.0):
+            assert f"{row['roc_auc']:.3f}" in readme, row
