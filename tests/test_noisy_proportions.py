@@ -401,3 +401,23 @@ def test_noisy_cells_numbers_quoted_in_the_docs_are_the_committed_ones():
     for row in payload["summary"]:
         if row["method"] == "noisy (counts)" and row["epsilon"] in (0.3, 1.0):
             assert f"{row['roc_auc']:.3f}" in readme, row
+
+
+@pytest.mark.slow
+def test_noisy_cells_quick_run_and_resummarise(tmp_path):
+    script = ROOT / "benchmarks" / "studies" / "noisy_cells.py"
+    spec = importlib.util.spec_from_file_location("benchmark_noisy_cells", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = ["--out", str(tmp_path), "--quick", "--seeds", "0", "--epochs", "1"]
+    module.main([*out, "--epsilons", "1", "inf"])
+    payload = json.loads((tmp_path / "noisy_cells_quick.json").read_text())
+    methods = {r["method"] for r in payload["runs"]}
+    assert {"noise-free DLLP", "DLLP, cells >= 30", "noisy (counts)"} <= methods
+    assert len(payload["runs"]) == 6 + 2
+    kept = {r["method"]: r["rows_kept"] for r in payload["runs"]}
+    assert kept["DLLP, cells >= 30"] < kept["DLLP, cells >= 5"] < 1.0
+    first = (tmp_path / "noisy_cells_quick.md").read_text()
+    module.main([*out, "--resummarise"])
+    assert (tmp_path / "noisy_cells_quick.md").read_text() == first
+    assert "best threshold" in first
