@@ -480,7 +480,11 @@ HYPERPARAMETERS = {
     "rot": {"method__rot_alpha": 0.123},
     "llpfc": {"method__regroup_every": 3},
     "easyllp": {"method__loss": "log"},
-    "noisy": {"method__scale": 0.123, "method__weighting": "reliability"},
+    "noisy": {
+        "method__scale": 0.123,
+        "method__weighting": "reliability",
+        "method__loss": "shares",
+    },
     "interpolating": {"method__rho": 0.25},
 }
 

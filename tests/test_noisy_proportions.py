@@ -17,10 +17,11 @@ from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
 from sklearn_llp.methods import DLLP, BagBatch, NoisyProportions
 from sklearn_llp.methods.functional import (
+    noisy_count_loss,
     noisy_proportion_loss,
     noisy_proportion_weights,
 )
-from sklearn_llp.privacy import dp_noise_scale
+from sklearn_llp.privacy import dp_noise_scale, noise_variance
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = dict(max_epochs=2, random_state=0, verbose=0)
@@ -49,7 +50,9 @@ def tiny_problem(sample_weight=None):
 )
 def test_loss_of_a_tiny_batch_by_hand(weighting, noise, scale):
     bags, logits, batch = tiny_problem()
-    method = NoisyProportions(noise=noise, scale=scale, weighting=weighting)
+    method = NoisyProportions(
+        noise=noise, scale=scale, weighting=weighting, loss="shares"
+    )
     method.prepare(bags, None)
     # prior [0.5, 0.5]: tau 0.25; count variance 2 b^2 (Laplace) or b^2; sizes
     # 4 and 2; r = n tau / (n tau + (1 - 1/C) v) with (1 - 1/C) = 1/2
@@ -75,7 +78,8 @@ def test_loss_of_a_tiny_batch_by_hand(weighting, noise, scale):
 def test_loss_uses_a_global_normaliser_not_the_batch_sum():
     # a batch of one unreliable bag takes a small step, not a full one
     bags, logits, _ = tiny_problem()
-    method = NoisyProportions(scale=3.0, weighting="reliability").prepare(bags, None)
+    method = NoisyProportions(scale=3.0, weighting="reliability", loss="shares")
+    method.prepare(bags, None)
     only_b = BagBatch(
         segments=torch.tensor([0]),
         bag_props=torch.tensor([[0.0, 1.0]], dtype=torch.float64),
@@ -100,7 +104,7 @@ def test_weights_use_total_sample_weights_and_reduce_to_dllp_without_noise():
     # no noise, weighted by reliability: DLLP exactly, bags of any size
     for sample_weight in (None, weights):
         bags, logits, batch = tiny_problem(sample_weight)
-        method = NoisyProportions(scale=0.0, weighting="reliability")
+        method = NoisyProportions(scale=0.0, weighting="reliability", loss="shares")
         np.testing.assert_array_equal(method.prepare(bags, None).bag_weights_, 1.0)
         loss = method.get_loss(None, None, logits, batch, 0, 1)
         assert loss.item() == DLLP().get_loss(None, None, logits, batch, 0, 1).item()
@@ -113,7 +117,11 @@ def test_zero_noise_fit_is_the_dllp_fit(small_bags):
     # both weightings; bags of equal size (10 each) for "likelihood"
     for weighting in ("reliability", "likelihood"):
         noisy = LLPClassifier(
-            method="noisy", method__scale=0.0, method__weighting=weighting, **kwargs
+            method="noisy",
+            method__scale=0.0,
+            method__weighting=weighting,
+            method__loss="shares",
+            **kwargs,
         ).fit(X, bags, props)
         np.testing.assert_array_equal(dllp.predict_proba(X), noisy.predict_proba(X))
 
@@ -159,6 +167,114 @@ def test_per_bag_scales_are_looked_up_by_bag_id(small_bags):
     clf.set_params(validation_fraction=0.25).fit(X, bags, props)
     assert len(clf.method_.bag_weights_) == 9  # 3 of 12 bags held out
     assert np.isfinite(clf.history[-1, "valid_loss"])
+
+
+# --- The count loss (the default) ---
+def test_count_loss_of_a_tiny_batch_by_hand():
+    bags, logits, batch = tiny_problem()
+    counts = torch.tensor([[0.5, 1.5], [2.0, 2.0]])  # bag b, then a (batch order)
+    var = torch.tensor([2.0, 0.0])
+    loss = noisy_count_loss(logits, batch.segments, counts, var)
+    # b: p = [.4, .6], m = [.4, .6], V = .24 + 2; a: m = [.9, 1.1], V = .21 + .16
+    v_b, v_a = 0.24 + 2.0, 0.21 + 0.16
+    b = ((0.5 - 0.4) ** 2 + (1.5 - 0.6) ** 2) / (2 * v_b)
+    a = ((2.0 - 0.9) ** 2 + (2.0 - 1.1) ** 2) / (2 * v_a)
+    assert loss.item() == pytest.approx((a + b) / 2, rel=1e-6)
+    # one released count (two classes, one_count): only its column counts
+    mask = torch.tensor([False, True])
+    one = noisy_count_loss(logits, batch.segments, counts, var, mask)
+    b1, a1 = (1.5 - 0.6) ** 2 / (2 * v_b), (2.0 - 1.1) ** 2 / (2 * v_a)
+    assert one.item() == pytest.approx((a1 + b1) / 2, rel=1e-6)
+    # through the method: counts = shares x sizes without a release; noise from scale
+    method = NoisyProportions(scale=1.0).prepare(bags, None)
+    np.testing.assert_allclose(method.noisy_counts_, [[3.0, 1.0], [0.0, 2.0]])
+    loss = method.get_loss(None, None, logits, batch, 0, 1)
+    # a has 2 of its 4 rows in the batch, b 1 of 2 (subsampled): sums count twice
+    v_b, v_a = 2 * 0.24 + 2.0, 2 * 0.37 + 2.0
+    b = (0.8**2 + (2.0 - 1.2) ** 2) / (2 * v_b)
+    a = ((3.0 - 1.8) ** 2 + (1.0 - 2.2) ** 2) / (2 * v_a)
+    assert loss.item() == pytest.approx((a + b) / 2, rel=1e-6)
+
+
+def test_count_loss_is_unbiased_over_the_noise_and_weighs_by_its_variance():
+    """E over Laplace noise = noise-free loss + sum(var / 2V) / n_bags; the
+    gradient's expectation is the noise-free one, scaled by 1/V: a noisier
+    bag pulls less (fails if the noise variance is dropped)."""
+    logits = torch.tensor([[0.3, -0.2], [1.0, 0.5], [-0.4, 0.8], [0.0, 0.1]])
+    segments = torch.tensor([0, 0, 1, 1])
+    true = torch.tensor([[2.0, 0.0], [1.0, 1.0]])
+    var = torch.tensor([2.0, 8.0])  # Laplace scales 1 and 2
+    gen = torch.Generator().manual_seed(0)
+    draws = 20000
+    scales = var.sqrt() / math.sqrt(2)
+    u = torch.rand(draws, 2, 2, generator=gen) - 0.5
+    noise = -scales[None, :, None] * u.sign() * torch.log1p(-2 * u.abs())
+    losses, grads = [], []
+    for k in range(draws):
+        x = logits.clone().requires_grad_()
+        loss = noisy_count_loss(x, segments, true + noise[k], var)
+        losses.append(loss.item())
+        grads.append(torch.autograd.grad(loss, x)[0])
+    x = logits.clone().requires_grad_()
+    clean = noisy_count_loss(x, segments, true, var)
+    clean_grad = torch.autograd.grad(clean, x)[0]
+    probs = torch.softmax(logits, 1)
+    spread = torch.stack([(probs * (1 - probs))[segments == b].sum(0) for b in (0, 1)])
+    offset = (var[:, None] / (2 * (spread + var[:, None]))).sum() / 2
+    assert np.mean(losses) == pytest.approx((clean + offset).item(), rel=0.02)
+    mean_grad = torch.stack(grads).mean(0)
+    torch.testing.assert_close(mean_grad, clean_grad, atol=0.01, rtol=0.0)
+    # the same residual in a noisier bag: a smaller loss and gradient
+    quiet = noisy_count_loss(logits, segments, true + 1, torch.tensor([0.0, 0.0]))
+    loud = noisy_count_loss(logits, segments, true + 1, torch.tensor([9.0, 9.0]))
+    assert loud.item() < quiet.item() / 5
+
+
+def test_count_loss_reads_the_release_counts_noise_and_one_count():
+    rng = np.random.RandomState(0)
+    ids = np.repeat(np.arange(6), [1, 2, 3, 5, 8, 40])
+    y = rng.randint(0, 2, len(ids))
+    for mechanism, one in (("laplace", True), ("discrete_laplace", False)):
+        table, counts = dp_proportions(
+            ids,
+            y,
+            0.5,
+            mechanism=mechanism,
+            one_count=one,
+            return_counts=True,
+            random_state=1,
+        )
+        assert table.attrs["one_count"] is one
+        np.testing.assert_allclose(table.attrs["counts"]["values"], counts.to_numpy())
+        assert table.attrs["counts"]["ids"] == counts.index.tolist()
+        bags = check_bags(ids, table.to_numpy()[ids])
+        method = NoisyProportions(release=table).prepare(bags, None)
+        np.testing.assert_allclose(method.noisy_counts_, counts.to_numpy())
+        assert method.released_.tolist() == ([False, True] if one else [True, True])
+        scale = table.attrs["noise_scale"]
+        expected = noise_variance(table.attrs["noise"], scale)
+        np.testing.assert_allclose(method.count_variance_, expected)
+        if mechanism == "discrete_laplace":  # replace, both counts: 2 / epsilon
+            assert scale == 4.0 and np.all(np.mod(counts.to_numpy(), 1) == 0)
+    # the release as attrs only, and a training subset: looked up by bag id
+    bags = check_bags(ids[ids > 2], table.to_numpy()[ids[ids > 2]])
+    method = NoisyProportions(release=dict(table.attrs)).prepare(bags, None)
+    np.testing.assert_allclose(method.noisy_counts_, counts.to_numpy()[3:])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_llp.exceptions.IdentifiabilityWarning")
+def test_suppressed_cells_leave_the_counts_of_the_others_aligned():
+    ids = np.repeat(np.arange(5), [1, 2, 12, 15, 30])
+    y = np.arange(len(ids)) % 2
+    table, counts = dp_proportions(
+        ids, y, 1.0, min_bag_size=10, return_counts=True, random_state=0
+    )
+    assert table.attrs["suppressed"] == [0, 1]
+    assert table.attrs["counts"]["ids"] == [2, 3, 4]
+    keep = ids >= 2
+    clf = LLPClassifier(method="noisy", method__release=table, **SHORT)
+    clf.fit(np.c_[y, 1 - y][keep].astype(np.float32), ids[keep], table)
+    np.testing.assert_allclose(clf.method_.noisy_counts_, counts.to_numpy())
 
 
 # --- Learning ---
@@ -271,3 +387,37 @@ def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
 
     for row in payload["epsilon_sweep"] + payload["suppression_sweep"]:
         assert cell(row) in guide, row
+
+
+def test_noisy_cells_numbers_quoted_in_the_docs_are_the_committed_ones():
+    """The guide and README quote the committed noisy-cells study."""
+    payload = json.loads(
+        (ROOT / "benchmarks" / "results" / "noisy_cells.json").read_text()
+    )
+    guide = (ROOT / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for row in payload["summary"]:
+        assert f"{row['roc_auc']:.3f} ± {row['roc_auc_std']:.3f}" in guide, row
+    for row in payload["summary"]:
+        if row["method"] == "noisy (counts)" and row["epsilon"] in (0.3, 1.0):
+            assert f"{row['roc_auc']:.3f}" in readme, row
+
+
+@pytest.mark.slow
+def test_noisy_cells_quick_run_and_resummarise(tmp_path):
+    script = ROOT / "benchmarks" / "studies" / "noisy_cells.py"
+    spec = importlib.util.spec_from_file_location("benchmark_noisy_cells", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = ["--out", str(tmp_path), "--quick", "--seeds", "0", "--epochs", "1"]
+    module.main([*out, "--epsilons", "1", "inf"])
+    payload = json.loads((tmp_path / "noisy_cells_quick.json").read_text())
+    methods = {r["method"] for r in payload["runs"]}
+    assert {"noise-free DLLP", "DLLP, cells >= 30", "noisy (counts)"} <= methods
+    assert len(payload["runs"]) == 6 + 2
+    kept = {r["method"]: r["rows_kept"] for r in payload["runs"]}
+    assert kept["DLLP, cells >= 30"] < kept["DLLP, cells >= 5"] < 1.0
+    first = (tmp_path / "noisy_cells_quick.md").read_text()
+    module.main([*out, "--resummarise"])
+    assert (tmp_path / "noisy_cells_quick.md").read_text() == first
+    assert "best threshold" in first

@@ -63,6 +63,7 @@ def noise_aware(**extra):
         "method": "noisy",
         "method__noise": table.attrs["noise"],
         "method__scale": table.attrs["noise_scale"],
+        "method__loss": "shares",  # the loss of these records (noisy_cells.py: counts)
         **extra,
     }
 
@@ -72,7 +73,11 @@ METHODS = {
     "dllp": ("DLLP (noise ignored)", lambda table: {"method": "dllp"}, "tab:gray"),
     "size": (
         "DLLP weighted by group size (noise ignored)",
-        lambda table: {"method": "noisy", "method__scale": 0.0},
+        lambda table: {
+            "method": "noisy",
+            "method__scale": 0.0,
+            "method__loss": "shares",
+        },
         "tab:orange",
     ),
     "noisy": ("noise-aware (method='noisy')", noise_aware(), "tab:blue"),

@@ -5,11 +5,17 @@ from numbers import Real
 
 import numpy as np
 import pandas as pd
+import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..privacy import NOISE_NORMS, noise_variance
 from ._base import LLPMethod
-from ._segments import proportion_loss
+from ._segments import (
+    _full_size_scale,
+    at_least_float32,
+    proportion_loss,
+    segment_sum,
+)
 
 
 def noisy_proportion_weights(
@@ -55,6 +61,51 @@ def noisy_proportion_loss(
     return (bag_weights * per_bag).sum() / (per_bag.shape[0] * normaliser)
 
 
+def noisy_count_loss(
+    logits,
+    segments,
+    noisy_counts,
+    noise_variance,
+    released=None,
+    weights=None,
+    bag_sizes=None,
+):
+    """Gaussian loss of noisy counts given the model's expected counts.
+
+    Per bag and released class ``k``: ``(c~ - m)**2 / (2 V)`` with ``m`` the
+    sum of the predicted probabilities and ``V = sum p (1 - p) + noise
+    variance`` (held fixed in the gradient). Over the noise its expectation is
+    the noise-free loss plus ``noise variance / (2 V)``: unbiased; tiny bags
+    weigh by ``1 / V``, not by a threshold. Mean over the bags. With
+    ``bag_sizes``, a subsampled bag's sums are scaled to its full size.
+
+    Examples
+    --------
+    >>> from torch import tensor, zeros
+    >>> from sklearn_llp.methods.functional import noisy_count_loss
+    >>> counts, var = tensor([[2.0, 0.0]]), tensor([1.5])  # m = 1, V = 0.5 + 1.5
+    >>> noisy_count_loss(zeros(2, 2), tensor([0, 0]), counts, var)  # 2 (1 / 4)
+    tensor(0.5000)
+    """
+    logits = at_least_float32(logits)
+    probs = torch.softmax(logits, dim=1)
+    if weights is not None:
+        probs = probs * weights.to(probs.dtype).unsqueeze(1)
+    n_bags = noisy_counts.shape[0]
+    expected = segment_sum(probs, segments, n_bags)
+    spread = segment_sum((probs * (1 - probs)).detach(), segments, n_bags)
+    if bag_sizes is not None:
+        w = None if weights is None else weights.to(probs.dtype)
+        scale = _full_size_scale(segments, bag_sizes.to(probs.dtype), w)[:, None]
+        expected, spread = expected * scale, spread * scale
+    variance = spread + noise_variance.to(probs.dtype).reshape(-1, 1)
+    variance = variance.clamp_min(0.25)  # noise-free, confident: no 1 / 0
+    per_class = (noisy_counts.to(probs.dtype) - expected) ** 2 / (2 * variance)
+    if released is not None:
+        per_class = per_class * released.to(probs.dtype)
+    return per_class.sum(1).mean()
+
+
 class NoisyProportions(LLPMethod):
     """DLLP, bags weighed by what their noisy counts tell (:ref:`noisy_proportions`).
 
@@ -65,8 +116,12 @@ default="laplace"
         Noise on every count (``attrs["noise"]`` of a release).
     scale : float or dict or Series, default=1.0
         Its scale (``attrs["noise_scale"]``), or one per bag id.
+    loss : {"counts", "shares"}, default="counts"
+        :func:`noisy_count_loss` on the released noisy counts (read from
+        ``release``; else shares times sizes), or DLLP on the released shares
+        with bag weights (``weighting``, the loss before issue 34).
     weighting : {"likelihood", "reliability"}, default="likelihood"
-        ``w_B = n_B r_B`` or ``w_B = r_B``.
+        ``loss="shares"``: ``w_B = n_B r_B`` or ``w_B = r_B``.
     release : DataFrame or dict, default=None
         A :func:`~sklearn_llp.privacy.dp_proportions` release (or its
         ``attrs``): its noise, scale and relation replace ``noise`` and ``scale``.
@@ -85,15 +140,22 @@ default="laplace"
     _parameter_constraints = {
         "noise": [StrOptions(set(NOISE_NORMS))],
         "scale": [Interval(Real, 0, np.inf, closed="left"), Mapping, pd.Series],
+        "loss": [StrOptions({"counts", "shares"})],
         "weighting": [StrOptions({"likelihood", "reliability"})],
         "release": [None, Mapping, pd.DataFrame],
     }
 
     def __init__(
-        self, noise="laplace", scale=1.0, weighting="likelihood", release=None
+        self,
+        noise="laplace",
+        scale=1.0,
+        loss="counts",
+        weighting="likelihood",
+        release=None,
     ):
         self.noise = noise
         self.scale = scale
+        self.loss = loss
         self.weighting = weighting
         self.release = release
 
@@ -152,13 +214,41 @@ default="laplace"
             weights = sizes * weights
         self.bag_weights_ = weights
         self._mean_weight = float(np.mean(weights))
+        self.noisy_counts_, self.released_ = self._counts(bags, sizes)
         # DLLP's loss as it is: no noise, and every bag weighing the same
         self._exact = bool(np.all(self.count_variance_ == 0)) and (
             self.weighting == "reliability" or np.ptp(sizes) == 0
         )
         return self
 
+    def _counts(self, bags, sizes):
+        """Noisy counts of the training bags, and the released classes."""
+        props = np.asarray(bags.props, dtype=np.float64)
+        counts = props * sizes[:, None]
+        released = np.ones(props.shape[1], dtype=bool)
+        attrs = {} if self.release is None else getattr(self.release, "attrs", {})
+        attrs = attrs or (self.release if isinstance(self.release, Mapping) else {})
+        table = attrs.get("counts")
+        if table is not None:
+            known = pd.DataFrame(table["values"], index=table["ids"])
+            rows = known.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
+            found = rows >= 0
+            counts[found] = known.to_numpy(dtype=np.float64)[rows[found]]
+        if attrs.get("one_count") and props.shape[1] == 2:
+            released[0] = False  # the other count is the public size minus it
+        return counts, released
+
     def get_loss(self, module, X, logits, bags, step, total_steps):
+        if self.loss == "counts":
+            return noisy_count_loss(
+                bags.take(logits),
+                bags.segments,
+                self.bag_tensor("noisy_counts_", logits, bags),
+                self.bag_tensor("count_variance_", logits, bags),
+                self.bag_tensor("released_", logits),
+                bags.take(bags.weights),
+                self.bag_tensor("bag_sizes_", logits, bags),
+            )
         if self._exact:
             return bags.proportion_loss(logits)
         return noisy_proportion_loss(

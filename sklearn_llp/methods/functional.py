@@ -3,7 +3,11 @@
 from ._base import perturbation_mode
 from ._easyllp import bag_spread, easyllp_loss
 from ._llpfc import forward_correction_loss, llpfc_transition_matrices
-from ._noisy import noisy_proportion_loss, noisy_proportion_weights
+from ._noisy import (
+    noisy_count_loss,
+    noisy_proportion_loss,
+    noisy_proportion_weights,
+)
 from ._pi import pi_loss
 from ._regression import interpolating_loss, regression_losses
 from ._rot import pseudo_label_loss, sinkhorn_pseudo_labels
@@ -28,6 +32,7 @@ __all__ = [
     "kl_divergence_with_logits",
     "l2_normalize",
     "llpfc_transition_matrices",
+    "noisy_count_loss",
     "noisy_proportion_loss",
     "noisy_proportion_weights",
     "perturbation_mode",

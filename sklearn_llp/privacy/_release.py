@@ -218,6 +218,7 @@ def dp_proportions(
         clamp=checked[4],
         rho=sensitivity**2 / (2 * scale**2) if discrete_gaussian and scale else None,
         **suppressed,
+        counts=dict(ids=index[kept].tolist(), values=noisy.tolist()),  # the loss's
     )
     frames = [
         pd.DataFrame(v, index=index[kept], columns=columns) for v in (shares, noisy)
