@@ -481,7 +481,7 @@ HYPERPARAMETERS = {
     "llpfc": {"method__regroup_every": 3},
     "easyllp": {"method__loss": "log"},
     "noisy": {"method__scale": 0.123, "method__weighting": "reliability"},
-    "interpolating": {"method__rho": 0.25},
+    "interpolating": {"method__lam": 0.25},
 }
 
 
