@@ -132,9 +132,9 @@ def test_losses_of_overlapping_bags_and_their_gradient():
 def test_regression_methods_have_their_own_registry():
     assert available_methods("regression") == ["bag", "instance", "interpolating"]
     assert "bag" not in available_methods()
-    assert isinstance(make_method("interpolating", {"rho": 0.3}), InterpolatingLoss)
-    with pytest.raises(ValueError, match="rho"):
-        make_method("interpolating", {"rho": 1.5}, task="regression")
+    assert isinstance(make_method("interpolating", {"lam": 0.3}), InterpolatingLoss)
+    with pytest.raises(ValueError, match="lam"):
+        make_method("interpolating", {"lam": -1.0}, task="regression")
     with pytest.raises(ValueError, match="classification method"):
         make_method("vat", task="regression")
     with pytest.raises(ValueError, match="regression method"):
