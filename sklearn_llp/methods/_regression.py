@@ -171,11 +171,8 @@ class InterpolatingLoss(RegressionMethod):
 
     def prepare(self, bags, random_state):
         super().prepare(bags, random_state)
-        self.lam_ = (
-            0.25 * bags.n_bags / max(len(bags.members), 1)
-            if self.lam == "auto"
-            else self.lam
-        )
+        k = float(np.mean(self.bag_sizes_))  # total weight: weights as rows
+        self.lam_ = 0.25 / k if self.lam == "auto" else self.lam
         return self
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
