@@ -2,6 +2,7 @@
 
 __all__ = [
     "BagLeakageWarning",
+    "FewBagsWarning",
     "FitDivergedError",
     "IdentifiabilityWarning",
     "ModelResetWarning",
@@ -24,6 +25,16 @@ class FitDivergedError(FloatingPointError):
 
     Raised by ``fit`` at the first non-finite batch loss, naming the epoch,
     the batch and likely causes; the model then counts as not fitted.
+    """
+
+
+class FewBagsWarning(UserWarning):
+    """Too few bags to hold 5 out: ``early_stopping="auto"`` stays off.
+
+    Under 50 bags at ``validation_fraction`` 0.1 a fit does not judge its
+    epochs (5 held-out bags choose them too noisily:
+    :ref:`regression_defaults`) and may overfit its bag loss; keep
+    ``max_epochs`` small, or pass ``early_stopping=False`` to silence it.
     """
 
 

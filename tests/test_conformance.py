@@ -485,7 +485,7 @@ HYPERPARAMETERS = {
         "method__weighting": "reliability",
         "method__loss": "shares",
     },
-    "interpolating": {"method__rho": 0.25},
+    "interpolating": {"method__lam": 0.25},
 }
 
 

@@ -243,20 +243,26 @@ def test_bag_table():
 
 # --- Regression.
 def test_regression_metrics_by_hand_and_on_singletons():
+    # bags weigh by size, as in training: a and b hold 2 rows, c 1
     bags = ["a", "a", "b", "b", "c"]
     targets = {"a": 2.0, "b": 5.0, "c": 0.0}
     y_pred = [1.0, 2.0, 4.0, 4.0, 1.0]  # bag means 1.5, 4, 1
     assert bag_mean_squared_error(bags, targets, y_pred) == pytest.approx(
-        (0.25 + 1 + 1) / 3
+        (2 * 0.25 + 2 * 1 + 1) / 5
     )
-    assert bag_mean_absolute_error(bags, targets, y_pred) == pytest.approx(2.5 / 3)
-    centre = 7 / 3
-    total = ((2 - centre) ** 2 + (5 - centre) ** 2 + centre**2) / 3
-    assert bag_r2_score(bags, targets, y_pred) == pytest.approx(1 - 2.25 / 3 / total)
+    assert bag_mean_absolute_error(bags, targets, y_pred) == pytest.approx(4 / 5)
+    centre = (2 * 2 + 2 * 5 + 0) / 5
+    total = (2 * (2 - centre) ** 2 + 2 * (5 - centre) ** 2 + centre**2) / 5
+    assert bag_r2_score(bags, targets, y_pred) == pytest.approx(1 - 3.5 / 5 / total)
+    # sample weights: bag a weighs 4, its mean prediction (3 + 2) / 4
     weighted = bag_mean_squared_error(
         bags, targets, y_pred, sample_weight=[3, 1, 1, 1, 1]
     )
-    assert weighted == pytest.approx(((2 - 1.25) ** 2 + 1 + 1) / 3)
+    assert weighted == pytest.approx((4 * (2 - 1.25) ** 2 + 2 + 1) / 7)
+    # the scorer and early stopping's criterion share the weighting
+    est = type("Fitted", (), {"predict": lambda self, X: np.asarray(y_pred)})()
+    scorer = make_bag_scorer("mse")
+    assert scorer(est, np.zeros((5, 1)), bags, targets) == pytest.approx(-3.5 / 5)
     # bags of one row: the instance metrics
     rng = np.random.RandomState(0)
     y, pred, ids = rng.normal(size=9), rng.normal(size=9), np.arange(9)

@@ -22,7 +22,7 @@ from sklearn_llp.bags import (
     UniformBagGenerator,
 )
 from sklearn_llp.core import check_bags
-from sklearn_llp.exceptions import IdentifiabilityWarning
+from sklearn_llp.exceptions import FewBagsWarning, IdentifiabilityWarning
 from sklearn_llp.methods import (
     BagBatch,
     BagLoss,
@@ -84,17 +84,16 @@ def test_losses_match_a_hand_computation():
     # instance = bag + the within-bag (weighted) variance of the predictions
     within = (1.5**2 + 3 * 0.5**2 + 1.5**2 + 1.5**2) / 6
     assert float(instance) == pytest.approx(float(bag) + within)
-    # the interpolation, and its ends
-    for rho in (0.0, 0.25, 1.0):
-        loss = interpolating_loss(PRED, SEGMENTS, MEANS, rho, WEIGHTS)
-        assert float(loss) == pytest.approx((1 - rho) * 9.5 / 6 + rho * 17 / 6)
-        assert float(loss) == pytest.approx(9.5 / 6 + rho * within)
+    # the interpolation: bag + lam * instance
+    for lam in (0.0, 0.25, 1.0):
+        loss = interpolating_loss(PRED, SEGMENTS, MEANS, lam, WEIGHTS)
+        assert float(loss) == pytest.approx(9.5 / 6 + lam * 17 / 6)
     # the method objects compute the same
     batch = BagBatch(SEGMENTS, MEANS[:, None], torch.arange(2), weights=WEIGHTS)
     for method, expected in [
         (BagLoss(), 9.5 / 6),
         (InstanceLoss(), 17 / 6),
-        (InterpolatingLoss(rho=0.5), (9.5 / 6 + 17 / 6) / 2),
+        (InterpolatingLoss(lam=0.5), 9.5 / 6 + 0.5 * 17 / 6),
     ]:
         loss = method.get_loss(None, None, PRED[:, None], batch, 0, 1)
         assert float(loss) == pytest.approx(expected)
@@ -103,6 +102,15 @@ def test_losses_match_a_hand_computation():
     pred, y = torch.tensor(rng.normal(size=7)), torch.tensor(rng.normal(size=7))
     for loss in regression_losses(pred, torch.arange(7), y):
         assert float(loss) == pytest.approx(float(((pred - y) ** 2).mean()))
+
+
+def test_interpolating_lam_auto_is_a_quarter_over_the_mean_bag_size():
+    # the measured rule (benchmarks/results/regression_defaults.md): 1 / (4 k)
+    bags = check_bags(np.repeat([0, 1, 2], [2, 4, 6]), targets={0: 1.0, 1: 2.0, 2: 3.0})
+    method = InterpolatingLoss().prepare(bags, np.random.RandomState(0))
+    assert method.lam_ == pytest.approx(0.25 * 3 / 12)
+    fixed = InterpolatingLoss(lam=0.7).prepare(bags, np.random.RandomState(0))
+    assert fixed.lam_ == 0.7
 
 
 def test_losses_of_overlapping_bags_and_their_gradient():
@@ -124,9 +132,9 @@ def test_losses_of_overlapping_bags_and_their_gradient():
 def test_regression_methods_have_their_own_registry():
     assert available_methods("regression") == ["bag", "instance", "interpolating"]
     assert "bag" not in available_methods()
-    assert isinstance(make_method("interpolating", {"rho": 0.3}), InterpolatingLoss)
-    with pytest.raises(ValueError, match="rho"):
-        make_method("interpolating", {"rho": 1.5}, task="regression")
+    assert isinstance(make_method("interpolating", {"lam": 0.3}), InterpolatingLoss)
+    with pytest.raises(ValueError, match="lam"):
+        make_method("interpolating", {"lam": -1.0}, task="regression")
     with pytest.raises(ValueError, match="classification method"):
         make_method("vat", task="regression")
     with pytest.raises(ValueError, match="regression method"):
@@ -150,6 +158,31 @@ def test_learns_a_nonlinear_target_from_bags_of_16():
     assert reg.score(X_train, bags, means) > 0.9
     instance = _small(method="instance", **params).fit(X_train, bags, means)
     assert r2_score(y_test, instance.predict(X_test)) < bag_r2 - 0.3
+
+
+@pytest.mark.slow
+def test_defaults_learn_a_noisy_nonlinear_target():
+    # 72 random bags of 16, noise sd 1: early stopping on (>= 50 bags),
+    # restoring its best epoch; test R^2 measured 0.414: fails if the
+    # defaults regress
+    X, y = _synthetic(n=1536)
+    y = y + np.random.RandomState(1).normal(size=len(y))
+    X_test, y_test, X, y = X[1152:], y[1152:], X[:1152], y[:1152]
+    bags = np.random.RandomState(0).permutation(1152) // 16
+    reg = _small(module__hidden_sizes=(32, 32), max_epochs=40, lr=0.01)
+    reg.fit(X, bags, _bag_means(bags, y))
+    assert reg.do_early_stopping_ and reg.best_epoch_ is not None
+    assert r2_score(y_test, reg.predict(X_test)) > 0.38
+
+
+def test_few_bags_warn_that_early_stopping_stays_off(linear_bags):
+    X, bags, means, _ = linear_bags  # 40 bags: 4 held out at 0.1, under 5
+    with pytest.warns(FewBagsWarning, match="stays off"):
+        reg = _small(max_epochs=1).fit(X, bags, means)
+    assert not reg.do_early_stopping_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FewBagsWarning)
+        _small(max_epochs=1, early_stopping=False).fit(X, bags, means)
 
 
 @pytest.mark.parametrize("overlapping", [False, True])

@@ -5,7 +5,8 @@ decided labels ("hard"), probabilities ("soft") or regression outputs --
 computed over (bag, row) pairs, so disjoint and overlapping bags take the
 same path. Classification compares it with the bag's proportions by L1 or
 KL; regression with the bag's mean by squared or absolute error and R^2.
-Every error is a mean over bags (``bag_weights`` weigh them if set).
+Classification errors are means over bags (``bag_weights`` weigh them if
+set); regression errors weigh every bag by its size as training does.
 Decided labels come from :func:`decision_of`, the one fit of a decision
 rule on the distinct rows of a set of bags, used by the estimators, their
 validation errors and the metrics alike.
@@ -136,14 +137,31 @@ def _kl(props, estimate):
     return np.maximum(rel_entr(props, estimate).sum(axis=1), 0.0)
 
 
-def bag_errors_of(bags, output, metrics, decision="argmax", pred=None):
+def regression_bag_weights(bags, sizes=None):
+    """Weight of every bag in a regression error, as in training: its total
+    sample weight (``sizes`` if given) times its ``bag_weights``.
+
+    ``n_b`` times a bag's squared mean residual estimates the instance MSE
+    when the bag is a random sample, so the size-weighted bag MSE ranks models
+    as their instance MSE would; on non-random bags it (and bag R^2) does not.
+    """
+    weights = bags.total_weights() if sizes is None else np.asarray(sizes, float)
+    if bags.bag_weights is not None:
+        weights = weights * bags.bag_weights
+    return weights
+
+
+def bag_errors_of(bags, output, metrics, decision="argmax", pred=None, sizes=None):
     """``{metric: error}`` of validated ``bags`` and per-row ``output`` (no
-    checks); ``pred`` (class index per row) or ``decision`` gives hard errors."""
+    checks); ``pred`` (class index per row) or ``decision`` gives hard errors.
+    Regression errors weigh bags by :func:`regression_bag_weights` (``sizes``:
+    the bags' sizes when ``bags`` holds one row per bag)."""
     errors = {}
     if bags.task == REGRESSION:
         means = bags.means
         residual = means - bag_means(bags, output)[:, 0]
-        average = lambda v: float(np.average(v, weights=bags.bag_weights))  # noqa: E731
+        weights = regression_bag_weights(bags, sizes)
+        average = lambda v: float(np.average(v, weights=weights))  # noqa: E731
         mse = average(residual**2)
         total = average((means - average(means)) ** 2)
         found = {"mse": mse, "mae": average(np.abs(residual))}

@@ -190,7 +190,8 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
     )
     means = totals.filter(like="out").to_numpy() / totals["n"].to_numpy()[:, None]
     if task != CLASSIFICATION:
-        return bag_errors_of(single, means, metrics)
+        sizes = totals["n"].to_numpy()[single.members]  # bag order of single
+        return bag_errors_of(single, means, metrics, sizes=sizes)
     hard = totals.filter(like="hard").to_numpy() / totals["n"].to_numpy()[:, None]
     errors = {}
     for metric in metrics:

@@ -101,7 +101,7 @@ def method_params(method, task=None):
     --------
     >>> from sklearn_llp.methods import method_params
     >>> method_params("interpolating")
-    {'rho': 0.5}
+    {'lam': 'auto'}
     """
     method_class = _method_class(method, task)
     built = method if isinstance(method, LLPMethod) else method_class()

@@ -4,7 +4,7 @@ from numbers import Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import LLPMethod
 from ._segments import at_least_float32, gather_rows, segment_sum
@@ -58,27 +58,19 @@ def regression_losses(
     return per_bag.sum() / denominator, per_bag_instance.sum() / denominator
 
 
-def interpolating_loss(predictions, segments, bag_means, rho, *args, **kwargs):
-    """``(1 - rho) bag_loss + rho instance_loss`` of :func:`regression_losses`.
+def interpolating_loss(predictions, segments, bag_means, lam, *args, **kwargs):
+    """``bag_loss + lam * instance_loss`` of :func:`regression_losses`.
 
     Examples
     --------
     >>> from torch import tensor
     >>> from sklearn_llp.methods.functional import interpolating_loss
     >>> pred = tensor([1.0, 3.0, 5.0])
-    >>> interpolating_loss(pred, tensor([0, 0, 1]), tensor([1.0, 4.0]), rho=0.5)
-    tensor(1.3333)
+    >>> interpolating_loss(pred, tensor([0, 0, 1]), tensor([1.0, 4.0]), lam=1.0)
+    tensor(2.6667)
     """
-    losses = regression_losses(predictions, segments, bag_means, *args, **kwargs)
-    return _interpolate(*losses, rho)
-
-
-def _interpolate(bag, instance, rho):
-    if rho == 0:
-        return bag
-    if rho == 1:
-        return instance
-    return (1.0 - rho) * bag + rho * instance
+    bag, instance = regression_losses(predictions, segments, bag_means, *args, **kwargs)
+    return bag + lam * instance
 
 
 class RegressionMethod(LLPMethod):
@@ -150,23 +142,40 @@ class InstanceLoss(RegressionMethod):
 
 
 class InterpolatingLoss(RegressionMethod):
-    """``(1 - rho) bag_loss + rho instance_loss`` (Javanmard et al., ICLR 2024).
+    """``bag_loss + lam * instance_loss`` (Javanmard et al., ICLR 2024).
+
+    The instance term acts as a ridge of strength about ``lam (k - 1)`` on
+    bags of ``k`` rows: it pays when bags are few against the model's size
+    and costs on many random bags, hence a default that shrinks with ``k``
+    (:ref:`regression_losses`).
 
     Parameters
     ----------
-    rho : float in [0, 1], default=0.5
-        0 is :class:`BagLoss`, 1 is :class:`InstanceLoss`.
+    lam : float >= 0 or "auto", default="auto"
+        Weight of the instance loss; ``"auto"`` is ``1 / (4 k)``, ``k`` the
+        mean bag size (the best measured, :ref:`regression_defaults`). 0 is
+        :class:`BagLoss`.
 
     Examples
     --------
     >>> from sklearn_llp import LLPRegressor
-    >>> reg = LLPRegressor(method="interpolating", method__rho=0.25)
+    >>> reg = LLPRegressor(method="interpolating", method__lam=0.1)
     """
 
-    _parameter_constraints = {"rho": [Interval(Real, 0, 1, closed="both")]}
+    _parameter_constraints = {
+        "lam": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})]
+    }
 
-    def __init__(self, rho=0.5):
-        self.rho = rho
+    def __init__(self, lam="auto"):
+        self.lam = lam
+
+    def prepare(self, bags, random_state):
+        super().prepare(bags, random_state)
+        k = float(np.mean(self.bag_sizes_))  # total weight: weights as rows
+        self.lam_ = 0.25 / k if self.lam == "auto" else self.lam
+        return self
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        return _interpolate(*self._losses(logits, bags), self.rho)
+        bag, instance = self._losses(logits, bags)
+        lam = getattr(self, "lam_", 0.25 if self.lam == "auto" else self.lam)
+        return bag + lam * instance if lam else bag

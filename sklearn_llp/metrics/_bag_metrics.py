@@ -195,7 +195,8 @@ def _regression(metric, summary, example):
 bag_mean_squared_error = _regression(
     "mse",
     "Mean over bags of ``(y_a - f_a)^2``, ``y_a`` the bag's mean and ``f_a``\n"
-    "    the mean of ``y_pred`` over its rows.",
+    "    the mean of ``y_pred`` over its rows, bags weighted by size as in\n"
+    "    training (on random bags, proportional to an estimate of instance MSE).",
     "0.625",
 )
 bag_mean_absolute_error = _regression(
@@ -203,7 +204,8 @@ bag_mean_absolute_error = _regression(
 )
 bag_r2_score = _regression(
     "r2",
-    "R^2 of the predicted bag means, each bag counting once. It measures the\n"
-    "    bag means, not instance R^2 (see :ref:`regression`).",
+    "R^2 of the predicted bag means, bags weighted by size. It measures the\n"
+    "    bag means: on non-random bags (K-means, by region) it is not instance\n"
+    "    R^2, and is usually far higher (see :ref:`regression`).",
     "0.7222222222222222",
 )

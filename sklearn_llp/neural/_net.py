@@ -35,7 +35,7 @@ from ..core import (
     refuse_meaningless_cv,
     restore_on_error,
 )
-from ..exceptions import ModelResetWarning
+from ..exceptions import FewBagsWarning, ModelResetWarning
 from ..methods import BagBatch, LLPMethod, make_method, method_params
 from ..model_selection import BagShuffleSplit
 from ..modules import MLP
@@ -527,7 +527,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             f"and method={self.method!r} can overfit its bag loss without it. "
             "Keep max_epochs small, or pass early_stopping=False to fit "
             "without this warning.",
-            UserWarning,
+            FewBagsWarning,
             stacklevel=4,
         )
         return False

@@ -102,7 +102,8 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     See Also
     --------
     sklearn_llp.LLPClassifier : The same from label proportions.
-    sklearn_llp.metrics.bag_r2_score : R^2 of predicted bag means.
+    sklearn_llp.metrics.bag_r2_score : R^2 of predicted bag means, bags
+        weighted by size (not instance R^2 when bags are not random).
 
     """
 
