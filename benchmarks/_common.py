@@ -165,6 +165,29 @@ def load_adult_split():
     return X_train, X_test, y[:ADULT_N_TRAIN], y[ADULT_N_TRAIN:]
 
 
+def adult_in_groups(columns, quick_rows=None, n_bins=None):
+    """Adult split 70/30 (stratified), the training people grouped by
+    ``columns`` (a stratified ``quick_rows`` of them when given): encoded
+    ``X_train, X_test``, ``y_train, y_test``, bag ids and bag sizes."""
+    from sklearn_llp.bags import FeatureBagGenerator
+
+    X, y = load_adult(return_X_y=True)
+    y = (y == ">50K").to_numpy().astype(int)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.3, stratify=y, random_state=0
+    )
+    if quick_rows:
+        X_train, _, y_train, _ = train_test_split(
+            X_train, y_train, train_size=quick_rows, stratify=y_train, random_state=0
+        )
+    groups = FeatureBagGenerator(columns, n_bins=n_bins)
+    bags = groups.fit_transform(X_train)
+    prep = adult_encoder()
+    X_train = prep.fit_transform(X_train).astype(np.float32)
+    X_test = prep.transform(X_test).astype(np.float32)
+    return X_train, X_test, y_train, y_test, bags, groups.bag_sizes_
+
+
 LOADERS = {
     "digits": load_digits_split,
     "mnist5k": load_mnist5k_split,

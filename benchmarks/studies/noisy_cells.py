@@ -19,17 +19,14 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.metrics import accuracy_score, roc_auc_score
-from sklearn.model_selection import train_test_split
 
 import sklearn_llp
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import FeatureBagGenerator
-from sklearn_llp.datasets import load_adult
 from sklearn_llp.exceptions import IdentifiabilityWarning
 from sklearn_llp.privacy import dp_proportions, released_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
-from _common import RESULTS_DIR, adult_encoder, write_results  # noqa: E402
+from _common import RESULTS_DIR, adult_in_groups, write_results  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -40,21 +37,7 @@ CELLS = ["age", "sex", "race", "education"]
 
 def data(quick):
     """Adult 70/30; training people in age x sex x race x education cells."""
-    X, y = load_adult(return_X_y=True)
-    y = (y == ">50K").to_numpy().astype(int)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.3, stratify=y, random_state=0
-    )
-    if quick:
-        X_train, _, y_train, _ = train_test_split(
-            X_train, y_train, train_size=8000, stratify=y_train, random_state=0
-        )
-    cells = FeatureBagGenerator(CELLS)
-    bags = cells.fit_transform(X_train)
-    prep = adult_encoder()
-    X_train = prep.fit_transform(X_train).astype(np.float32)
-    X_test = prep.transform(X_test).astype(np.float32)
-    return X_train, X_test, y_train, y_test, bags, cells.bag_sizes_
+    return adult_in_groups(CELLS, quick_rows=8000 if quick else None)
 
 
 DLLP = {"method": "dllp"}

@@ -27,8 +27,6 @@ from sklearn.model_selection import train_test_split
 
 import sklearn_llp
 from sklearn_llp import LLPClassifier
-from sklearn_llp.bags import FeatureBagGenerator
-from sklearn_llp.datasets import load_adult
 from sklearn_llp.exceptions import IdentifiabilityWarning
 from sklearn_llp.privacy import (
     dp_noise_scale,
@@ -38,7 +36,7 @@ from sklearn_llp.privacy import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _common
-from _common import RESULTS_DIR, adult_encoder, write_results  # noqa: E402
+from _common import RESULTS_DIR, adult_in_groups, write_results  # noqa: E402
 
 matplotlib.use("Agg")
 torch.set_num_threads(1)
@@ -92,21 +90,8 @@ DEFAULT_METHODS = ("dllp", "size", "noisy")
 
 def adult_data(quick):
     """Adult split 70/30, in census groups (age band x sex x education)."""
-    X, y = load_adult(return_X_y=True)
-    y = (y == ">50K").to_numpy().astype(int)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.3, stratify=y, random_state=0
-    )
-    if quick:
-        X_train, _, y_train, _ = train_test_split(
-            X_train, y_train, train_size=5000, stratify=y_train, random_state=0
-        )
-    prep = adult_encoder()
-    groups = FeatureBagGenerator(["age", "sex", "education"], n_bins={"age": 6})
-    bags = groups.fit_transform(X_train)
-    X_train = prep.fit_transform(X_train).astype(np.float32)
-    X_test = prep.transform(X_test).astype(np.float32)
-    return X_train, X_test, y_train, y_test, bags, groups.bag_sizes_
+    columns, quick_rows = ["age", "sex", "education"], 5000 if quick else None
+    return adult_in_groups(columns, quick_rows=quick_rows, n_bins={"age": 6})
 
 
 def digits_data():
