@@ -16,7 +16,11 @@ Recipes (each one switch on top of the one before where named so):
   InfoNCE between a row and its corrupted copy, ``pretrain`` epochs).
 
 Accuracy on the test rows: argmax, and (two classes) the prior-matched
-threshold that the library uses. Writes ``large_bags.{json,md}``.
+threshold that the library uses. Writes ``large_bags.{json,md}``. It
+imports only numpy and torch (the lent GPU image had no skorch, which
+importing ``sklearn_llp`` needs), so ``mlp`` and ``sinkhorn_labels`` stand in
+for ``sklearn_llp.modules.MLP`` and ``methods.functional.sinkhorn_pseudo_labels``
+(30 iterations, then argmax); a method built from these recipes uses those.
 
     python benchmarks/studies/large_bags.py --data DIR --out DIR [--quick]
 
