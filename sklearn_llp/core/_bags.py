@@ -219,6 +219,13 @@ class Bags:
             self.pair_bags, weights=self.weights[self.members], minlength=self.n_bags
         )
 
+    def loss_weights(self, totals=None):
+        """Weight of every bag in a loss or a regression error, as training
+        weighs it: its total sample weight (``totals`` when known, e.g. for
+        one row per bag) times its ``bag_weights``."""
+        totals = self.total_weights() if totals is None else np.asarray(totals, float)
+        return totals if self.bag_weights is None else totals * self.bag_weights
+
     def membership(self):
         """Sparse ``(n_samples, n_bags)`` indicator matrix (CSC)."""
         return sp.csc_matrix(

@@ -137,30 +137,19 @@ def _kl(props, estimate):
     return np.maximum(rel_entr(props, estimate).sum(axis=1), 0.0)
 
 
-def regression_bag_weights(bags, sizes=None):
-    """Weight of every bag in a regression error, as in training: its total
-    sample weight (``sizes`` if given) times its ``bag_weights``.
-
-    ``n_b`` times a bag's squared mean residual estimates the instance MSE
-    when the bag is a random sample, so the size-weighted bag MSE ranks models
-    as their instance MSE would; on non-random bags it (and bag R^2) does not.
-    """
-    weights = bags.total_weights() if sizes is None else np.asarray(sizes, float)
-    if bags.bag_weights is not None:
-        weights = weights * bags.bag_weights
-    return weights
-
-
 def bag_errors_of(bags, output, metrics, decision="argmax", pred=None, sizes=None):
     """``{metric: error}`` of validated ``bags`` and per-row ``output`` (no
     checks); ``pred`` (class index per row) or ``decision`` gives hard errors.
-    Regression errors weigh bags by :func:`regression_bag_weights` (``sizes``:
-    the bags' sizes when ``bags`` holds one row per bag)."""
+    Regression errors weigh bags as training does, ``Bags.loss_weights``
+    (``sizes``: the bags' sizes when ``bags`` holds one row per bag): for a
+    random bag, ``n_b`` times its squared mean residual estimates the
+    instance MSE, so the weighted bag MSE ranks models as their instance MSE
+    would; on non-random bags it (and bag R^2) does not."""
     errors = {}
     if bags.task == REGRESSION:
         means = bags.means
         residual = means - bag_means(bags, output)[:, 0]
-        weights = regression_bag_weights(bags, sizes)
+        weights = bags.loss_weights(sizes)
         average = lambda v: float(np.average(v, weights=weights))  # noqa: E731
         mse = average(residual**2)
         total = average((means - average(means)) ** 2)

@@ -94,9 +94,7 @@ class RegressionMethod(LLPMethod):
                 "classification method (see sklearn_llp.methods.available_methods())."
             )
         super().prepare(bags, random_state)
-        totals = self.bag_sizes_
-        if bags.bag_weights is not None:
-            totals = totals * bags.bag_weights
+        totals = bags.loss_weights()
         self.pair_weight_ = float(np.sum(totals) / max(len(bags.members), 1))
         return self
 
