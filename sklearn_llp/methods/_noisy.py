@@ -159,11 +159,17 @@ default="laplace"
         self.weighting = weighting
         self.release = release
 
+    def _release_attrs(self):
+        """The release's ``attrs`` (a table's, or the dict given), or {}."""
+        if self.release is None:
+            return {}
+        return getattr(self.release, "attrs", self.release)
+
     def _noise(self, bags):
         """Noise, scale(s) and the factor of a share's noise (``factor``)."""
         if self.release is None:
             return self.noise, self.scale, None
-        attrs = getattr(self.release, "attrs", self.release)
+        attrs = self._release_attrs()
         keys = ("noise", "noise_scale", "neighbours", "one_count")
         if not set(keys) <= set(attrs):
             raise ValueError(
@@ -226,8 +232,7 @@ default="laplace"
         props = np.asarray(bags.props, dtype=np.float64)
         counts = props * sizes[:, None]
         released = np.ones(props.shape[1], dtype=bool)
-        attrs = {} if self.release is None else getattr(self.release, "attrs", {})
-        attrs = attrs or (self.release if isinstance(self.release, Mapping) else {})
+        attrs = self._release_attrs()  # checked by _noise
         table = attrs.get("counts")
         if table is not None:
             known = pd.DataFrame(table["values"], index=table["ids"])
