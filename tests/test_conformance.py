@@ -981,6 +981,23 @@ def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form):
         assert list(est.feature_names_in_) == [f"x{j}" for j in range(4)]
 
 
+def test_dask_fit_reads_through_malloc_and_restores_arrows_pool():
+    # Arrow's own pool keeps what windows free; the fit switches, then restores
+    pa = pytest.importorskip("pyarrow")
+    p = data("LLPClassifier-dllp", 2)
+    order, starts = _by_bag(p)
+    X, bags, values = _dask_forms(p, order, starts)["frame"]
+    pools = []
+
+    class Spy(Callback):
+        def on_epoch_begin(self, net, **kwargs):
+            pools.append(pa.default_memory_pool().backend_name)
+
+    before = pa.default_memory_pool().backend_name
+    make("LLPClassifier-dllp", max_epochs=1, callbacks=[Spy()]).fit(X, bags, values)
+    assert pools == ["system"] and pa.default_memory_pool().backend_name == before
+
+
 def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
     from sklearn_llp.neural import _stream
 

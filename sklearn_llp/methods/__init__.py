@@ -1,6 +1,7 @@
 """Training methods and their registry (:ref:`methods`); tensor ops: ``functional``."""
 
 from . import functional as functional
+from ._auto import AutoMethod
 from ._base import DLLP, BagBatch, ConsistencyMethod, LLPMethod
 from ._easyllp import EasyLLP
 from ._llpfc import LLPFC
@@ -12,6 +13,7 @@ from ._rot import ROT
 from ._vat import VAT
 
 __all__ = [
+    "AutoMethod",
     "DLLP",
     "LLPFC",
     "ROT",

@@ -76,6 +76,11 @@ class LLPMethod(BaseEstimator):
     #: Whether ``early_stopping="auto"`` turns early stopping on.
     early_stopping_default: bool = False
 
+    #: Whether a bag cut to ``max_bag_size`` is labelled by a draw of its
+    #: mini-bag's proportions (:ref:`mini_bags`): right for losses of the
+    #: batch's bag means, wrong for losses that read the whole bag's.
+    labels_mini_bags: bool = False
+
     def validate(self):
         """Check the hyperparameters; an error names ``method__<name>``."""
         try:
@@ -150,6 +155,8 @@ class ConsistencyMethod(LLPMethod):
     ...         return (module(X) - target_logits).pow(2).sum(1)
     """
 
+    labels_mini_bags = True
+
     def consistency_loss(self, module, X, target_logits):
         """Consistency loss of every row, shape ``(n,)``."""
         raise NotImplementedError
@@ -175,6 +182,8 @@ class DLLP(LLPMethod):
     >>> from sklearn_llp import LLPClassifier
     >>> clf = LLPClassifier(method="dllp")
     """
+
+    labels_mini_bags = True
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
         return bags.proportion_loss(logits)

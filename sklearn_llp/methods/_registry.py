@@ -2,6 +2,7 @@
 
 from sklearn.base import clone
 
+from ._auto import AutoMethod
 from ._base import DLLP, LLPMethod
 from ._easyllp import EasyLLP
 from ._llpfc import LLPFC
@@ -13,6 +14,7 @@ from ._vat import VAT
 
 _REGISTRIES = {
     "classification": {
+        "auto": AutoMethod,
         "dllp": DLLP,
         "vat": VAT,
         "pi": PiModel,

@@ -90,6 +90,8 @@ class ROT(LLPMethod):
         "n_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
+    labels_mini_bags = True
+
     def __init__(self, rot_alpha=0.5, reg=1.0, n_iter=50):
         self.rot_alpha = rot_alpha
         self.reg = reg

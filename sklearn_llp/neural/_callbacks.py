@@ -121,6 +121,13 @@ class EpochTable(PrintLog):
     """skorch's epoch table; best values marked ``*`` instead of ANSI colour
     when the output is not a terminal (log files, pipes, notebooks)."""
 
+    def on_train_begin(self, net, **kwargs):
+        reason = getattr(net, "_method_reason_", None)
+        if reason and net.verbose:
+            name = type(net.method_).__name__
+            self.sink(f"method='auto' trains {name}: {reason}.")
+        return super().on_train_begin(net, **kwargs)
+
     def format_row(self, row, key, color):
         stream = sys.stdout
         if (

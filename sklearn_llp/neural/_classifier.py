@@ -55,11 +55,14 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     Parameters
     ----------{module}
-    method : str or LLPMethod, default="vat"
+    method : str or LLPMethod, default="auto"
         The training loss, a component with ``method__*`` parameters:
         ``"dllp"``, ``"vat"`` (LLP-VAT), ``"pi"``, ``"rot"``, ``"llpfc"``,
         ``"easyllp"``, ``"noisy"`` or an
-        :class:`~sklearn_llp.methods.LLPMethod`.{key}
+        :class:`~sklearn_llp.methods.LLPMethod`. ``"auto"``: by the bags
+        (:ref:`auto_method`), for two classes ``"easyllp"`` in at most 25
+        random-like bags of 1,000 rows or more and ``"dllp"`` in bags of 512
+        or more, else ``"vat"``; the choice is ``method_``.{key}
     classes : array-like, default=None
         Class labels in the column order of ``props``; default: the named
         columns, else ``0..n_classes-1``.
@@ -77,7 +80,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     module_ : torch.nn.Module
         The trained network.
     method_ : LLPMethod
-        The method that computed the loss.
+        The method that computed the loss (the one ``"auto"`` chose).
     batch_size_ : int
         The batch size used.
     decision_offsets_ : ndarray of shape (n_classes,)
@@ -119,7 +122,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     }
 
     def __init__(
-        self, module=None, *, method="vat", classes=None, threshold="auto", **kwargs
+        self, module=None, *, method="auto", classes=None, threshold="auto", **kwargs
     ):
         super().__init__(module, method=method, **kwargs)
         self.classes = classes

@@ -112,6 +112,38 @@ class BagDataset(torch.utils.data.Dataset):
         )
 
 
+def mini_bag_props(props, sizes, taken, rng):
+    """Proportions of mini-bags of ``taken`` rows drawn from bags of
+    ``sizes``: class counts drawn from the multivariate hypergeometric
+    distribution of the bag's counts (Kubo et al. 2024), so a mini-bag's
+    label varies as its true proportions do.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_llp.neural._data import mini_bag_props
+    >>> rng = np.random.RandomState(0)
+    >>> mini = mini_bag_props([[0.25, 0.75]], [400], [8], rng)  # 8 of 400 rows
+    >>> mini * 8  # whole counts
+    array([[1., 7.]])
+    """
+    props = np.asarray(props, dtype=np.float64)
+    sizes, taken = np.asarray(sizes, np.int64), np.asarray(taken, np.int64)
+    scaled = props / props.sum(1, keepdims=True) * sizes[:, None]
+    counts = np.floor(scaled).astype(np.int64)  # largest remainders: sum = size
+    short = sizes - counts.sum(1)
+    extra = np.argsort(np.argsort(counts - scaled, axis=1), axis=1) < short[:, None]
+    counts += extra
+    left, to_draw = sizes.copy(), taken.copy()
+    drawn = np.zeros_like(counts)
+    for c in range(counts.shape[1] - 1):  # one vectorised draw per class
+        drawn[:, c] = rng.hypergeometric(counts[:, c], left - counts[:, c], to_draw)
+        left -= counts[:, c]
+        to_draw -= drawn[:, c]
+    drawn[:, -1] = to_draw
+    return drawn / taken[:, None]
+
+
 class EpochBatches:
     """One epoch's whole-bag batches, their structure built in one go.
 
@@ -120,10 +152,11 @@ class EpochBatches:
     large) is copied one batch at a time.
     """
 
-    def __init__(self, dataset, sampler, device=None):
+    def __init__(self, dataset, sampler, device=None, label_rng=None):
         self.dataset = dataset
         self.sampler = sampler
         self.device = device
+        self.label_rng = label_rng  # draws cut bags' labels (mini_bag_props)
 
     def __len__(self):
         return len(self.sampler)
@@ -142,6 +175,8 @@ class EpochBatches:
         plan, cuts = self._plan(batches)
         on_device = {k: torch.from_numpy(v).to(device) for k, v in plan.items()}
         bag_props = data.bag_props.to(device)[on_device["bag_index"]]
+        if self.label_rng is not None:
+            bag_props = self._mini_bag_labels(bag_props, plan)
         weights = bag_weights = None
         if data.weights is not None:
             weights = data.weights.to(device)[on_device["rows"]]
@@ -182,6 +217,22 @@ class EpochBatches:
             else:  # sparse rows are densified on the host, one batch at a time
                 X = take_rows(data.X, plan["rows"][r]).to(device)
             yield X, target
+
+    def _mini_bag_labels(self, bag_props, plan):
+        """Cut bags (``max_bag_size``) labelled by :func:`mini_bag_props`."""
+        full = self.dataset.bags.sizes[plan["bag_index"]]
+        cut = np.flatnonzero(plan["segment_counts"] < full)
+        if not len(cut):
+            return bag_props
+        props = self.dataset.bag_props[plan["bag_index"][cut]].numpy()
+        drawn = mini_bag_props(
+            props, full[cut], plan["segment_counts"][cut], self.label_rng
+        )
+        bag_props = bag_props.clone()
+        bag_props[torch.from_numpy(cut).to(bag_props.device)] = torch.from_numpy(
+            drawn
+        ).to(bag_props)
+        return bag_props
 
     def _plan(self, batches):
         """Host arrays of the whole epoch, and the cuts of pairs, segments

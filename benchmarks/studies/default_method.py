@@ -1,0 +1,181 @@
+"""``LLPClassifier()`` at its defaults across bag regimes: the table behind
+``method="auto"`` (issue 33).
+
+Every fit leaves every parameter at its default but ``method``,
+``random_state``, ``verbose`` and ``n_threads=1``; every method of a cell
+trains on the same bags (``benchmarks/accuracy.py``'s bag generators, or
+Adult's census groups). One JSON line per fit, resumable.
+
+    python benchmarks/studies/default_method.py --jobs 2          # the grid
+    python benchmarks/studies/default_method.py --markdown-only   # the table
+"""
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+
+from sklearn_llp import LLPClassifier
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import (  # noqa: E402
+    FASHION_DIR,
+    RESULTS_DIR,
+    adult_in_groups,
+    load_dataset,
+    machine_info,
+)
+from accuracy import make_bags  # noqa: E402
+
+STEM = "default_method"
+#: cell -> (data set, bagging); ``groups-...``: Adult's census groups
+CELLS = {
+    "adult-16": ("adult", "uniform-16"),
+    "adult-256": ("adult", "uniform-256"),
+    "adult-512": ("adult", "uniform-512"),
+    "adult-1024": ("adult", "uniform-1024"),
+    "adult-50-bags": ("adult", "count-50"),
+    "adult-25-bags": ("adult", "count-25"),
+    "adult-10-bags": ("adult", "count-10"),
+    "adult-kmeans": ("adult", "kmeans"),
+    "adult-census-groups": ("adult", "groups-occupation-relationship"),
+    "fashion-256": ("fashion", "uniform-256"),
+    "fashion-1024": ("fashion", "uniform-1024"),
+}
+METHODS = ("auto", "vat", "dllp", "easyllp")
+
+
+def cell_data(cell, seed):
+    """Training rows, bag ids, per-row proportions, test rows and labels."""
+    dataset, bagging = CELLS[cell]
+    if bagging.startswith("groups-"):
+        columns = bagging.split("-")[1:]
+        X, X_test, y, y_test, bags, _ = adult_in_groups(columns)
+        props = np.eye(2)[y]  # a group's rate, per row: mean of one-hot
+        means = np.zeros((bags.max() + 1, 2))
+        np.add.at(means, bags, props)
+        means /= np.bincount(bags)[:, None]
+        return X, bags, means[bags], X_test, y_test
+    X, X_test, y, y_test = load_dataset(dataset)
+    bags, props, _ = make_bags(dataset, None, str(FASHION_DIR), bagging, seed)
+    keep = bags >= 0
+    return X[keep], bags[keep], props[keep], X_test, y_test
+
+
+def run(task):
+    cell, method, seed = task
+    torch.set_num_threads(1)
+    X, bags, props, X_test, y_test = cell_data(cell, seed)
+    clf = LLPClassifier(method=method, random_state=seed, verbose=0, n_threads=1)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, bags, props)
+    record = {
+        "cell": cell,
+        "method": method,
+        "seed": seed,
+        "trained": type(clf.method_).__name__,
+        "fit_s": round(time.perf_counter() - start, 1),
+        "n_bags": int(len(np.unique(bags))),
+        "median_bag": float(np.median(np.bincount(bags)[np.bincount(bags) > 0])),
+    }
+    pred = clf.predict(X_test)
+    record["accuracy"] = float(accuracy_score(y_test, pred))
+    if len(clf.classes_) == 2:
+        positive = clf.classes_[1]
+        record["f1"] = float(f1_score(y_test, pred, pos_label=positive))
+        proba = clf.predict_proba(X_test)[:, 1]
+        record["auc"] = float(roc_auc_score(y_test == positive, proba))
+    return record
+
+
+def _read(path):
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def markdown(records):
+    """One row per cell: mean accuracy (and F1 for Adult) of each method."""
+    lines = [
+        "# `LLPClassifier()` defaults by bag regime "
+        "(`benchmarks/studies/default_method.py`)",
+        "",
+        "Test accuracy in % (Adult: accuracy / F1 of >50K), mean over seeds; "
+        "every parameter at its default but `method` (100 epochs, lr 1e-3, "
+        '`batch_size="auto"`, `max_bag_size=1024`); `auto` names the method '
+        "it trained. 1 torch thread a fit, 2 fits at a time, CPU.",
+        "",
+        "| cell | bags | rows a bag | seeds | " + " | ".join(METHODS) + " |",
+        "|---|---|---|---|" + "---|" * len(METHODS),
+    ]
+    for cell in CELLS:
+        rows = [r for r in records if r["cell"] == cell]
+        if not rows:
+            continue
+        cells = []
+        for method in METHODS:
+            runs = [r for r in rows if r["method"] == method]
+            if not runs and method == "auto" and "f1" not in rows[0]:
+                cells.append("= vat (VAT, the same fit)")  # many classes
+                continue
+            if not runs:
+                cells.append("–")
+                continue
+            text = f"{100 * np.mean([r['accuracy'] for r in runs]):.1f}"
+            if "f1" in runs[0]:
+                text += f" / {100 * np.mean([r['f1'] for r in runs]):.1f}"
+            if method == "auto":
+                text += f" ({', '.join(sorted({r['trained'] for r in runs}))})"
+            cells.append(text)
+        seeds = len({r["seed"] for r in rows})
+        lines.append(
+            f"| {cell} | {rows[0]['n_bags']} | {rows[0]['median_bag']:,.0f} | "
+            f"{seeds} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cells", nargs="*", default=list(CELLS))
+    parser.add_argument("--methods", nargs="*", default=list(METHODS))
+    parser.add_argument("--seeds", type=int, nargs="*", default=[0])
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--out", default=str(RESULTS_DIR))
+    parser.add_argument("--markdown-only", action="store_true")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{STEM}.jsonl"
+    done = {(r["cell"], r["method"], r["seed"]) for r in _read(path)}
+    tasks = [
+        (c, m, s)
+        for s in args.seeds
+        for c in args.cells
+        for m in args.methods
+        if (c, m, s) not in done
+    ]
+    if not args.markdown_only and tasks:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for record in pool.map(run, tasks):
+                with path.open("a") as f:
+                    f.write(json.dumps(record) + "\n")
+                print(json.dumps(record), flush=True)
+    records = _read(path)
+    text = markdown(records)
+    text += f"\nMachine: {machine_info()['cpu']}.\n"
+    (out / f"{STEM}.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""``method="auto"``: the method it chooses by bag regime, and what it trains."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import roc_auc_score
+
+from sklearn_llp import LLPClassifier
+from sklearn_llp.core import check_bags
+from sklearn_llp.methods import DLLP, VAT, AutoMethod, EasyLLP
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def few_large_bags(n_bags=10, size=1000, seed=0, d=8):
+    """Two classes, rows dealt at random into ``n_bags`` equal bags: every
+    bag's rate is close to the prior. Training and test rows."""
+    rng = np.random.RandomState(seed)
+    w = rng.normal(size=d)
+
+    def draw(n):
+        X = rng.normal(size=(n, d)).astype(np.float32)
+        return X, (X @ w + 0.5 * rng.normal(size=n) > 1.0).astype(int)
+
+    X, y = draw(n_bags * size)
+    bags = rng.permutation(np.arange(len(y)) % n_bags)
+    props = np.zeros((n_bags, 2))
+    np.add.at(props, bags, np.eye(2)[y])
+    props /= props.sum(1, keepdims=True)
+    return X, bags, props[bags], *draw(2000)
+
+
+def chosen(ids, props):
+    return type(AutoMethod().choose(check_bags(ids, props=props))[0])
+
+
+def test_auto_chooses_by_classes_bag_size_number_of_bags_and_spread():
+    rng = np.random.RandomState(0)
+    ids = np.repeat(np.arange(10), 1000)
+    rate = rng.binomial(1000, 0.3, 10) / 1000  # random draws' spread
+    assert chosen(ids, np.c_[1 - rate, rate][ids]) is EasyLLP
+    by_label = np.linspace(0.05, 0.95, 10)  # bags grouped by the label
+    assert chosen(ids, np.c_[1 - by_label, by_label][ids]) is DLLP
+    assert chosen(ids, np.c_[1 - rate, rate / 2, rate / 2][ids]) is VAT
+    many = np.repeat(np.arange(26), 1000)
+    assert chosen(many, np.tile([0.7, 0.3], (len(many), 1))) is DLLP
+    small = np.repeat(np.arange(10), 511)
+    assert chosen(small, np.tile([0.7, 0.3], (len(small), 1))) is VAT
+
+
+def test_auto_trains_vat_bit_for_bit_where_it_chooses_vat():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(320, 4)).astype(np.float32)
+    bags = np.arange(320) % 40
+    props = rng.dirichlet([1, 1], 40)[bags]
+    params = dict(max_epochs=3, random_state=0, verbose=0, device="cpu")
+    auto = LLPClassifier(**params).fit(X, bags, props)
+    vat = LLPClassifier(method="vat", **params).fit(X, bags, props)
+    assert type(auto.method_) is VAT and auto.get_params()["method"] == "auto"
+    assert auto.method_.get_params() == VAT().get_params()
+    for a, b in zip(auto.module_.parameters(), vat.module_.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_auto_learns_where_the_bag_loss_cannot_and_says_what_it_trains(capsys):
+    # 10 random bags of 1,000: every rate near the prior, so VAT learns
+    # nothing (test AUC 0.52 here); the default trains EasyLLP (0.71)
+    X, bags, props, X_test, y_test = few_large_bags()
+    clf = LLPClassifier(random_state=0, device="cpu", n_threads=1)  # defaults
+    clf.fit(X, bags, props)
+    assert isinstance(clf.method_, EasyLLP)
+    assert roc_auc_score(y_test, clf.predict_proba(X_test)[:, 1]) > 0.65
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header == (
+        "method='auto' trains EasyLLP: 10 bags of about 1,000 rows whose "
+        "proportions vary like random draws."
+    )
+
+
+def test_a_continued_fit_keeps_the_method_auto_chose():
+    X, bags, props, *_ = few_large_bags(n_bags=10, size=1000)
+    clf = LLPClassifier(max_epochs=1, random_state=0, verbose=0, device="cpu")
+    clf.partial_fit(X, bags, props)
+    many = np.arange(200) % 50  # a chunk of 50 small bags: VAT on its own
+    clf.partial_fit(X[:200], many, np.tile([0.7, 0.3], (200, 1)))
+    assert isinstance(clf.method_, EasyLLP)
+
+
+def test_auto_takes_no_method_parameters():
+    X, bags, props, *_ = few_large_bags(n_bags=2, size=10)
+    with pytest.raises(ValueError, match=r"\['method__alpha'\] .* AutoMethod"):
+        LLPClassifier(method__alpha=0.1, verbose=0).fit(X, bags, props)
