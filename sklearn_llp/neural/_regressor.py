@@ -1,6 +1,7 @@
 """``LLPRegressor``: a scikit-learn regressor learned from bag means."""
 
 import warnings
+from copy import deepcopy
 
 import numpy as np
 import scipy.sparse as sp
@@ -94,6 +95,10 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         The standardisation of the targets (size-weighted over bags).
     module_, method_, batch_size_, best_epoch_, do_early_stopping_
         As for :class:`~sklearn_llp.LLPClassifier`.
+    stopping_history_ : History or None
+        With ``early_stopping="auto"`` and no ``validation_fraction``: the
+        history of the fit that chose ``best_epoch_`` on held-out bags, before
+        the refit on every bag (``history``); else None.
     train_bag_ids_ : ndarray or None
         The bags trained on, which the bag scorers check.
     n_features_in_, feature_names_in_
@@ -116,6 +121,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     # an MLP overfits instance targets too (Adult's weekly hours: test R^2
     # -0.118 after 100 epochs, 0.23 with early stopping)
     _early_stopping_supervised = True
+    # early stopping stops on a rise beyond 3 noise scales of the held-out
+    # curve (BagEarlyStopping); see :ref:`regression_early_stopping`
+    _stopping_noise = 3.0
 
     def __init__(self, module=None, *, method="bag", **kwargs):
         super().__init__(module, method=method, **kwargs)
@@ -142,7 +150,38 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         -------
         self : LLPRegressor
         """
-        return self._fit(X, y, targets, sample_weight, fit_params, partial=False)
+        self._fit(X, y, targets, sample_weight, fit_params, partial=False)
+        self.stopping_history_ = None
+        if self._refits_on_all_bags():
+            self._refit(X, y, targets, sample_weight, fit_params)
+        return self
+
+    def _refits_on_all_bags(self):
+        """``early_stopping="auto"`` held bags out only to choose the epochs:
+        the model is then refit on every bag for ``best_epoch_`` epochs."""
+        return bool(
+            self.do_early_stopping_
+            and self.early_stopping == "auto"
+            and self.validation_fraction is None
+            and not self.warm_start
+            and self.best_epoch_
+        )
+
+    def _refit(self, X, y, targets, sample_weight, fit_params):
+        epochs, history = self.best_epoch_, deepcopy(self.history)
+        if self.verbose:
+            print(f"Refitting on all bags for the {epochs} epochs chosen.")
+        saved = {"early_stopping": self.early_stopping, "max_epochs": self.max_epochs}
+        self.early_stopping, self.max_epochs = False, epochs
+        try:
+            with warnings.catch_warnings():  # the first fit gave them
+                warnings.simplefilter("ignore")
+                self._fit(X, y, targets, sample_weight, fit_params, partial=False)
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+        self.do_early_stopping_, self.best_epoch_ = True, epochs
+        self.stopping_history_ = history
 
     def partial_fit(
         self, X, y=None, targets=None, sample_weight=None, classes=None, **fit_params
