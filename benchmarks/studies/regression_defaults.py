@@ -223,6 +223,10 @@ def curves_markdown(report):
     return "\n".join(lines) + "\n"
 
 
+def _processes(jobs):
+    return f"{jobs} process" + ("es" if jobs > 1 else "")
+
+
 def markdown(report):
     recs = report["records"]
     lines = [
@@ -233,25 +237,26 @@ def markdown(report):
         f"{report['seeds']}; "
         f"Adult's weekly hours (8,000 training people) and Friedman #1 (8,000 rows, "
         f"noise 1); {report['machine']}; {report['wall_s'] / 60:.1f} min in all "
-        "(2 processes). Δ: defaults minus plain loop.",
+        f"({_processes(report.get('jobs', 2))}). Δ: defaults minus plain loop.",
     ]
     for update in report.get("updates", []):
         rows = ", ".join(LABELS[e] for e in update["estimators"])
         cells = ", ".join(GROUPINGS[g] for g in update["groupings"])
         why = f", {update['why']}" if update.get("why") else ""
         lines += ["", f"Rerun with a later library ({cells}{why}): {rows}."]
+    shown = [g for g in GROUPINGS if any(r["grouping"] == g for r in recs)]
     for dataset in DATASETS:
         lines += [
             "",
             f"## {dataset}",
             "",
-            "| estimator | " + " | ".join(GROUPINGS.values()) + " |",
-            "|---|" + "---|" * len(GROUPINGS),
+            "| estimator | " + " | ".join(GROUPINGS[g] for g in shown) + " |",
+            "|---|" + "---|" * len(shown),
         ]
         cell = {}
-        for est in LABELS:
+        for est in [e for e in LABELS if any(r["estimator"] == e for r in recs)]:
             row = [LABELS[est]]
-            for g in GROUPINGS:
+            for g in shown:
                 v = [
                     r["r2"]
                     for r in recs
@@ -266,7 +271,7 @@ def markdown(report):
         lines.append(
             "| **Δ defaults − plain loop** | "
             + " | ".join(
-                f"{cell['default', g] - cell['plain-loop', g]:+.3f}" for g in GROUPINGS
+                f"{cell['default', g] - cell['plain-loop', g]:+.3f}" for g in shown
             )
             + " |"
         )
@@ -302,6 +307,7 @@ def main(argv=None):
         "machine": f"{platform.machine()}, torch {torch.__version__}, "
         "1 thread a process",
         "seeds": args.seeds,
+        "jobs": args.jobs,
         "wall_s": round(time.time() - started, 1),
         "records": records,
     }

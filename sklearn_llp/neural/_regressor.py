@@ -110,6 +110,16 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     sklearn_llp.metrics.bag_r2_score : R^2 of predicted bag means, bags
         weighted by size (not instance R^2 when bags are not random).
 
+    Notes
+    -----
+    Early stopping stops on a rise of the held-out ``valid_mse`` beyond 3
+    scales of its epoch-to-epoch noise, after ``n_iter_no_change`` such
+    epochs, and restores the best epoch; a fit that reaches ``max_epochs``
+    keeps its last epoch within that band of the best. With
+    ``early_stopping="auto"`` (and no ``validation_fraction``) the model is
+    then refit on every bag for ``best_epoch_`` epochs. See
+    :ref:`regression_early_stopping`.
+
     """
 
     __metadata_request__fit = {"targets": True}
