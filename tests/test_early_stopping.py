@@ -166,6 +166,7 @@ def _stop_on(curve, noise=3.0, patience=5):
             break
     callback.on_train_end(net)
     assert net.best_epoch_ == net.module_.weight.item()
+    assert callback.stopped_ is (len(net.history) < len(curve))
     return len(net.history), net.best_epoch_
 
 

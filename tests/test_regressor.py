@@ -176,15 +176,17 @@ def test_defaults_learn_a_noisy_nonlinear_target():
 
 
 def test_auto_early_stopping_refits_on_every_bag_for_the_chosen_epochs():
-    """early_stopping="auto" holds bags out only to choose the epochs: the
-    model is the fit on every bag for ``best_epoch_`` epochs, and the
-    stopping fit's history is kept."""
+    """early_stopping="auto" holds bags out only to choose the epochs: a fit
+    that never stopped (its held-out error never rose beyond its noise) is
+    then the fit on every bag for ``best_epoch_`` epochs, and the stopping
+    fit's history is kept."""
     X, y = _synthetic(n=1152)
     bags = np.random.RandomState(0).permutation(1152) // 16  # 72 bags
     means = _bag_means(bags, y)
     reg = _small(max_epochs=12).fit(X, bags, means)
     epochs = reg.best_epoch_
     assert reg.do_early_stopping_ and 1 <= epochs <= 12
+    assert not dict(reg.callbacks_)["early_stopping"].stopped_
     assert "valid_mse" in reg.stopping_history_[-1]
     assert len(reg.history) == epochs and "valid_mse" not in reg.history[-1]
     assert len(np.unique(reg.train_bag_ids_)) == 72

@@ -243,6 +243,8 @@ def markdown(report):
         rows = ", ".join(LABELS[e] for e in update["estimators"])
         cells = ", ".join(GROUPINGS[g] for g in update["groupings"])
         why = f", {update['why']}" if update.get("why") else ""
+        if "datasets" in update:
+            cells = f"{', '.join(update['datasets'])}: {cells}"
         lines += ["", f"Rerun with a later library ({cells}{why}): {rows}."]
     shown = [g for g in GROUPINGS if any(r["grouping"] == g for r in recs)]
     for dataset in DATASETS:
@@ -283,6 +285,7 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--groupings", nargs="+", default=list(GROUPINGS))
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--estimators", nargs="+", default=list(LABELS))
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
     add = parser.add_argument
@@ -299,7 +302,9 @@ def main(argv=None):
         return (args.out / "regression_defaults.md").write_text(markdown(report))
     started = time.time()
     tasks = [
-        (d, s, args.groupings, args.estimators) for s in args.seeds for d in DATASETS
+        (d, s, args.groupings, args.estimators)
+        for s in args.seeds
+        for d in args.datasets
     ]
     with Pool(args.jobs) as pool:
         records = [r for part in pool.map(one_task, tasks) for r in part]
@@ -321,6 +326,7 @@ def main(argv=None):
         old["wall_s"] = round(old["wall_s"] + report["wall_s"], 1)
         old.setdefault("updates", []).append(
             {"groupings": args.groupings, "estimators": args.estimators}
+            | ({"datasets": args.datasets} if args.datasets != list(DATASETS) else {})
             | ({"why": args.why} if args.why else {})
         )
         report = old

@@ -89,7 +89,7 @@ class BagEarlyStopping(EarlyStopping):
     noise scales) stops only on a rise beyond the curve's noise
     (:func:`tied_with_best`): an epoch within it of the best resets the
     patience and is kept when the fit runs to ``max_epochs``; a stop
-    restores the best epoch (:ref:`regression_early_stopping`).
+    (``stopped_``) restores the best epoch (:ref:`regression_early_stopping`).
     """
 
     def __init__(self):
@@ -105,6 +105,7 @@ class BagEarlyStopping(EarlyStopping):
         self.history_ = net.history
         self.first_epoch_ = len(net.history)
         self.kept_epoch_ = self.kept_weights_ = self.best_index_ = None
+        self.stopped_ = False
         super().on_train_begin(net, **kwargs)
 
     def _is_score_improved(self, score):
@@ -114,7 +115,11 @@ class BagEarlyStopping(EarlyStopping):
         if not self.active_:
             return
         if self.noise_ is None:
-            return super().on_epoch_end(net, **kwargs)
+            try:
+                return super().on_epoch_end(net, **kwargs)
+            except KeyboardInterrupt:
+                self.stopped_ = True
+                raise
         sign = -1.0 if _higher_is_better(self.monitor[len("valid_") :]) else 1.0
         curve = sign * np.asarray(
             net.history[self.first_epoch_ :, self.monitor], dtype=float
@@ -141,6 +146,7 @@ class BagEarlyStopping(EarlyStopping):
                 f"{self.patience} epochs."
             )
             self.kept_epoch_, self.kept_weights_ = None, None  # the best, then
+            self.stopped_ = True
             raise KeyboardInterrupt
 
     def on_train_end(self, net, **kwargs):

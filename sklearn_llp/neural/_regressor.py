@@ -96,9 +96,8 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     module_, method_, batch_size_, best_epoch_, do_early_stopping_
         As for :class:`~sklearn_llp.LLPClassifier`.
     stopping_history_ : History or None
-        With ``early_stopping="auto"`` and no ``validation_fraction``: the
-        history of the fit that chose ``best_epoch_`` on held-out bags, before
-        the refit on every bag (``history``); else None.
+        After a refit on every bag (``history``): the history of the fit that
+        chose ``best_epoch_`` on held-out bags; else None.
     train_bag_ids_ : ndarray or None
         The bags trained on, which the bag scorers check.
     n_features_in_, feature_names_in_
@@ -116,9 +115,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     scales of its epoch-to-epoch noise, after ``n_iter_no_change`` such
     epochs, and restores the best epoch; a fit that reaches ``max_epochs``
     keeps its last epoch within that band of the best. With
-    ``early_stopping="auto"`` (and no ``validation_fraction``) the model is
-    then refit on every bag for ``best_epoch_`` epochs. See
-    :ref:`regression_early_stopping`.
+    ``early_stopping="auto"`` (and no ``validation_fraction``) such a fit,
+    one that never stopped, is then refit on every bag for ``best_epoch_``
+    epochs. See :ref:`regression_early_stopping`.
 
     """
 
@@ -168,13 +167,17 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
 
     def _refits_on_all_bags(self):
         """``early_stopping="auto"`` held bags out only to choose the epochs:
-        the model is then refit on every bag for ``best_epoch_`` epochs."""
+        when the held-out error never rose beyond its noise, they could not
+        tell the last epochs apart, and the model is refit on every bag for
+        ``best_epoch_`` epochs; a stop keeps the best epoch it selected."""
+        stopping = dict(self.callbacks_).get("early_stopping")
         return bool(
             self.do_early_stopping_
             and self.early_stopping == "auto"
             and self.validation_fraction is None
             and not self.warm_start
             and self.best_epoch_
+            and not getattr(stopping, "stopped_", True)
         )
 
     def _refit(self, X, y, targets, sample_weight, fit_params):
