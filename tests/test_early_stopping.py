@@ -19,6 +19,7 @@ from sklearn_llp.methods import available_methods, make_method
 from sklearn_llp.neural._callbacks import (
     BagEarlyStopping,
     curve_noise,
+    lowest_window_epoch,
     tied_with_best,
 )
 
@@ -189,6 +190,15 @@ def test_the_noise_aware_rule_trains_through_a_plateau_and_stops_on_a_rise():
     assert _stop_on(PLATEAU, noise=None) == (10, 5)
     assert _stop_on(RISE, noise=None) == (9, 4)
     assert tied_with_best(np.array([1.0, 2.0, 1.5]), 0, 3.0) is True  # noise inf
+
+
+def test_the_refit_counts_epochs_by_the_lowest_five_epoch_mean():
+    """A lucky single epoch does not choose the refit's epochs: the middle
+    of the 5 consecutive epochs with the lowest mean does."""
+    lucky = [3.0, 0.5, 3.0, 3.0, 3.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0]
+    assert lowest_window_epoch(lucky) == 9  # epochs 7-11, not epoch 2
+    assert lowest_window_epoch([3.0, 1.0, 2.0]) == 2  # shorter: the best
+    assert lowest_window_epoch([1.0, np.nan, 0.5, 0.5, 0.5, 0.5, 0.5, 2.0]) == 5
 
 
 @pytest.mark.parametrize("task", [C, R])

@@ -172,6 +172,17 @@ def curve_noise(curve):
     return 1.4826 * float(np.median(np.abs(wiggle))) / np.sqrt(1.5)
 
 
+def lowest_window_epoch(curve, width=5):
+    """The middle epoch (1-based) of the ``width`` consecutive epochs of
+    ``curve`` (lower is better) with the lowest mean: an epoch count that
+    one lucky epoch of a noisy curve cannot pick."""
+    curve = np.asarray(curve, dtype=float)
+    if len(curve) <= width:
+        return int(np.nanargmin(curve)) + 1 if np.isfinite(curve).any() else 1
+    means = np.convolve(np.nan_to_num(curve, nan=np.inf), np.ones(width), "valid")
+    return int(np.argmin(means)) + (width + 1) // 2
+
+
 def tied_with_best(curve, best, z):
     """Whether the last epoch of ``curve`` (lower is better) is within
     ``z`` noise scales (:func:`curve_noise`) of epoch ``best``."""

@@ -15,6 +15,7 @@ from ..core import (
 )
 from ..exceptions import IdentifiabilityWarning
 from ..methods.functional import regression_losses
+from ._callbacks import lowest_window_epoch
 from ._net import (
     KEY_PARAMETERS,
     MODULE_PARAMETER,
@@ -115,9 +116,10 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     scales of its epoch-to-epoch noise, after ``n_iter_no_change`` such
     epochs, and restores the best epoch; a fit that reaches ``max_epochs``
     keeps its last epoch within that band of the best. With
-    ``early_stopping="auto"`` (and no ``validation_fraction``) such a fit,
-    one that never stopped, is then refit on every bag for ``best_epoch_``
-    epochs. See :ref:`regression_early_stopping`.
+    ``early_stopping="auto"`` (and no ``validation_fraction``) a fit that
+    never stopped is then refit on every bag, for the middle epoch of the 5
+    consecutive epochs with the lowest mean held-out error (``best_epoch_``).
+    See :ref:`regression_early_stopping`.
 
     """
 
@@ -167,9 +169,10 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
 
     def _refits_on_all_bags(self):
         """``early_stopping="auto"`` held bags out only to choose the epochs:
-        when the held-out error never rose beyond its noise, they could not
-        tell the last epochs apart, and the model is refit on every bag for
-        ``best_epoch_`` epochs; a stop keeps the best epoch it selected."""
+        when the held-out error never rose beyond its noise, the model is
+        refit on every bag for the middle epoch of the 5 with the lowest
+        mean held-out error (:func:`lowest_window_epoch`); a stop keeps the
+        best epoch it selected."""
         stopping = dict(self.callbacks_).get("early_stopping")
         return bool(
             self.do_early_stopping_
@@ -181,7 +184,8 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         )
 
     def _refit(self, X, y, targets, sample_weight, fit_params):
-        epochs, history = self.best_epoch_, deepcopy(self.history)
+        history = deepcopy(self.history)
+        epochs = lowest_window_epoch(history[:, f"valid_{self._stopping_metric}"])
         if self.verbose:
             print(f"Refitting on all bags for the {epochs} epochs chosen.")
         saved = {"early_stopping": self.early_stopping, "max_epochs": self.max_epochs}
