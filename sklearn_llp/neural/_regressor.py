@@ -220,7 +220,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         """
         if classes is not None:
             raise ValueError("classes must be None: a regressor has no classes.")
-        return self._fit(X, y, targets, sample_weight, fit_params, partial=True)
+        self._fit(X, y, targets, sample_weight, fit_params, partial=True)
+        self.stopping_history_ = None  # partial fits never refit
+        return self
 
     def _commit_fit_inputs(self, bags, on_labels, continuing):
         if continuing:
