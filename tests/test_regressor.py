@@ -175,6 +175,28 @@ def test_defaults_learn_a_noisy_nonlinear_target():
     assert r2_score(y_test, reg.predict(X_test)) > 0.38
 
 
+def test_auto_early_stopping_refits_on_every_bag_for_the_chosen_epochs():
+    """early_stopping="auto" holds bags out only to choose the epochs: a fit
+    that never stopped (its held-out error never rose beyond its noise) is
+    then the fit on every bag for ``best_epoch_`` epochs, and the stopping
+    fit's history is kept."""
+    X, y = _synthetic(n=1152)
+    bags = np.random.RandomState(0).permutation(1152) // 16  # 72 bags
+    means = _bag_means(bags, y)
+    reg = _small(max_epochs=12).fit(X, bags, means)
+    epochs = reg.best_epoch_
+    assert reg.do_early_stopping_ and 1 <= epochs <= 12
+    assert not dict(reg.callbacks_)["early_stopping"].stopped_
+    assert "valid_mse" in reg.stopping_history_[-1]
+    assert len(reg.history) == epochs and "valid_mse" not in reg.history[-1]
+    assert len(np.unique(reg.train_bag_ids_)) == 72
+    plain = _small(max_epochs=epochs, early_stopping=False).fit(X, bags, means)
+    np.testing.assert_array_equal(reg.predict(X), plain.predict(X))
+    # an explicit early_stopping=True keeps the held-out model
+    held = _small(max_epochs=12, early_stopping=True).fit(X, bags, means)
+    assert held.stopping_history_ is None and len(np.unique(held.train_bag_ids_)) < 72
+
+
 def test_few_bags_warn_that_early_stopping_stays_off(linear_bags):
     X, bags, means, _ = linear_bags  # 40 bags: 4 held out at 0.1, under 5
     with pytest.warns(FewBagsWarning, match="stays off"):

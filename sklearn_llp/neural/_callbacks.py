@@ -2,6 +2,7 @@
 
 import os
 import sys
+from copy import deepcopy
 
 import numpy as np
 import torch
@@ -84,7 +85,11 @@ class BagEarlyStopping(EarlyStopping):
 
     Active when ``do_early_stopping_``, with patience ``n_iter_no_change``;
     each fit judges its own epochs (``valid_<metric>_best``) and restores
-    ``best_epoch_``.
+    ``best_epoch_``. A head that sets ``_stopping_noise`` (a number z of
+    noise scales) stops only on a rise beyond the curve's noise
+    (:func:`tied_with_best`): an epoch within it of the best resets the
+    patience and is kept when the fit runs to ``max_epochs``; a stop
+    (``stopped_``) restores the best epoch (:ref:`regression_early_stopping`).
     """
 
     def __init__(self):
@@ -95,22 +100,94 @@ class BagEarlyStopping(EarlyStopping):
         net.best_epoch_ = None
         self.monitor = f"valid_{net._stopping_metric}"
         self.patience = net.n_iter_no_change
+        self.noise_ = getattr(net, "_stopping_noise", None)
         self.sink = print if net.verbose else _silent
         self.history_ = net.history
+        self.first_epoch_ = len(net.history)
+        self.kept_epoch_ = self.kept_weights_ = self.best_index_ = None
+        self.stopped_ = False
         super().on_train_begin(net, **kwargs)
 
     def _is_score_improved(self, score):
         return bool(self.history_[-1].get(self.monitor + "_best", False))
 
     def on_epoch_end(self, net, **kwargs):
-        if self.active_:
-            super().on_epoch_end(net, **kwargs)
+        if not self.active_:
+            return
+        if self.noise_ is None:
+            try:
+                return super().on_epoch_end(net, **kwargs)
+            except KeyboardInterrupt:
+                self.stopped_ = True
+                raise
+        sign = -1.0 if _higher_is_better(self.monitor[len("valid_") :]) else 1.0
+        curve = sign * np.asarray(
+            net.history[self.first_epoch_ :, self.monitor], dtype=float
+        )
+        best = self._is_score_improved(None)
+        if best:
+            self.best_epoch_ = net.history[-1, "epoch"]
+            self.best_model_weights_ = deepcopy(net.module_.state_dict())
+            self.best_index_ = len(curve) - 1
+        if best or (
+            self.best_index_ is not None
+            and tied_with_best(curve, self.best_index_, self.noise_)
+        ):
+            self.misses_ = 0
+            self.kept_epoch_ = net.history[-1, "epoch"]
+            self.kept_weights_ = (
+                self.best_model_weights_ if best else deepcopy(net.module_.state_dict())
+            )
+            return
+        self.misses_ += 1
+        if self.misses_ == self.patience:
+            self.sink(
+                f"Stopping since {self.monitor} has risen beyond its noise for "
+                f"{self.patience} epochs."
+            )
+            self.kept_epoch_, self.kept_weights_ = None, None  # the best, then
+            self.stopped_ = True
+            raise KeyboardInterrupt
 
     def on_train_end(self, net, **kwargs):
-        if self.active_ and self.best_model_weights_ is not None:
-            super().on_train_end(net, **kwargs)
-            net.best_epoch_ = self.best_epoch_
-            self.best_model_weights_ = None
+        if not (self.active_ and self.best_model_weights_ is not None):
+            return
+        if self.kept_weights_ is not None:  # ran to max_epochs: the last tie
+            self.best_epoch_ = self.kept_epoch_
+            self.best_model_weights_ = self.kept_weights_
+        super().on_train_end(net, **kwargs)
+        net.best_epoch_ = self.best_epoch_
+        self.best_model_weights_ = self.kept_weights_ = None
+
+
+def curve_noise(curve):
+    """Robust scale of a held-out curve's epoch-to-epoch noise: the median
+    absolute second difference ``v[t] - (v[t-1] + v[t+1]) / 2`` (blind to a
+    steady trend), scaled to a standard deviation; inf under 3 epochs."""
+    curve = np.asarray(curve, dtype=float)
+    curve = curve[np.isfinite(curve)]
+    if len(curve) < 3:
+        return np.inf
+    wiggle = curve[1:-1] - (curve[:-2] + curve[2:]) / 2
+    return 1.4826 * float(np.median(np.abs(wiggle))) / np.sqrt(1.5)
+
+
+def lowest_window_epoch(curve, width=5):
+    """The middle epoch (1-based) of the ``width`` consecutive epochs of
+    ``curve`` (lower is better) with the lowest mean: an epoch count that
+    one lucky epoch of a noisy curve cannot pick."""
+    curve = np.asarray(curve, dtype=float)
+    if len(curve) <= width:
+        return int(np.nanargmin(curve)) + 1 if np.isfinite(curve).any() else 1
+    means = np.convolve(np.nan_to_num(curve, nan=np.inf), np.ones(width), "valid")
+    return int(np.argmin(means)) + (width + 1) // 2
+
+
+def tied_with_best(curve, best, z):
+    """Whether the last epoch of ``curve`` (lower is better) is within
+    ``z`` noise scales (:func:`curve_noise`) of epoch ``best``."""
+    last = curve[-1]
+    return bool(np.isfinite(last) and last <= curve[best] + z * curve_noise(curve))
 
 
 def _silent(*args, **kwargs):

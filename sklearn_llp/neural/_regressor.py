@@ -1,6 +1,7 @@
 """``LLPRegressor``: a scikit-learn regressor learned from bag means."""
 
 import warnings
+from copy import deepcopy
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,6 +15,7 @@ from ..core import (
 )
 from ..exceptions import IdentifiabilityWarning
 from ..methods.functional import regression_losses
+from ._callbacks import lowest_window_epoch
 from ._net import (
     KEY_PARAMETERS,
     MODULE_PARAMETER,
@@ -94,6 +96,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         The standardisation of the targets (size-weighted over bags).
     module_, method_, batch_size_, best_epoch_, do_early_stopping_
         As for :class:`~sklearn_llp.LLPClassifier`.
+    stopping_history_ : History or None
+        After a refit on every bag (``history``): the history of the fit that
+        chose ``best_epoch_`` on held-out bags; else None.
     train_bag_ids_ : ndarray or None
         The bags trained on, which the bag scorers check.
     n_features_in_, feature_names_in_
@@ -104,6 +109,17 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     sklearn_llp.LLPClassifier : The same from label proportions.
     sklearn_llp.metrics.bag_r2_score : R^2 of predicted bag means, bags
         weighted by size (not instance R^2 when bags are not random).
+
+    Notes
+    -----
+    Early stopping stops on a rise of the held-out ``valid_mse`` beyond 3
+    scales of its epoch-to-epoch noise, after ``n_iter_no_change`` such
+    epochs, and restores the best epoch; a fit that reaches ``max_epochs``
+    keeps its last epoch within that band of the best. With
+    ``early_stopping="auto"`` (and no ``validation_fraction``) a fit that
+    never stopped is then refit on every bag, for the middle epoch of the 5
+    consecutive epochs with the lowest mean held-out error (``best_epoch_``).
+    See :ref:`regression_early_stopping`.
 
     """
 
@@ -116,6 +132,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     # an MLP overfits instance targets too (Adult's weekly hours: test R^2
     # -0.118 after 100 epochs, 0.23 with early stopping)
     _early_stopping_supervised = True
+    # early stopping stops on a rise beyond 3 noise scales of the held-out
+    # curve (BagEarlyStopping); see :ref:`regression_early_stopping`
+    _stopping_noise = 3.0
 
     def __init__(self, module=None, *, method="bag", **kwargs):
         super().__init__(module, method=method, **kwargs)
@@ -142,7 +161,44 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         -------
         self : LLPRegressor
         """
-        return self._fit(X, y, targets, sample_weight, fit_params, partial=False)
+        self._fit(X, y, targets, sample_weight, fit_params, partial=False)
+        self.stopping_history_ = None
+        if self._refits_on_all_bags():
+            self._refit(X, y, targets, sample_weight, fit_params)
+        return self
+
+    def _refits_on_all_bags(self):
+        """``early_stopping="auto"`` held bags out only to choose the epochs:
+        when the held-out error never rose beyond its noise, the model is
+        refit on every bag for the middle epoch of the 5 with the lowest
+        mean held-out error (:func:`lowest_window_epoch`); a stop keeps the
+        best epoch it selected."""
+        stopping = dict(self.callbacks_).get("early_stopping")
+        return bool(
+            self.do_early_stopping_
+            and self.early_stopping == "auto"
+            and self.validation_fraction is None
+            and not self.warm_start
+            and self.best_epoch_
+            and not getattr(stopping, "stopped_", True)
+        )
+
+    def _refit(self, X, y, targets, sample_weight, fit_params):
+        history = deepcopy(self.history)
+        epochs = lowest_window_epoch(history[:, f"valid_{self._stopping_metric}"])
+        if self.verbose:
+            print(f"Refitting on all bags for the {epochs} epochs chosen.")
+        saved = {"early_stopping": self.early_stopping, "max_epochs": self.max_epochs}
+        self.early_stopping, self.max_epochs = False, epochs
+        try:
+            with warnings.catch_warnings():  # the first fit gave them
+                warnings.simplefilter("ignore")
+                self._fit(X, y, targets, sample_weight, fit_params, partial=False)
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+        self.do_early_stopping_, self.best_epoch_ = True, epochs
+        self.stopping_history_ = history
 
     def partial_fit(
         self, X, y=None, targets=None, sample_weight=None, classes=None, **fit_params
@@ -164,7 +220,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         """
         if classes is not None:
             raise ValueError("classes must be None: a regressor has no classes.")
-        return self._fit(X, y, targets, sample_weight, fit_params, partial=True)
+        self._fit(X, y, targets, sample_weight, fit_params, partial=True)
+        self.stopping_history_ = None  # partial fits never refit
+        return self
 
     def _commit_fit_inputs(self, bags, on_labels, continuing):
         if continuing:
