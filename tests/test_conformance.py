@@ -1033,7 +1033,11 @@ def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler(local_cluster)
         predicted = lazy.compute()
     assert len(tasks.data) >= 3  # the partitions were read on the workers
     assert_same_model(est, expected, rtol=0, atol=0)
-    np.testing.assert_array_equal(predicted, expected.predict(p.X[order]))
+    # the same partitions predicted on either scheduler (float32 outputs
+    # depend on the batch's rows, so not against one whole-array batch)
+    np.testing.assert_array_equal(
+        predicted, expected.predict(X).compute(scheduler="sync")
+    )
 
 
 @pytest.mark.parametrize("name", ["LLPClassifier-dllp", "LLPRegressor-bag"])

@@ -116,6 +116,8 @@ MORE_PARAMETERS = """
         (``best_epoch_``). ``"auto"``: on for the methods that overfit their
         loss (``early_stopping_default``) when bags hold several rows and at
         least 5 bags are held out; too few bags keep it off, with a warning.
+        ``LLPRegressor`` stops on a rise beyond the held-out curve's noise
+        and refits (its Notes).
     n_iter_no_change : int, default=10
         Patience of early stopping, in epochs.
     max_bag_size : int, default=1024
