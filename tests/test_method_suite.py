@@ -43,8 +43,8 @@ BAD_PARAMETERS = {
 #: accuracy every method reaches. Measured with these settings: pi 0.980, rot
 #: 0.981; llpfc 0.865 / 0.876 / 0.870 on seeds 0/1/2 (a transposed T, or noisy
 #: labels not matching the bags' columns, gave 0.09 to 0.19). DLLP and VAT
-#: learn in test_classifier.py ("auto" trains one of them), "noisy" from a noisy release in
-#: test_noisy_proportions.py.
+#: learn in test_classifier.py ("auto" trains one of them), "noisy" from a
+#: noisy release in test_noisy_proportions.py.
 LEARNS = {
     "pi": ({}, 0.95),
     "rot": ({}, 0.95),
