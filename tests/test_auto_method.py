@@ -6,6 +6,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp.bags import expand_proportions, label_proportions
 from sklearn_llp.core import check_bags
 from sklearn_llp.methods import DLLP, VAT, AutoMethod, EasyLLP
 
@@ -24,10 +25,8 @@ def few_large_bags(n_bags=10, size=1000, seed=0, d=8):
 
     X, y = draw(n_bags * size)
     bags = rng.permutation(np.arange(len(y)) % n_bags)
-    props = np.zeros((n_bags, 2))
-    np.add.at(props, bags, np.eye(2)[y])
-    props /= props.sum(1, keepdims=True)
-    return X, bags, props[bags], *draw(2000)
+    props = expand_proportions(label_proportions(bags, y, classes=[0, 1]), bags)
+    return X, bags, props, *draw(2000)
 
 
 def chosen(ids, props):

@@ -23,6 +23,7 @@ import torch
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp.bags import expand_proportions, label_proportions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import (  # noqa: E402
@@ -58,11 +59,8 @@ def cell_data(cell, seed):
     if bagging.startswith("groups-"):
         columns = bagging.split("-")[1:]
         X, X_test, y, y_test, bags, _ = adult_in_groups(columns)
-        props = np.eye(2)[y]  # a group's rate, per row: mean of one-hot
-        means = np.zeros((bags.max() + 1, 2))
-        np.add.at(means, bags, props)
-        means /= np.bincount(bags)[:, None]
-        return X, bags, means[bags], X_test, y_test
+        props = expand_proportions(label_proportions(bags, y, classes=[0, 1]), bags)
+        return X, bags, props, X_test, y_test
     X, X_test, y, y_test = load_dataset(dataset)
     bags, props, _ = make_bags(dataset, None, str(FASHION_DIR), bagging, seed)
     keep = bags >= 0
