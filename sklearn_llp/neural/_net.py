@@ -380,7 +380,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 self.n_train_steps_ = 0
                 self._split_seed_ = None  # one held-out split per fit
             self._seed_ = draw_seed(self.random_state, self.n_train_steps_)
-            self._label_rng_ = None  # drawn afresh from the seed (_label_rng)
+            # cut bags' labels (_label_rng): a stream of their own
+            seed = None if self._seed_ is None else [self._seed_, 1]
+            self._label_rng_ = np.random.RandomState(seed)
             if self._split_seed_ is None:
                 self._split_seed_ = (
                     self._seed_
@@ -637,9 +639,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         data-parallel fit still shuffles alike."""
         if not self.method_.labels_mini_bags:
             return None
-        if getattr(self, "_label_rng_", None) is None:
-            seed = None if self._seed_ is None else [self._seed_, 1]
-            self._label_rng_ = np.random.RandomState(seed)
         return self._label_rng_
 
     def get_metadata_routing(self):
