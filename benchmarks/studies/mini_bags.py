@@ -44,9 +44,12 @@ def run(variant, seed):
     keep = bags >= 0
     method, max_bag_size = VARIANTS[variant]
     clf = LLPClassifier(
-        method=method(), max_bag_size=max_bag_size, random_state=seed, verbose=0
+        method=method(),
+        max_bag_size=max_bag_size,
+        random_state=seed,
+        verbose=0,
+        n_threads=1,
     )
-    clf.set_params(n_threads=1)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
