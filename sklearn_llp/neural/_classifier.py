@@ -59,10 +59,9 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         The training loss, a component with ``method__*`` parameters:
         ``"dllp"``, ``"vat"`` (LLP-VAT), ``"pi"``, ``"rot"``, ``"llpfc"``,
         ``"easyllp"``, ``"noisy"`` or an
-        :class:`~sklearn_llp.methods.LLPMethod`. ``"auto"``: by the bags
-        (:ref:`auto_method`), for two classes ``"easyllp"`` in at most 25
-        random-like bags of 1,000 rows or more and ``"dllp"`` in bags of 512
-        or more, else ``"vat"``; the choice is ``method_``.{key}
+        :class:`~sklearn_llp.methods.LLPMethod`. ``"auto"`` chooses one
+        by the bags (:class:`~sklearn_llp.methods.AutoMethod`,
+        :ref:`auto_method`); the choice is ``method_``.{key}
     classes : array-like, default=None
         Class labels in the column order of ``props``; default: the named
         columns, else ``0..n_classes-1``.
