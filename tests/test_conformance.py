@@ -963,15 +963,18 @@ def _dask_forms(p, order, starts):
     }
 
 
+@pytest.mark.parametrize("max_bag_size", [1024, 3])  # 3: cut bags, drawn labels
 @pytest.mark.parametrize("form", ["one_block", "blocks", "frame"])
 @pytest.mark.parametrize("name", NETS)
-def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form):
+def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form, max_bag_size):
     # fewer rows than a window: every epoch trains on the same bags and
     # batches as the NumPy fit, in any partition order
     p = data(name, "many" if task(name) == R else 2)
     order, starts = _by_bag(p)
     X, bags, values = _dask_forms(p, order, starts)[form]
-    params = dict(early_stopping=True, n_iter_no_change=1, max_epochs=3)
+    params = dict(
+        early_stopping=True, n_iter_no_change=1, max_epochs=3, max_bag_size=max_bag_size
+    )
     expected = make(name, **params).fit(p.X[order], p.codes[order], p.aligned[order])
     est = make(name, **params).fit(X, bags, values)
     assert_same_model(est, expected, rtol=0, atol=0)
