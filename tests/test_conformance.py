@@ -11,6 +11,7 @@ one thread, 64 rows in 8 bags of powers of two, so proportions are exact) and
 
 import functools
 import pickle
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -999,6 +1000,32 @@ def test_dask_fit_reads_through_malloc_and_restores_arrows_pool():
     before = pa.default_memory_pool().backend_name
     make("LLPClassifier-dllp", max_epochs=1, callbacks=[Spy()]).fit(X, bags, values)
     assert pools == ["system"] and pa.default_memory_pool().backend_name == before
+
+
+def test_dask_fit_reads_in_its_own_thread_unless_a_cluster_reads(
+    monkeypatch, local_cluster
+):
+    # local reads one window at a time in the fit's thread (worker threads'
+    # allocator arenas kept their buffers); a cluster's are prefetched
+    from sklearn_llp.neural import _stream
+
+    readers, window = [], _stream.StreamedBags.window
+
+    def spy(self, partitions):
+        readers.append(threading.get_ident() == here)
+        return window(self, partitions)
+
+    monkeypatch.setattr(_stream.StreamedBags, "window", spy)
+    monkeypatch.setattr(_stream, "_WINDOW_ROWS", 16)  # several windows
+    here = threading.get_ident()
+    p = data("LLPClassifier-dllp", 3)
+    X, bags, values = _dask_forms(p, *_by_bag(p))["blocks"]
+    make("LLPClassifier-dllp", max_epochs=1).fit(X, bags, values)
+    assert len(readers) > 2 and all(readers)
+    readers.clear()
+    with local_cluster():
+        make("LLPClassifier-dllp", max_epochs=1).fit(X, bags, values)
+    assert len(readers) > 2 and readers[0] and not any(readers[1:])
 
 
 def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):

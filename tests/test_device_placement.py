@@ -114,7 +114,7 @@ def test_batches_go_to_the_network_device_when_X_stays_elsewhere():
 
 @pytest.mark.parametrize("method", ["dllp", "vat"])
 def test_a_dask_fit_on_the_test_device_streams_the_numpy_fit(method, device):
-    """Partitions stream to the device (the next window loads in a thread)
+    """Partitions stream to the device a window at a time
     and train what the in-memory fit trains; Dask predict stays lazy."""
     da = pytest.importorskip("dask.array")
     X, _, bags, props = _data()
