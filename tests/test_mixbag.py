@@ -232,3 +232,18 @@ def test_auto_names_the_whole_bag_method_it_chose_when_refusing_mixbag():
     clf = LLPClassifier(mixbag=True, max_epochs=1, verbose=0)
     with pytest.raises(ValueError, match=r"method='auto' \(EasyLLP\) reads whole"):
         clf.fit(X, ids, props)
+
+
+@pytest.mark.parametrize("method", ["dllp", "vat", "pi", "rot"])
+def test_every_bag_mean_method_fits_overlapping_bags_with_mixbag(method):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(200, 4)).astype(np.float32)
+    y = (X[:, 0] > 0.3).astype(int)
+    lists = [rng.choice(200, 30, replace=False) for _ in range(8)]
+    props = np.array([np.bincount(y[r], minlength=2) / 30 for r in lists])
+    params = dict(method=method, mixbag=True, max_epochs=2, batch_size=64)
+    params.update(verbose=0, random_state=0, n_threads=1)
+    a = LLPClassifier(**params).fit(X, lists, props)
+    b = LLPClassifier(**params).fit(X, lists, props)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert np.isfinite(a.history[:, "train_loss"]).all()
