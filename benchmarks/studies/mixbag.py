@@ -85,9 +85,8 @@ def markdown(records):
         "Test accuracy / F1 of >50K in %, mean over the seeds (F1's range in "
         "brackets); every parameter at its default but those the column names "
         '(100 epochs, lr 1e-3, `batch_size="auto"`, `max_bag_size=1024`; '
-        "`mixbag=True` is `MixBag(n_mixed=1.0, confidence=0.99)`, the paper's "
-        "level). 1 torch thread, one fit at a time, CPU. Supervised F1 is "
-        "about 67.",
+        "`mixbag=True` is `MixBag(n_mixed=1.0, confidence=0.99)`). 1 torch "
+        "thread, one fit at a time, CPU. Supervised F1 is about 67.",
         "",
         "| cell | seeds | " + " | ".join(configs) + " |",
         "|---|---|" + "---|" * len(configs),
@@ -110,6 +109,18 @@ def markdown(records):
         lines.append(
             f"| {cell} | {','.join(map(str, seeds))} | " + " | ".join(cells) + " |"
         )
+    lines += ["", "Optimizer steps of a fit:", ""]
+    lines += ["| cell | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
+    for cell in CELLS:
+        steps = [
+            sorted(
+                {r["steps"] for r in records if (r["cell"], r["config"]) == (cell, c)}
+            )
+            for c in configs
+        ]
+        if any(steps):
+            text = ["/".join(map(str, s)) or "–" for s in steps]
+            lines.append(f"| {cell} | " + " | ".join(text) + " |")
     return "\n".join(lines) + "\n"
 
 
