@@ -83,7 +83,8 @@ def markdown(records):
         "# MixBag on Adult in few random bags (`benchmarks/studies/mixbag.py`)",
         "",
         "Test accuracy / F1 of >50K in %, mean over the seeds (F1's range in "
-        "brackets); every parameter at its default but those the column names "
+        "brackets; a fit run on fewer seeds names them); every parameter at "
+        "its default but those the column names "
         '(100 epochs, lr 1e-3, `batch_size="auto"`, `max_bag_size=1024`; '
         "`mixbag=True` is `MixBag(n_mixed=1.0, confidence=0.99)`). 1 torch "
         "thread, one fit at a time, CPU. Supervised F1 is about 67.",
@@ -104,6 +105,9 @@ def markdown(records):
             f1 = [100 * r["f1"] for r in runs]
             acc = np.mean([100 * r["accuracy"] for r in runs])
             text = f"{acc:.1f} / {np.mean(f1):.1f} [{min(f1):.0f}–{max(f1):.0f}]"
+            own = sorted(r["seed"] for r in runs)
+            if own != sorted({r["seed"] for r in rows}):
+                text += f" (seeds {','.join(map(str, own))})"
             cells.append(text)
         seeds = sorted({r["seed"] for r in rows})
         lines.append(
