@@ -472,7 +472,6 @@ class BagBatchSampler(Sampler):
         item_codes = np.where(is_mixed, -1 - (rank - first), -1)
         item_codes[~is_mixed] = bag_order[items[~is_mixed]]
         codes = np.repeat(item_codes, new_sizes)
-        codes[codes >= 0] = self.codes[pairs[codes >= 0]]
         item_cuts = np.flatnonzero(np.diff(batch_of_item)) + 1
         pair_cuts = new_starts[item_cuts]
         mixed_table = mixes[items[is_mixed] - n_bags]
