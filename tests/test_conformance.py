@@ -30,7 +30,7 @@ from sklearn_llp.bags import check_identifiability, label_proportions
 from sklearn_llp.core import check_bags, check_fit_inputs
 from sklearn_llp.exceptions import BagLeakageWarning, IdentifiabilityWarning
 from sklearn_llp.linear import MeanMapClassifier
-from sklearn_llp.methods import available_methods, method_params
+from sklearn_llp.methods import MixBag, available_methods, method_params
 from sklearn_llp.metrics import (
     BagScorer,
     bag_errors,
@@ -61,6 +61,7 @@ NET = dict(
 )
 #: Extra parameters a registered method needs to fit at all (none so far).
 METHOD_PARAMS = {}
+_MIXBAG = MixBag(confidence=0.01)
 #: Mean Map converged tightly, where a fit is compared with a fit on other,
 #: equivalent data: L-BFGS's stopping point is then not the noise.
 TIGHT = dict(tol=1e-10, max_iter=10_000)
@@ -76,6 +77,13 @@ def _net(cls, method):
 #: name -> (task, factory(**params)). One line per estimator.
 ESTIMATORS = {
     f"LLPClassifier-{m}": (C, _net(LLPClassifier, m)) for m in available_methods()
+}
+#: MixBag's mixed bags on (:ref:`mixbag`), under a plain and a consistency
+#: loss; a narrow interval, so that tiny mixed bags leave it and count.
+MIXBAG = {f"LLPClassifier-{m}-mixbag": m for m in ("dllp", "vat")}
+ESTIMATORS |= {
+    name: (C, functools.partial(_net(LLPClassifier, m), mixbag=_MIXBAG))
+    for name, m in MIXBAG.items()
 }
 ESTIMATORS["MeanMapClassifier"] = (C, MeanMapClassifier)
 ESTIMATORS |= {
@@ -487,6 +495,8 @@ HYPERPARAMETERS = {
         "method__loss": "shares",
     },
     "interpolating": {"method__lam": 0.25},
+    "dllp-mixbag": {"mixbag": 0.5},
+    "vat-mixbag": {"mixbag": 0.5, "method__xi": 0.123},
 }
 
 

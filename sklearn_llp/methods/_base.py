@@ -23,6 +23,9 @@ class BagBatch(NamedTuple):
         bags; their index in the bags given to :meth:`LLPMethod.prepare`.
     members, weights, bag_weights : Tensor or None
         Row of every pair (None: pair ``i`` is row ``i``); row and bag weights.
+    margins : Tensor or None
+        MixBag's interval half-widths, ``>= 0`` on mixed bags (which
+        :meth:`proportion_loss` scores by the interval loss), else -1.
 
     Examples
     --------
@@ -39,6 +42,7 @@ class BagBatch(NamedTuple):
     members: torch.Tensor | None = None
     weights: torch.Tensor | None = None
     bag_weights: torch.Tensor | None = None
+    margins: torch.Tensor | None = None
 
     def take(self, per_row):
         """The rows of ``per_row`` for every pair (a deterministic gather)."""
@@ -56,7 +60,7 @@ class BagBatch(NamedTuple):
         """DLLP's loss of the batch from the logits of its rows."""
         logits, weights = self.take(logits), self.take(self.weights)
         args = (self.segments, self.bag_props, weights, self.bag_weights)
-        return ops.proportion_loss(logits, *args)
+        return ops.proportion_loss(logits, *args, margins=self.margins)
 
 
 class LLPMethod(BaseEstimator):

@@ -222,9 +222,19 @@ def weighted_mean(values, weights=None):
 
 
 def proportion_loss(
-    logits, segments, bag_props, weights=None, bag_weights=None, reduction="mean"
+    logits,
+    segments,
+    bag_props,
+    weights=None,
+    bag_weights=None,
+    reduction="mean",
+    margins=None,
 ):
     """DLLP's loss: cross-entropy of bag proportions and mean probabilities.
+
+    ``margins`` ``(n_bags, n_classes)``: a bag with margins ``>= 0`` (a mixed
+    bag, :ref:`mixbag`) costs :func:`interval_loss` instead; negative ones
+    keep the cross-entropy.
 
     Examples
     --------
@@ -238,12 +248,45 @@ def proportion_loss(
     if weights is not None:
         weights = weights.to(logits.dtype)
     bag_probs = segment_mean(probs, segments, bag_props.shape[0], weights)
-    per_bag = -(bag_props.to(logits.dtype) * torch.log(bag_probs + LOG_EPS)).sum(1)
+    bag_props = bag_props.to(logits.dtype)
+    per_bag = -(bag_props * torch.log(bag_probs + LOG_EPS)).sum(1)
+    if margins is not None:
+        margins = margins.to(logits.dtype)
+        interval = _interval_loss(bag_probs, bag_props, margins, per_bag)
+        per_bag = torch.where(margins[:, 0] >= 0, interval, per_bag)
     if reduction == "none":
         return per_bag
     if bag_weights is not None:
         bag_weights = bag_weights.to(logits.dtype)
     return weighted_mean(per_bag, bag_weights)
+
+
+def _interval_loss(bag_probs, bag_props, margins, cross_entropy):
+    inside = ((bag_probs.detach() - bag_props).abs() <= margins).all(1)
+    entropy = -(bag_props * torch.log(bag_props + LOG_EPS)).sum(1)
+    return torch.where(inside, torch.zeros_like(entropy), cross_entropy - entropy)
+
+
+def interval_loss(bag_probs, bag_props, margins):
+    """MixBag's confidence-interval loss of every bag (:ref:`mixbag`).
+
+    Zero while every class's mean probability lies within ``margins`` of the
+    label, else ``KL(label || mean probabilities)``: the paper's
+    cross-entropy less the label's entropy, with the bag as the unit (for two
+    classes both classes leave the interval together, as in the paper).
+
+    Examples
+    --------
+    >>> from torch import tensor
+    >>> from sklearn_llp.methods import interval_loss
+    >>> label, margin = tensor([[0.5, 0.5]]), tensor([[0.1, 0.1]])
+    >>> interval_loss(tensor([[0.45, 0.55]]), label, margin)  # inside
+    tensor([0.])
+    >>> interval_loss(tensor([[0.25, 0.75]]), label, margin)  # KL: 0.1438
+    tensor([0.1438])
+    """
+    cross_entropy = -(bag_props * torch.log(bag_probs + LOG_EPS)).sum(1)
+    return _interval_loss(bag_probs, bag_props, margins, cross_entropy)
 
 
 def kl_divergence_with_logits(target_logits, logits, reduction="mean"):

@@ -18,6 +18,7 @@ from ..core import (
     over_dask_partitions,
 )
 from ..exceptions import FitDivergedError
+from ..methods import MixBag
 from ._data import ArrayDataset, subset_rows
 from ._net import (
     KEY_PARAMETERS,
@@ -71,7 +72,12 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         equal the bags', without instance labels), or a probability
         threshold of ``classes_[1]``. ``"auto"``: prior matching for two
         classes learned from bags of several rows, else argmax. See
-        :ref:`threshold`.{more}
+        :ref:`threshold`.
+    mixbag : bool, float or MixBag, default=False
+        Add mixed bags to every epoch, scored by their confidence-interval
+        loss (:class:`~sklearn_llp.methods.MixBag`, :ref:`mixbag`): True is
+        ``MixBag()``, a float its ``n_mixed``. For the methods of bag means
+        (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``).{more}
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -118,14 +124,23 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
             StrOptions({"auto", "prior", "argmax"}),
             Interval(Real, 0, 1, closed="neither"),
         ],
+        "mixbag": ["boolean", Interval(Real, 0, None, closed="neither"), MixBag],
     }
 
     def __init__(
-        self, module=None, *, method="auto", classes=None, threshold="auto", **kwargs
+        self,
+        module=None,
+        *,
+        method="auto",
+        classes=None,
+        threshold="auto",
+        mixbag=False,
+        **kwargs,
     ):
         super().__init__(module, method=method, **kwargs)
         self.classes = classes
         self.threshold = threshold
+        self.mixbag = mixbag
 
     def fit(self, X, y=None, props=None, sample_weight=None, **fit_params):
         """Train from bags and proportions, or from labels if ``props=None``.
@@ -200,6 +215,25 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     def _check_fit_problem(self, bags):
         self._check_threshold(bags.classes)
+
+    def _resolve_mixbag(self, method):
+        """``mixbag`` as a validated MixBag or None; refused for the methods
+        that read whole bags."""
+        mixbag = self.mixbag
+        if mixbag is False:
+            return None
+        if not isinstance(mixbag, MixBag):
+            mixbag = MixBag() if mixbag is True else MixBag(n_mixed=float(mixbag))
+        mixbag._validate_params()
+        if not method.labels_mini_bags:
+            name = self.method if isinstance(self.method, str) else type(method)
+            raise ValueError(
+                f"mixbag={self.mixbag!r} adds mixed bags, which only the methods "
+                f"of bag means take (dllp, vat, pi, rot); method={name!r} "
+                f"({type(method).__name__}) reads whole bags. Pass mixbag=False "
+                "or one of those methods."
+            )
+        return mixbag
 
     def _commit_fit_inputs(self, bags, on_labels, continuing):
         self.classes_ = bags.classes

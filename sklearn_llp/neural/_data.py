@@ -4,12 +4,15 @@ Batches are built by indexing with arrays of instance indices (the data
 loader's ``batch_size=None`` mode), so no Python code runs per instance.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.utils import check_random_state
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
+from ..methods import mixed_bag_labels
 from ..methods.functional import attach_plan
 
 
@@ -144,6 +147,21 @@ def mini_bag_props(props, sizes, taken, rng):
     return drawn / taken[:, None]
 
 
+#: Plan entries of the mixed bags, read on the host only.
+_HOST_ONLY = ("mixed", "mixes", "confidence")
+
+
+class MixedBatch(NamedTuple):
+    """A batch with MixBag's mixed bags (:ref:`mixbag`): its pairs, the bag
+    of every pair (mixed bag ``k`` of the batch: ``-1 - k``, in order) and
+    the mixes ``(k, 4)`` (bags ``i``, ``j``, rows taken from each)."""
+
+    pairs: np.ndarray
+    codes: np.ndarray
+    mixes: np.ndarray
+    confidence: float
+
+
 class EpochBatches:
     """One epoch's whole-bag batches, their structure built in one go.
 
@@ -162,7 +180,10 @@ class EpochBatches:
         return len(self.sampler)
 
     def __iter__(self):
-        batches = [np.asarray(b, dtype=np.int64) for b in self.sampler]
+        batches = [
+            b if isinstance(b, MixedBatch) else np.asarray(b, dtype=np.int64)
+            for b in self.sampler
+        ]
         if not batches:
             return
         data = self.dataset
@@ -173,15 +194,23 @@ class EpochBatches:
         gather_there = gather_there and device.index in (None, home.index)
         device = home if gather_there else device
         plan, cuts = self._plan(batches)
-        on_device = {k: torch.from_numpy(v).to(device) for k, v in plan.items()}
+        on_device = {
+            k: torch.from_numpy(v).to(device)
+            for k, v in plan.items()
+            if k not in _HOST_ONLY
+        }
         bag_props = data.bag_props.to(device)[on_device["bag_index"]]
         if self.label_rng is not None:
             bag_props = self._mini_bag_labels(bag_props, plan)
-        weights = bag_weights = None
+        weights = bag_weights = margins = None
         if data.weights is not None:
             weights = data.weights.to(device)[on_device["rows"]]
         if data.bag_weights is not None:
             bag_weights = data.bag_weights.to(device)[on_device["bag_index"]]
+        if "mixes" in plan:
+            bag_props, bag_weights, margins = self._mixed_labels(
+                plan, bag_props, bag_weights
+            )
         if data.bag_numbers is not None:
             numbers = torch.from_numpy(data.bag_numbers[plan["bag_index"]])
             on_device["bag_index"] = numbers.to(device)
@@ -212,6 +241,8 @@ class EpochBatches:
                 target["weights"] = weights[r]
             if bag_weights is not None:
                 target["bag_weights"] = bag_weights[s]
+            if margins is not None:
+                target["margins"] = margins[s]
             if gather_there:
                 X = data.X[on_device["rows"][r]]
             else:  # sparse rows are densified on the host, one batch at a time
@@ -221,7 +252,10 @@ class EpochBatches:
     def _mini_bag_labels(self, bag_props, plan):
         """Cut bags (``max_bag_size``) labelled by :func:`mini_bag_props`."""
         full = self.dataset.bags.sizes[plan["bag_index"]]
-        cut = np.flatnonzero(plan["segment_counts"] < full)
+        cut = plan["segment_counts"] < full
+        if "mixed" in plan:
+            cut &= ~plan["mixed"]
+        cut = np.flatnonzero(cut)
         if not len(cut):
             return bag_props
         props = self.dataset.bag_props[plan["bag_index"][cut]].numpy()
@@ -234,16 +268,46 @@ class EpochBatches:
         ).to(bag_props)
         return bag_props
 
+    def _mixed_labels(self, plan, bag_props, bag_weights):
+        """Mixed bags' labels, weights (count-weighted mixes) and interval
+        half-widths (:func:`~sklearn_llp.methods.mixed_bag_labels`); -1 elsewhere."""
+        data, mixes, where = self.dataset, plan["mixes"], plan["mixed"]
+        labels, half = mixed_bag_labels(
+            np.asarray(data.values, dtype=np.float64),
+            data.bags.sizes,
+            mixes,
+            plan["confidence"],
+        )
+        device = bag_props.device
+        at = torch.from_numpy(np.flatnonzero(where)).to(device)
+        bag_props = bag_props.clone()
+        bag_props[at] = torch.from_numpy(labels).to(bag_props)
+        margins = torch.full_like(bag_props, -1.0)
+        margins[at] = torch.from_numpy(half).to(margins)
+        if bag_weights is not None:
+            share = mixes[:, 2:] / mixes[:, 2:].sum(1, keepdims=True)
+            mixed = (share * data.bag_weights.numpy()[mixes[:, :2]]).sum(1)
+            bag_weights = bag_weights.clone()
+            bag_weights[at] = torch.from_numpy(mixed).to(bag_weights)
+        return bag_props, bag_weights, margins
+
     def _plan(self, batches):
         """Host arrays of the whole epoch, and the cuts of pairs, segments
         and rows: batch ``b`` holds pairs ``cuts[0][b]:cuts[0][b + 1]``..."""
         data = self.dataset
+        mixed = [b for b in batches if isinstance(b, MixedBatch)]
+        codes = [b.codes if isinstance(b, MixedBatch) else None for b in batches]
+        batches = [b.pairs if isinstance(b, MixedBatch) else b for b in batches]
         n_pairs = np.array([len(b) for b in batches])
         pair_cuts = np.r_[0, np.cumsum(n_pairs)]
         pairs = np.concatenate(batches)
         batch_of_pair = np.repeat(np.arange(len(batches)), n_pairs)
         # a segment starts where the bag changes or a batch starts
         bag_of_pair = data.pair_bags[pairs]
+        if mixed:  # mixed bag k of a batch: -1 - k
+            bag_of_pair = np.concatenate(
+                [data.pair_bags[b] if c is None else c for b, c in zip(batches, codes)]
+            )
         new_bag = np.ones(len(pairs), dtype=bool)
         np.not_equal(bag_of_pair[1:], bag_of_pair[:-1], out=new_bag[1:])
         new_bag[pair_cuts[:-1]] = True
@@ -261,6 +325,12 @@ class EpochBatches:
             "sizes": np.where(low == high, low, 0),
             "bag_index": bag_of_pair[new_bag],
         }
+        if mixed:  # a mixed bag is indexed as its first bag
+            mixes = np.concatenate([b.mixes for b in mixed])
+            plan["mixed"] = plan["bag_index"] < 0
+            plan["bag_index"][plan["mixed"]] = mixes[:, 0]
+            plan["mixes"] = mixes
+            plan["confidence"] = mixed[0].confidence
         members = data.bags.members[pairs]
         if not data.overlapping:
             plan["rows"] = members
@@ -308,7 +378,13 @@ class BagBatchSampler(Sampler):
     """
 
     def __init__(
-        self, codes, batch_size, max_bag_size=None, shuffle=True, random_state=None
+        self,
+        codes,
+        batch_size,
+        max_bag_size=None,
+        shuffle=True,
+        random_state=None,
+        mixbag=None,
     ):
         self.codes = np.asarray(codes, dtype=np.int64)
         self.batch_size = batch_size
@@ -316,11 +392,16 @@ class BagBatchSampler(Sampler):
         self.shuffle = shuffle
         self.rng = check_random_state(random_state)  # an instance is shared
         self.sizes = np.bincount(self.codes)
+        self.mixbag = mixbag  # a MixBag: mixed bags join every epoch
 
     @staticmethod
-    def count(sizes, batch_size, max_bag_size=None):
-        """Batches of an epoch of bags of ``sizes``, in their given order."""
+    def count(sizes, batch_size, max_bag_size=None, mixbag=None):
+        """Batches of an epoch of bags of ``sizes``, in their given order
+        (and MixBag's mixed bags, at the median size, after them)."""
         sizes = _capped(sizes, max_bag_size)
+        if mixbag is not None and len(sizes):
+            n_mixed = mixbag.n_mixed_bags(len(sizes))
+            sizes = np.r_[sizes, np.full(n_mixed, int(np.median(sizes)))]
         offsets = np.cumsum(sizes) - sizes
         return max(1, len(np.unique(offsets // batch_size)))
 
@@ -343,17 +424,74 @@ class BagBatchSampler(Sampler):
             position = np.arange(len(order)) - np.repeat(starts, sizes)
             order = order[position < self.max_bag_size]
         sizes = _capped(sizes, self.max_bag_size)
+        if self.mixbag is not None and n_bags > 1:
+            return self._mixed_batches(order, bag_order, sizes)
         offsets = np.cumsum(sizes) - sizes
         batch_of_bag = offsets // self.batch_size
         cuts = offsets[np.flatnonzero(np.diff(batch_of_bag)) + 1]
         return np.split(order, cuts)
+
+    def _mixed_rows(self, mixes):
+        """The pairs of every mixed bag, in one array: for each part (bag,
+        rows taken) a uniform draw without replacement from the bag."""
+        by_bag = np.argsort(self.codes, kind="stable")
+        starts = np.cumsum(self.sizes) - self.sizes
+        source, taken = mixes[:, :2].ravel(), mixes[:, 2:].ravel()
+        n_source = self.sizes[source]
+        part = np.repeat(np.arange(len(source)), n_source)
+        within = np.arange(len(part)) - np.repeat(
+            np.cumsum(n_source) - n_source, n_source
+        )
+        candidates = by_bag[starts[source][part] + within]
+        shuffled = np.lexsort((self.rng.random_sample(len(part)), part))
+        return candidates[shuffled][within < taken[part]]
+
+    def _mixed_batches(self, order, bag_order, sizes):
+        """The epoch's bags and MixBag's mixed bags, shuffled together and
+        packed into :class:`MixedBatch` es."""
+        n_bags = len(self.sizes)
+        mixes = self.mixbag.draw(
+            self.sizes, _capped(self.sizes, self.max_bag_size), self.rng
+        )
+        n_mixed = len(mixes)
+        items = self.rng.permutation(n_bags + n_mixed)
+        item_sizes = np.r_[sizes, mixes[:, 2] + mixes[:, 3]]
+        source = np.r_[order, self._mixed_rows(mixes)]
+        starts = np.cumsum(item_sizes) - item_sizes
+        new_sizes = item_sizes[items]
+        new_starts = np.cumsum(new_sizes) - new_sizes
+        within = np.arange(new_sizes.sum()) - np.repeat(new_starts, new_sizes)
+        pairs = source[np.repeat(starts[items], new_sizes) + within]
+        # the bag of every pair: mixed bags numbered in order within a batch
+        batch_of_item = new_starts // self.batch_size
+        is_mixed = items >= n_bags
+        rank = np.cumsum(is_mixed) - 1
+        first = np.r_[0, np.cumsum(is_mixed)][
+            np.searchsorted(batch_of_item, batch_of_item)
+        ]
+        item_codes = np.where(is_mixed, -1 - (rank - first), -1)
+        item_codes[~is_mixed] = bag_order[items[~is_mixed]]
+        codes = np.repeat(item_codes, new_sizes)
+        item_cuts = np.flatnonzero(np.diff(batch_of_item)) + 1
+        pair_cuts = new_starts[item_cuts]
+        mixed_table = mixes[items[is_mixed] - n_bags]
+        mixed_cuts = np.cumsum(is_mixed)[item_cuts - 1]
+        confidence = float(self.mixbag.confidence)
+        return [
+            MixedBatch(p, c, m, confidence)
+            for p, c, m in zip(
+                np.split(pairs, pair_cuts),
+                np.split(codes, pair_cuts),
+                np.split(mixed_table, mixed_cuts),
+            )
+        ]
 
     def __iter__(self):
         return iter(self.batches())
 
     def __len__(self):
         # batches of the unshuffled order; a shuffled epoch differs by a few
-        return self.count(self.sizes, self.batch_size, self.max_bag_size)
+        return self.count(self.sizes, self.batch_size, self.max_bag_size, self.mixbag)
 
 
 def _capped(sizes, max_bag_size):

@@ -362,6 +362,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             method, reason = self._chosen_method(
                 method, every, previous_method, continuing
             )
+            mixbag = self._resolve_mixbag(method)
             early_stopping = self._resolve_early_stopping(bags, method)
             # every check has passed: commit
             self._input_shape_ = tuple(X.shape[1:])
@@ -369,6 +370,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             self._fit_on_labels_ = on_labels
             self.method_, self.batch_size_ = method, batch_size
             self._method_reason_ = reason
+            self._mixbag_ = mixbag
             self.do_early_stopping_ = early_stopping
             if self.precision == "float16" and not (
                 continuing and hasattr(self, "grad_scaler_")
@@ -558,6 +560,10 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         )
         return False
 
+    def _resolve_mixbag(self, method):
+        """The fit's :class:`~sklearn_llp.methods.MixBag`, or None (a head's)."""
+        return None
+
     def _batch_size(self, bags):
         """``batch_size="auto"``: 8 typical bags a step, at least 128 rows,
         wider where steps stay plentiful (see :ref:`gpu_scaling`)."""
@@ -580,6 +586,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             max_bag_size=self.max_bag_size,
             shuffle=True,
             random_state=self._seed_ if random_state is None else random_state,
+            mixbag=getattr(self, "_mixbag_", None),
         )
 
     # --- skorch's getters: pure, the work is done before training ---
@@ -616,7 +623,10 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 dataset,
                 lambda window, rng: self._train_sampler(window, random_state=rng),
                 BagBatchSampler.count(
-                    dataset.bags.sizes, self.batch_size_, self.max_bag_size
+                    dataset.bags.sizes,
+                    self.batch_size_,
+                    self.max_bag_size,
+                    getattr(self, "_mixbag_", None),
                 ),
                 device=self._resolved_device(),
                 seed=self._seed_,
@@ -735,6 +745,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             target.get("members"),
             target.get("weights"),
             target.get("bag_weights"),
+            target.get("margins"),
         )
         self._check_output(y_pred, self._n_outputs())
         if not training:
