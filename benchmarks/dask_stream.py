@@ -285,8 +285,8 @@ def markdown(payload):
     runs = [r for r in payload["runs"] if r["variant"] == "default"]
     disk = {d["rows"]: d["gb_on_disk"] for d in payload.get("data", [])}
     lines = [
-        "| rows | GB on disk | fit | epochs | RSS after imports (MB) | peak RSS "
-        "(MB) | above imports (MB) | s/epoch | rows/s | test accuracy | "
+        "| rows | GB on disk | fit | epochs | RSS after imports (MiB) | peak RSS "
+        "(MiB) | above imports (MiB) | s/epoch | rows/s | test accuracy | "
         "other jobs' cores |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -321,8 +321,8 @@ def markdown(payload):
             "",
             "Where the streamed fit's memory goes (one fit each, same data):",
             "",
-            "| rows | variant | peak RSS (MB) | above imports (MB) | peak before "
-            "epoch 1 (MB) | peak in epochs (MB) | tracemalloc peak (MB) | "
+            "| rows | variant | peak RSS (MiB) | above imports (MiB) | peak before "
+            "epoch 1 (MiB) | peak in epochs (MiB) | tracemalloc peak (MiB) | "
             "s/epoch | test accuracy |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
@@ -358,7 +358,7 @@ def goals(runs, agreement):
             out.append(
                 f"- {_rows(n)} rows: in-memory / streamed rows/s = {ratio:.2f} "
                 f"(goal <= 1.5); accuracy gap {gap:.4f} (goal <= 0.01); peak "
-                f"{s['peak_rss_mb']:.0f} MB streamed vs {m['peak_rss_mb']:.0f} MB "
+                f"{s['peak_rss_mb']:.0f} MiB streamed vs {m['peak_rss_mb']:.0f} MiB "
                 "in memory; the two predict the same class for "
                 f"{agreement.get(str(n), float('nan')):.1%} of the test rows."
             )
@@ -368,7 +368,7 @@ def goals(runs, agreement):
     if len(streamed) > 1:
         peaks = ", ".join(f"{_rows(n)} {mb:.0f}" for n, mb in streamed)
         spread = max(mb for _, mb in streamed) - min(mb for _, mb in streamed)
-        out.append(f"- Streamed peak RSS (MB): {peaks}; spread {spread:.0f} MB.")
+        out.append(f"- Streamed peak RSS (MiB): {peaks}; spread {spread:.0f} MiB.")
     return out
 
 
@@ -392,6 +392,9 @@ def plot(payload, out):
         ax.axhline(imports, color="grey", lw=0.8, ls=":", label="after the imports")
     ax.axhline(1.2e9 / 2**30, color="red", lw=0.8, ls=":", label="goal 1.2 GB")
     ax.set_xscale("log")
+    sizes = sorted({r["rows"] / 1e6 for r in runs})
+    ax.set_xticks(sizes, [f"{n:g}" for n in sizes], minor=False)
+    ax.set_xticks([], minor=True)
     ax.set_xlabel("rows (millions; 32 float32 features, bags of 256)")
     ax.set_ylabel("peak resident memory (GiB)")
     ax.set_title("Peak RSS of LLPClassifier.fit")
@@ -506,7 +509,7 @@ def main(argv=None):
             ] + [run]
             save(payload, out)
             print(
-                f"  {mode} ({args.variant}): peak {run['peak_rss_mb']:.0f} MB "
+                f"  {mode} ({args.variant}): peak {run['peak_rss_mb']:.0f} MiB "
                 f"(imports {run['rss_after_imports_mb']:.0f}), "
                 f"{np.mean(run['epoch_s']):.1f} s/epoch, acc {run['accuracy']:.4f}",
                 flush=True,
