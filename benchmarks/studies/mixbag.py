@@ -27,7 +27,7 @@ from sklearn_llp.methods import MixBag
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS_DIR, machine_info  # noqa: E402
-from default_method import cell_data  # noqa: E402
+from default_method import _read, cell_data  # noqa: E402
 
 STEM = "mixbag"
 CELLS = ("adult-10-bags", "adult-25-bags", "adult-50-bags")
@@ -68,12 +68,6 @@ def run(cell, config, seed):
         "accuracy": float(accuracy_score(y_test, pred)),
         "f1": float(f1_score(y_test, pred, pos_label=clf.classes_[1])),
     }
-
-
-def _read(path):
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
 def markdown(records):
