@@ -112,7 +112,7 @@ class EasyLLP(LLPMethod):
                 "bias its soft labels. Prefer method='vat' or 'dllp', which "
                 "make no such assumption.",
                 NonRandomBagsWarning,
-                stacklevel=4,  # prepare <- _fit <- fit <- the caller
+                stacklevel=5,  # prepare <- _validate_and_train <- _fit <- fit <- caller
             )
         return self
 

@@ -242,7 +242,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     def _warn_if_unidentifiable(self, bags, X):
         # fit -> _fit -> here -> warn: point at the user's call
-        warn_if_unidentifiable(check_identifiability(bags, None, X), 4)
+        warn_if_unidentifiable(check_identifiability(bags, None, X), 5)
 
     def _n_outputs(self):
         if hasattr(self, "classes_"):

@@ -334,100 +334,103 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _fit(self, X, y, values, sample_weight, fit_params, partial, classes=None):
         """Validate everything, then train; a refused fit changes nothing and
-        a failure during training leaves the estimator unfitted."""
+        a failure during training leaves the estimator unfitted. While a Dask
+        fit streams, Arrow allocates through malloc (``system_allocation``)."""
         with system_allocation() if is_dask(X) else nullcontext():
-            refuse_meaningless_cv(self, values, self._task)
-            self._check_params()
-            previous_method = vars(self).get("method_")
-            self.initialize_method()  # a bad method__* value fails here
-            method, self.method_ = self.method_, previous_method
-            continuing = self.__sklearn_is_fitted__() and (partial or self.warm_start)
-            source = None
-            with restore_on_error(self, _DATA_ATTRIBUTES):
-                if is_dask(X):  # streamed: X below is a sample of its partitions
-                    source = self._dask_source(
-                        X, y, values, sample_weight, classes, continuing
-                    )
-                    X, y = source.load(source.sample())
-                    y, values, sample_weight = source.bags_of(y)[0], None, None
-                X = self._validate_X(X, reset=not continuing)
-                bags, on_labels = self._read_fit_inputs(
+            return self._validate_and_train(
+                X, y, values, sample_weight, fit_params, partial, classes
+            )
+
+    def _validate_and_train(
+        self, X, y, values, sample_weight, fit_params, partial, classes
+    ):
+        """The body of :meth:`_fit`."""
+        refuse_meaningless_cv(self, values, self._task)
+        self._check_params()
+        previous_method = vars(self).get("method_")
+        self.initialize_method()  # a bad method__* value fails here
+        method, self.method_ = self.method_, previous_method
+        continuing = self.__sklearn_is_fitted__() and (partial or self.warm_start)
+        source = None
+        with restore_on_error(self, _DATA_ATTRIBUTES):
+            if is_dask(X):  # streamed: X below is a sample of its partitions
+                source = self._dask_source(
                     X, y, values, sample_weight, classes, continuing
                 )
-                every = bags if source is None else source.bags
-                self._check_fit_problem(every)
-                batch_size = self.batch_size_ if continuing else self._batch_size(every)
-            if not (on_labels or continuing):
-                self._warn_if_unidentifiable(bags, X)
-            method, reason = self._chosen_method(
-                method, every, previous_method, continuing
+                X, y = source.load(source.sample())
+                y, values, sample_weight = source.bags_of(y)[0], None, None
+            X = self._validate_X(X, reset=not continuing)
+            bags, on_labels = self._read_fit_inputs(
+                X, y, values, sample_weight, classes, continuing
             )
-            mixbag = self._resolve_mixbag(method)
-            early_stopping = self._resolve_early_stopping(bags, method)
-            # every check has passed: commit
-            self._input_shape_ = tuple(X.shape[1:])
-            self._commit_fit_inputs(every, on_labels, continuing)
-            self._fit_on_labels_ = on_labels
-            self.method_, self.batch_size_ = method, batch_size
-            self._method_reason_ = reason
-            self._mixbag_ = mixbag
-            self.do_early_stopping_ = early_stopping
-            if self.precision == "float16" and not (
-                continuing and hasattr(self, "grad_scaler_")
+            every = bags if source is None else source.bags
+            self._check_fit_problem(every)
+            batch_size = self.batch_size_ if continuing else self._batch_size(every)
+        if not (on_labels or continuing):
+            self._warn_if_unidentifiable(bags, X)
+        method, reason = self._chosen_method(method, every, previous_method, continuing)
+        mixbag = self._resolve_mixbag(method)
+        early_stopping = self._resolve_early_stopping(bags, method)
+        # every check has passed: commit
+        self._input_shape_ = tuple(X.shape[1:])
+        self._commit_fit_inputs(every, on_labels, continuing)
+        self._fit_on_labels_ = on_labels
+        self.method_, self.batch_size_ = method, batch_size
+        self._method_reason_ = reason
+        self._mixbag_ = mixbag
+        self.do_early_stopping_ = early_stopping
+        if self.precision == "float16" and not (
+            continuing and hasattr(self, "grad_scaler_")
+        ):
+            self.grad_scaler_ = torch.amp.GradScaler(
+                device_type(self._resolved_device())
+            )
+        if not continuing:
+            self.n_train_steps_ = 0
+            self._split_seed_ = None  # one held-out split per fit
+        self._seed_ = draw_seed(self.random_state, self.n_train_steps_)
+        # cut bags' labels (_label_rng): a stream of their own
+        seed = None if self._seed_ is None else [self._seed_, 1]
+        self._label_rng_ = np.random.RandomState(seed)
+        if self._split_seed_ is None:
+            self._split_seed_ = (
+                self._seed_
+                if self._seed_ is not None
+                else int(check_random_state(None).randint(np.iinfo(np.int32).max))
+            )
+        dataset = BagDataset(
+            resident(as_tensor(X), self._resolved_device()),
+            bags,
+            self._values_of(bags),
+        )
+        stale = getattr(self, "_weights_stale_", False)
+        self._weights_stale_ = False  # callbacks may predict while it trains
+        try:
+            with (
+                self._threads(),
+                self._on_device(),
+                self._seeded(),
+                deterministic(device_type(self.device) == "cuda"),
             ):
-                self.grad_scaler_ = torch.amp.GradScaler(
-                    device_type(self._resolved_device())
+                if not continuing and not (partial and self.initialized_ and not stale):
+                    self.initialize()
+                datasets = sample = self._split(dataset)
+                if source is not None:
+                    datasets = TrainValid(self._streamed(source, sample), sample.valid)
+                self._record_train_bags(datasets.train.bags, on_labels, continuing)
+                self.method_.prepare(
+                    datasets.train.bags, np.random.RandomState(self._seed_)
                 )
-            if not continuing:
-                self.n_train_steps_ = 0
-                self._split_seed_ = None  # one held-out split per fit
-            self._seed_ = draw_seed(self.random_state, self.n_train_steps_)
-            # cut bags' labels (_label_rng): a stream of their own
-            seed = None if self._seed_ is None else [self._seed_, 1]
-            self._label_rng_ = np.random.RandomState(seed)
-            if self._split_seed_ is None:
-                self._split_seed_ = (
-                    self._seed_
-                    if self._seed_ is not None
-                    else int(check_random_state(None).randint(np.iinfo(np.int32).max))
-                )
-            dataset = BagDataset(
-                resident(as_tensor(X), self._resolved_device()),
-                bags,
-                self._values_of(bags),
-            )
-            stale = getattr(self, "_weights_stale_", False)
-            self._weights_stale_ = False  # callbacks may predict while it trains
-            try:
-                with (
-                    self._threads(),
-                    self._on_device(),
-                    self._seeded(),
-                    deterministic(device_type(self.device) == "cuda"),
-                ):
-                    if not continuing and not (
-                        partial and self.initialized_ and not stale
-                    ):
-                        self.initialize()
-                    datasets = sample = self._split(dataset)
-                    if source is not None:
-                        datasets = TrainValid(
-                            self._streamed(source, sample), sample.valid
-                        )
-                    self._record_train_bags(datasets.train.bags, on_labels, continuing)
-                    self.method_.prepare(
-                        datasets.train.bags, np.random.RandomState(self._seed_)
-                    )
-                    if not (continuing and partial) or self.total_steps_ is None:
-                        steps = len(self.get_iterator(datasets.train, training=True))
-                        self.total_steps_ = steps * self.max_epochs
-                    self._epoch_of_fit_ = 0
-                    super().partial_fit(datasets, None, **fit_params)
-                    self._after_training(sample.train)
-            except BaseException:
-                self._weights_stale_ = True
-                raise
-            return self
+                if not (continuing and partial) or self.total_steps_ is None:
+                    steps = len(self.get_iterator(datasets.train, training=True))
+                    self.total_steps_ = steps * self.max_epochs
+                self._epoch_of_fit_ = 0
+                super().partial_fit(datasets, None, **fit_params)
+                self._after_training(sample.train)
+        except BaseException:
+            self._weights_stale_ = True
+            raise
+        return self
 
     @staticmethod
     def _chosen_method(method, bags, previous, continuing):
@@ -556,7 +559,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             "Keep max_epochs small, or pass early_stopping=False to fit "
             "without this warning.",
             FewBagsWarning,
-            stacklevel=4,
+            stacklevel=5,  # fit -> _fit -> _validate_and_train -> here
         )
         return False
 

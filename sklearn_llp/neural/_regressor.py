@@ -255,7 +255,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
             "bags whose mixes of these features differ, e.g. "
             "sklearn_llp.bags.KMeansBagGenerator.",
             IdentifiabilityWarning,
-            stacklevel=4,  # fit -> _fit -> here
+            stacklevel=5,  # fit -> _fit -> _validate_and_train -> here
         )
 
     def _validation_loss(self, y_pred, bags):
