@@ -101,6 +101,25 @@ def _read(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
+def column_cells(rows, key, columns, text):
+    """A markdown row's cells: ``text(column, runs)`` of the records whose
+    ``key`` is the column, "–" for a column without any."""
+    cells = []
+    for column in columns:
+        runs = [r for r in rows if r[key] == column]
+        cells.append(text(column, runs) if runs else "–")
+    return cells
+
+
+def _method_cell(method, runs):
+    text = f"{100 * np.mean([r['accuracy'] for r in runs]):.1f}"
+    if "f1" in runs[0]:
+        text += f" / {100 * np.mean([r['f1'] for r in runs]):.1f}"
+    if method == "auto":
+        text += f" ({', '.join(sorted({r['trained'] for r in runs}))})"
+    return text
+
+
 def markdown(records):
     """One row per cell: mean accuracy (and F1 for Adult) of each method."""
     lines = [
@@ -119,21 +138,9 @@ def markdown(records):
         rows = [r for r in records if r["cell"] == cell]
         if not rows:
             continue
-        cells = []
-        for method in METHODS:
-            runs = [r for r in rows if r["method"] == method]
-            if not runs and method == "auto" and "f1" not in rows[0]:
-                cells.append("= vat (VAT, the same fit)")  # many classes
-                continue
-            if not runs:
-                cells.append("–")
-                continue
-            text = f"{100 * np.mean([r['accuracy'] for r in runs]):.1f}"
-            if "f1" in runs[0]:
-                text += f" / {100 * np.mean([r['f1'] for r in runs]):.1f}"
-            if method == "auto":
-                text += f" ({', '.join(sorted({r['trained'] for r in runs}))})"
-            cells.append(text)
+        cells = column_cells(rows, "method", METHODS, _method_cell)
+        if cells[0] == "–" and "f1" not in rows[0]:  # many classes: auto is VAT
+            cells[0] = "= vat (VAT, the same fit)"
         seeds = len({r["seed"] for r in rows})
         lines.append(
             f"| {cell} | {rows[0]['n_bags']} | {rows[0]['median_bag']:,.0f} | "

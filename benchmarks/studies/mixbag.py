@@ -11,6 +11,7 @@ One JSON line per fit, resumable; the table is rebuilt from all of them.
 """
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -27,7 +28,7 @@ from sklearn_llp.methods import MixBag
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS_DIR, machine_info  # noqa: E402
-from default_method import _read, cell_data  # noqa: E402
+from default_method import _read, cell_data, column_cells  # noqa: E402
 
 STEM = "mixbag"
 CELLS = ("adult-10-bags", "adult-25-bags", "adult-50-bags")
@@ -70,6 +71,17 @@ def run(cell, config, seed):
     }
 
 
+def _config_cell(config, runs, seeds):
+    """Mean accuracy / F1, F1's range, and the seeds if fewer than the row's."""
+    f1 = [100 * r["f1"] for r in runs]
+    acc = np.mean([100 * r["accuracy"] for r in runs])
+    text = f"{acc:.1f} / {np.mean(f1):.1f} [{min(f1):.0f}–{max(f1):.0f}]"
+    own = sorted(r["seed"] for r in runs)
+    if own != seeds:
+        text += f" (seeds {','.join(map(str, own))})"
+    return text
+
+
 def markdown(records):
     """One row per cell: mean accuracy / F1 (and the seeds' range of F1)."""
     configs = [c for c in CONFIGS if any(r["config"] == c for r in records)]
@@ -90,20 +102,9 @@ def markdown(records):
         rows = [r for r in records if r["cell"] == cell]
         if not rows:
             continue
-        cells = []
-        for config in configs:
-            runs = [r for r in rows if r["config"] == config]
-            if not runs:
-                cells.append("–")
-                continue
-            f1 = [100 * r["f1"] for r in runs]
-            acc = np.mean([100 * r["accuracy"] for r in runs])
-            text = f"{acc:.1f} / {np.mean(f1):.1f} [{min(f1):.0f}–{max(f1):.0f}]"
-            own = sorted(r["seed"] for r in runs)
-            if own != sorted({r["seed"] for r in rows}):
-                text += f" (seeds {','.join(map(str, own))})"
-            cells.append(text)
         seeds = sorted({r["seed"] for r in rows})
+        text = functools.partial(_config_cell, seeds=seeds)
+        cells = column_cells(rows, "config", configs, text)
         lines.append(
             f"| {cell} | {','.join(map(str, seeds))} | " + " | ".join(cells) + " |"
         )

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import FASHION_DIR, RESULTS_DIR, load_dataset  # noqa: E402
 from accuracy import make_bags  # noqa: E402
-from default_method import CELLS, _read, cell_data  # noqa: E402
+from default_method import CELLS, _read, cell_data, column_cells  # noqa: E402
 
 STEM = "stopping_regimes"
 EXTRA = {
@@ -79,6 +79,14 @@ def run(cell, rule, seed):
     return record
 
 
+def _rule_cell(rule, runs):
+    (r,) = runs  # one fit per cell, rule and seed
+    text = f"{100 * r['accuracy']:.1f}"
+    if "f1" in r:
+        text += f" / {100 * r['f1']:.1f}"
+    return f"{text} ({r['epochs']})"
+
+
 def markdown(records):
     lines = [
         "# Early stopping for VAT by bag regime "
@@ -95,20 +103,9 @@ def markdown(records):
     ]
     for cell in [*CELLS, *EXTRA]:
         for seed in sorted({r["seed"] for r in records if r["cell"] == cell}):
-            rows = {
-                r["rule"]: r for r in records if (r["cell"], r["seed"]) == (cell, seed)
-            }
-            cells = []
-            for rule in RULES:
-                r = rows.get(rule)
-                if r is None:
-                    cells.append("–")
-                    continue
-                text = f"{100 * r['accuracy']:.1f}"
-                if "f1" in r:
-                    text += f" / {100 * r['f1']:.1f}"
-                cells.append(f"{text} ({r['epochs']})")
-            n_bags = next(iter(rows.values()))["n_bags"]
+            rows = [r for r in records if (r["cell"], r["seed"]) == (cell, seed)]
+            cells = column_cells(rows, "rule", RULES, _rule_cell)
+            n_bags = rows[0]["n_bags"]
             lines.append(f"| {cell} | {n_bags} | {seed} | " + " | ".join(cells) + " |")
     return "\n".join(lines + ["", *NOTES]) + "\n"
 
