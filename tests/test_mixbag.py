@@ -192,13 +192,18 @@ def test_mixbag_helps_a_fit_of_few_bags():
     assert scores[True] >= 0.68 and scores[True] > scores[False] + 0.1, scores
 
 
-def test_a_seeded_fit_with_mixbag_is_reproducible_and_differs_without():
+def test_a_seeded_fit_with_mixbag_is_reproducible_in_every_form_and_differs_without():
     X, ids, props, _ = _few_bags()
     params = dict(max_epochs=2, verbose=0, random_state=0, n_threads=1)
     a = LLPClassifier(method="vat", mixbag=True, **params).fit(X, ids, props)
     b = LLPClassifier(method="vat", mixbag=1.0, **params).fit(X, ids, props)
+    c = LLPClassifier(method="vat", mixbag=MixBag(), **params).fit(X, ids, props)
     off = LLPClassifier(method="vat", **params).fit(X, ids, props)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    np.testing.assert_array_equal(a.predict_proba(X), c.predict_proba(X))
+    d = LLPClassifier(method="vat", mixbag=2.0, **params).fit(X, ids, props)
+    e = LLPClassifier(method="vat", mixbag=MixBag(2.0), **params).fit(X, ids, props)
+    np.testing.assert_array_equal(d.predict_proba(X), e.predict_proba(X))
     assert not np.array_equal(a.predict_proba(X), off.predict_proba(X))
 
 
