@@ -192,6 +192,7 @@ def fit_one(cfg):
     sampler.start()
     load_avg = os.getloadavg()
     clf = LLPClassifier(
+        method="vat",  # what "auto" trained when these numbers were measured
         max_epochs=cfg["epochs"],
         verbose=0,
         random_state=0,

@@ -47,6 +47,20 @@ def test_auto_chooses_by_classes_bag_size_number_of_bags_and_spread():
     assert chosen(small, np.tile([0.7, 0.3], (len(small), 1))) is VAT
 
 
+def test_auto_chooses_easyllp_for_many_random_bags_of_two_classes():
+    rng = np.random.RandomState(0)
+    ids = np.repeat(np.arange(250), 16)
+    rate = rng.binomial(16, 0.3, 250) / 16  # random draws' spread
+    assert chosen(ids, np.c_[1 - rate, rate][ids]) is EasyLLP
+    assert chosen(ids[:-16], np.c_[1 - rate, rate][ids[:-16]]) is VAT  # 249 bags
+    by_label = np.linspace(0.05, 0.95, 250)  # bags grouped by the label
+    assert chosen(ids, np.c_[1 - by_label, by_label][ids]) is VAT
+    three = np.c_[1 - rate, rate / 2, rate / 2]
+    assert chosen(ids, three[ids]) is VAT
+    labels = rng.randint(0, 2, 4000)  # bags of one row: labels, in any form
+    assert chosen(np.arange(4000), np.eye(2)[labels]) is VAT
+
+
 def test_auto_trains_vat_bit_for_bit_where_it_chooses_vat():
     rng = np.random.RandomState(0)
     X = rng.normal(size=(320, 4)).astype(np.float32)

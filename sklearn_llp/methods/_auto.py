@@ -6,13 +6,15 @@ from ._base import DLLP, LLPMethod
 from ._easyllp import EasyLLP, _effective_sizes, bag_spread
 from ._vat import VAT
 
-#: The regimes of :ref:`auto_method`, measured at the defaults: EasyLLP for
-#: at most ``FEW_BAGS`` bags of ``HUGE_BAGS`` rows or more (median) whose
-#: proportions vary like random draws; DLLP for bags of ``LARGE_BAGS`` rows
-#: or more; both for two classes.
+#: The regimes of :ref:`auto_method`, measured at the defaults, all for two
+#: classes: EasyLLP for at most ``FEW_BAGS`` bags of ``HUGE_BAGS`` rows or
+#: more (median) whose proportions vary like random draws, and for
+#: ``MANY_BAGS`` or more such bags of several rows (enough held-out bags for
+#: its early stopping); DLLP for bags of ``LARGE_BAGS`` rows or more.
 FEW_BAGS = 25
 HUGE_BAGS = 1000
 LARGE_BAGS = 512
+MANY_BAGS = 250
 
 
 def _random_like(bags):
@@ -26,7 +28,9 @@ class AutoMethod(LLPMethod):
 
     Two classes in at most 25 random-like bags of 1,000 rows or more:
     ``"easyllp"`` (the bag loss learns next to nothing there); two classes
-    in bags of 512 rows or more: ``"dllp"``; otherwise ``"vat"``. The
+    in bags of 512 rows or more: ``"dllp"``; two classes in 250 or more
+    random-like bags of several rows: ``"easyllp"`` (which stops early on
+    them, where VAT overfits); otherwise ``"vat"``. The
     estimators train the chosen method itself (their ``method_``); on its
     own, this object delegates to what :meth:`prepare` chose (``chosen_``).
 
@@ -45,10 +49,14 @@ class AutoMethod(LLPMethod):
         """The method for ``bags`` and the reason, ``(LLPMethod, str)``."""
         size = float(np.median(bags.sizes))
         about = f"{bags.n_bags} bags of about {size:,.0f} rows"
+        random_like = f"{about} whose proportions vary like random draws"
         if bags.n_classes == 2 and size >= LARGE_BAGS:
             if bags.n_bags <= FEW_BAGS and size >= HUGE_BAGS and _random_like(bags):
-                return EasyLLP(), f"{about} whose proportions vary like random draws"
+                return EasyLLP(), random_like
             return DLLP(), f"{about}, two classes"
+        if bags.n_classes == 2 and bags.n_bags >= MANY_BAGS and size >= 2:
+            if _random_like(bags):
+                return EasyLLP(), random_like
         return VAT(), about
 
     def prepare(self, bags, random_state):
