@@ -1,0 +1,127 @@
+"""A study of named configurations (``LLPClassifier`` parameters away from the
+defaults) on cells of ``default_method.py``: one JSON line per fit, resumable,
+and a markdown table of the mean test accuracy (/ F1 for two classes).
+``mixbag.py`` and ``levers.py`` are such studies."""
+
+import argparse
+import functools
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.metrics import accuracy_score, f1_score
+
+from sklearn_llp import LLPClassifier
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS_DIR, machine_info  # noqa: E402
+from default_method import _read, cell_data, column_cells  # noqa: E402
+
+
+def run(cell, config, seed, params):
+    """Fit ``LLPClassifier(**params)`` on ``cell``'s bags of ``seed``."""
+    torch.set_num_threads(1)
+    X, bags, props, X_test, y_test = cell_data(cell, seed)
+    clf = LLPClassifier(random_state=seed, verbose=0, n_threads=1, **params)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, bags, props)
+    pred = clf.predict(X_test)
+    record = {
+        "cell": cell,
+        "config": config,
+        "seed": seed,
+        "steps": int(clf.n_train_steps_),
+        "fit_s": round(time.perf_counter() - start, 1),
+        "n_bags": int(len(np.unique(bags))),
+        "accuracy": float(accuracy_score(y_test, pred)),
+    }
+    if len(clf.classes_) == 2:
+        record["f1"] = float(f1_score(y_test, pred, pos_label=clf.classes_[1]))
+    return record
+
+
+def _config_cell(config, runs, seeds):
+    """Mean accuracy (/ F1 and its range), and the seeds if fewer than the row's."""
+    acc = np.mean([100 * r["accuracy"] for r in runs])
+    text = f"{acc:.1f}"
+    if "f1" in runs[0]:
+        f1 = [100 * r["f1"] for r in runs]
+        text += f" / {np.mean(f1):.1f} [{min(f1):.0f}–{max(f1):.0f}]"
+    own = sorted(r["seed"] for r in runs)
+    if own != seeds:
+        text += f" (seeds {','.join(map(str, own))})"
+    return text
+
+
+def markdown(records, cells, configs, heading):
+    """One row per cell, one column per configuration; then the steps."""
+    configs = [c for c in configs if any(r["config"] == c for r in records)]
+    lines = [
+        *heading,
+        "",
+        "| cell | seeds | " + " | ".join(configs) + " |",
+        "|---|---|" + "---|" * len(configs),
+    ]
+    for cell in cells:
+        rows = [r for r in records if r["cell"] == cell]
+        if not rows:
+            continue
+        seeds = sorted({r["seed"] for r in rows})
+        text = functools.partial(_config_cell, seeds=seeds)
+        cells_ = column_cells(rows, "config", configs, text)
+        lines.append(
+            f"| {cell} | {','.join(map(str, seeds))} | " + " | ".join(cells_) + " |"
+        )
+    lines += ["", "Optimizer steps of a fit:", ""]
+    lines += ["| cell | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
+    for cell in cells:
+        steps = [
+            sorted(
+                {r["steps"] for r in records if (r["cell"], r["config"]) == (cell, c)}
+            )
+            for c in configs
+        ]
+        if any(steps):
+            text = ["/".join(map(str, s)) or "–" for s in steps]
+            lines.append(f"| {cell} | " + " | ".join(text) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv, *, stem, cells, configs, heading, description):
+    """Run the missing (cell, config, seed) fits, then write the tables."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--cells", nargs="*", default=list(cells))
+    parser.add_argument("--configs", nargs="*", default=list(configs))
+    parser.add_argument("--seeds", type=int, nargs="*", default=[0])
+    parser.add_argument("--out", default=str(RESULTS_DIR))
+    parser.add_argument("--markdown-only", action="store_true")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{stem}.jsonl"
+    done = {(r["cell"], r["config"], r["seed"]) for r in _read(path)}
+    if not args.markdown_only:
+        for seed in args.seeds:
+            for cell in args.cells:
+                for config in args.configs:
+                    if (cell, config, seed) in done:
+                        continue
+                    record = run(cell, config, seed, configs[config])
+                    with path.open("a") as f:
+                        f.write(json.dumps(record) + "\n")
+                    print(json.dumps(record), flush=True)
+    records = _read(path)
+    (out / f"{stem}.json").write_text(
+        json.dumps({"machine": machine_info(), "fits": records}, indent=1) + "\n"
+    )
+    text = markdown(records, cells, configs, heading)
+    text += f"\nMachine: {machine_info()['cpu']}.\n"
+    (out / f"{stem}.md").write_text(text)
+    print(text)
