@@ -94,9 +94,11 @@ def markdown(records, cells, configs, heading):
     return "\n".join(lines) + "\n"
 
 
-def main(argv, *, stem, cells, configs, heading, description):
-    """Run the missing (cell, config, seed) fits, then write the tables."""
-    parser = argparse.ArgumentParser(description=description)
+def main(argv, study):
+    """Run the missing (cell, config, seed) fits of ``study`` (a module with
+    ``STEM``, ``CELLS``, ``CONFIGS`` and ``HEADING``), then write its tables."""
+    stem, cells, configs = study.STEM, study.CELLS, study.CONFIGS
+    parser = argparse.ArgumentParser(description=study.__doc__.split("\n")[0])
     parser.add_argument("--cells", nargs="*", default=list(cells))
     parser.add_argument("--configs", nargs="*", default=list(configs))
     parser.add_argument("--seeds", type=int, nargs="*", default=[0])
@@ -121,7 +123,7 @@ def main(argv, *, stem, cells, configs, heading, description):
     (out / f"{stem}.json").write_text(
         json.dumps({"machine": machine_info(), "fits": records}, indent=1) + "\n"
     )
-    text = markdown(records, cells, configs, heading)
+    text = markdown(records, cells, configs, study.HEADING)
     text += f"\nMachine: {machine_info()['cpu']}.\n"
     (out / f"{stem}.md").write_text(text)
     print(text)

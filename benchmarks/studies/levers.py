@@ -16,13 +16,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _configs  # noqa: E402
 
 STEM = "levers"
-CELLS = ("adult-256", "adult-kmeans", "adult-16", "fashion-256", "fashion-16")
+CELLS = ("adult-256", "fashion-256", "fashion-1024")
 #: name -> the parameters that differ from the defaults.
 CONFIGS = {
     "vat": dict(method="vat"),
     "hybrid": dict(method="hybrid"),
     "hybrid-beta-0.3": dict(method="hybrid", method__beta=0.3),
     "vat-dropout-0.2": dict(method="vat", module__dropout=0.2),
+    "hybrid-dropout-0.2": dict(method="hybrid", module__dropout=0.2),
 }
 HEADING = [
     "# Levers at large bags (`benchmarks/studies/levers.py`)",
@@ -31,19 +32,14 @@ HEADING = [
     "brackets), mean over the seeds (a fit run on fewer seeds names them); "
     "every parameter at its default but those the column names (100 epochs, "
     'lr 1e-3, `batch_size="auto"`; `hybrid` is `method="hybrid"` at its '
-    "defaults, `beta=0.1`). 1 torch thread a fit, CPU.",
+    "defaults, `beta=0.1`). 1 torch thread a fit, CPU. VAT at the same "
+    "defaults on Fashion-MNIST (`default_method.md`, seed 0): 83.2 in bags "
+    "of 256, 67.7 in bags of 1,024.",
 ]
 
 
 def main(argv=None):
-    _configs.main(
-        argv,
-        stem=STEM,
-        cells=CELLS,
-        configs=CONFIGS,
-        heading=HEADING,
-        description=__doc__.split("\n")[0],
-    )
+    _configs.main(argv, sys.modules[__name__])
 
 
 if __name__ == "__main__":

@@ -51,14 +51,7 @@ HEADING = [
 
 
 def main(argv=None):
-    _configs.main(
-        argv,
-        stem=STEM,
-        cells=CELLS,
-        configs=CONFIGS,
-        heading=HEADING,
-        description=__doc__.split("\n")[0],
-    )
+    _configs.main(argv, sys.modules[__name__])
 
 
 if __name__ == "__main__":
