@@ -208,17 +208,23 @@ def test_the_committed_records_are_what_the_script_runs(accuracy_module):
     assert differing == {}
 
 
-def test_the_guide_accuracy_tables_are_the_committed_ones():
-    """Every table row of the user guide's accuracy section (csv-tables
-    split by ``|``) is a row of the committed ``accuracy.md``, so the guide
-    cannot drift from the JSON."""
+def _guide_rows(marker):
+    """The csv-table rows of the methods guide between ``.. marker`` and
+    ``.. /marker``, as markdown rows."""
     page = (SCRIPT.parents[1] / "docs" / "user_guide" / "methods.rst").read_text()
-    section = page.split(".. accuracy-results")[1].split(".. /accuracy-results")[0]
-    rows = [
+    section = page.split(f".. {marker}")[1].split(f".. /{marker}")[0]
+    return [
         "| " + " | ".join(cell.strip() for cell in line.split("|")) + " |"
         for line in section.splitlines()
         if line.startswith("   ") and "|" in line and not line.strip().startswith(":")
     ]
+
+
+def test_the_guide_accuracy_tables_are_the_committed_ones():
+    """Every table row of the user guide's accuracy section (csv-tables
+    split by ``|``) is a row of the committed ``accuracy.md``, so the guide
+    cannot drift from the JSON."""
+    rows = _guide_rows("accuracy-results")
     assert len(rows) >= 20
     table = (COMMITTED.parent / "accuracy.md").read_text().splitlines()
     missing = [row for row in rows if row not in table]
@@ -301,3 +307,14 @@ def test_grid_summaries_in_the_docs_are_the_committed_ones(accuracy_module):
         for name, sentences in expected.items()
     }
     assert missing == dict.fromkeys(expected, []), missing
+
+
+def test_the_guide_auto_method_table_is_the_committed_one():
+    """Every row of the methods guide's ``method="auto"`` table is a row of
+    the committed ``default_method.md``, and every cell of that file is in
+    the guide."""
+    rows = _guide_rows("auto-table")[1:]  # the header
+    table = (COMMITTED.parent / "default_method.md").read_text().splitlines()
+    assert [row for row in rows if row not in table] == []
+    cells = [line for line in table if line.startswith("| ") and "---" not in line]
+    assert len(rows) == len(cells) - 1  # its header

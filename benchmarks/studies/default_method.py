@@ -39,6 +39,8 @@ STEM = "default_method"
 #: cell -> (data set, bagging); ``groups-...``: Adult's census groups
 CELLS = {
     "adult-16": ("adult", "uniform-16"),
+    "adult-64": ("adult", "uniform-64"),
+    "adult-128": ("adult", "uniform-128"),
     "adult-256": ("adult", "uniform-256"),
     "adult-512": ("adult", "uniform-512"),
     "adult-1024": ("adult", "uniform-1024"),
@@ -47,7 +49,9 @@ CELLS = {
     "adult-10-bags": ("adult", "count-10"),
     "adult-kmeans": ("adult", "kmeans"),
     "adult-census-groups": ("adult", "groups-occupation-relationship"),
+    "fashion-128": ("fashion", "uniform-128"),
     "fashion-256": ("fashion", "uniform-256"),
+    "fashion-512": ("fashion", "uniform-512"),
     "fashion-1024": ("fashion", "uniform-1024"),
 }
 METHODS = ("auto", "vat", "dllp", "easyllp")
@@ -129,7 +133,7 @@ def markdown(records):
         "Test accuracy in % (Adult: accuracy / F1 of >50K), mean over seeds; "
         "every parameter at its default but `method` (100 epochs, lr 1e-3, "
         '`batch_size="auto"`, `max_bag_size=1024`); `auto` names the method '
-        "it trained. 1 torch thread a fit, 2 fits at a time, CPU.",
+        "it trained. 1 torch thread a fit, 2 to 5 fits at a time on 2 cores, CPU.",
         "",
         "| cell | bags | rows a bag | seeds | " + " | ".join(METHODS) + " |",
         "|---|---|---|---|" + "---|" * len(METHODS),
