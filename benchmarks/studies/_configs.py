@@ -23,11 +23,11 @@ from _common import RESULTS_DIR, machine_info  # noqa: E402
 from default_method import _read, cell_data, column_cells  # noqa: E402
 
 
-def run(cell, config, seed, params):
-    """Fit ``LLPClassifier(**params)`` on ``cell``'s bags of ``seed``."""
+def run(cell, config, seed, params, estimator=LLPClassifier, data=cell_data):
+    """Fit ``estimator(**params)`` on the bags ``data(cell, seed)`` gives."""
     torch.set_num_threads(1)
-    X, bags, props, X_test, y_test = cell_data(cell, seed)
-    clf = LLPClassifier(random_state=seed, verbose=0, n_threads=1, **params)
+    X, bags, props, X_test, y_test = data(cell, seed)
+    clf = estimator(random_state=seed, verbose=0, n_threads=1, **params)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -38,6 +38,7 @@ def run(cell, config, seed, params):
         "config": config,
         "seed": seed,
         "steps": int(clf.n_train_steps_),
+        "epochs": len(clf.history),
         "fit_s": round(time.perf_counter() - start, 1),
         "n_bags": int(len(np.unique(bags))),
         "accuracy": float(accuracy_score(y_test, pred)),

@@ -13,18 +13,13 @@ JSON line per fit, resumable; ``--markdown-only`` writes the table.
 import argparse
 import json
 import sys
-import time
-import warnings
 from pathlib import Path
-
-import numpy as np
-import torch
-from sklearn.metrics import accuracy_score, f1_score
 
 from sklearn_llp import LLPClassifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import _configs  # noqa: E402
 from _common import FASHION_DIR, RESULTS_DIR, load_dataset  # noqa: E402
 from accuracy import make_bags  # noqa: E402
 from default_method import CELLS, _read, cell_data, column_cells  # noqa: E402
@@ -54,28 +49,12 @@ def data(cell, seed):
 
 
 def run(cell, rule, seed):
-    torch.set_num_threads(1)
-    X, bags, props, X_test, y_test = data(cell, seed)
     noisy = rule == "es-noise3"
     settings = {"early_stopping": True} if noisy else RULES[rule]
     head = NoiseAwareStop if noisy else LLPClassifier
-    clf = head(method="vat", random_state=seed, verbose=0, n_threads=1, **settings)
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf.fit(X, bags, props)
-    pred = clf.predict(X_test)
-    record = {
-        "cell": cell,
-        "rule": rule,
-        "seed": seed,
-        "n_bags": int(len(np.unique(bags))),
-        "epochs": len(clf.history),
-        "fit_s": round(time.perf_counter() - start, 1),
-        "accuracy": float(accuracy_score(y_test, pred)),
-    }
-    if len(clf.classes_) == 2:
-        record["f1"] = float(f1_score(y_test, pred, pos_label=clf.classes_[1]))
+    params = {"method": "vat", **settings}
+    record = _configs.run(cell, rule, seed, params, estimator=head, data=data)
+    record["rule"] = record.pop("config")
     return record
 
 
