@@ -95,6 +95,21 @@ def markdown(records, cells, configs, heading):
     return "\n".join(lines) + "\n"
 
 
+def fit_missing(path, seeds, cells, configs, fit, key="config"):
+    """Append ``fit(cell, config, seed)``'s record to the JSON lines ``path``
+    for every combination not there yet (``key`` names the config field)."""
+    done = {(r["cell"], r[key], r["seed"]) for r in _read(path)}
+    for seed in seeds:
+        for cell in cells:
+            for config in configs:
+                if (cell, config, seed) in done:
+                    continue
+                record = fit(cell, config, seed)
+                with path.open("a") as f:
+                    f.write(json.dumps(record) + "\n")
+                print(json.dumps(record), flush=True)
+
+
 def main(argv, study):
     """Run the missing (cell, config, seed) fits of ``study`` (a module with
     ``STEM``, ``CELLS``, ``CONFIGS`` and ``HEADING``), then write its tables."""
@@ -109,17 +124,12 @@ def main(argv, study):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{stem}.jsonl"
-    done = {(r["cell"], r["config"], r["seed"]) for r in _read(path)}
     if not args.markdown_only:
-        for seed in args.seeds:
-            for cell in args.cells:
-                for config in args.configs:
-                    if (cell, config, seed) in done:
-                        continue
-                    record = run(cell, config, seed, configs[config])
-                    with path.open("a") as f:
-                        f.write(json.dumps(record) + "\n")
-                    print(json.dumps(record), flush=True)
+
+        def fit(cell, config, seed):
+            return run(cell, config, seed, configs[config])
+
+        fit_missing(path, args.seeds, args.cells, args.configs, fit)
     records = _read(path)
     (out / f"{stem}.json").write_text(
         json.dumps({"machine": machine_info(), "fits": records}, indent=1) + "\n"

@@ -11,7 +11,6 @@ JSON line per fit, resumable; ``--markdown-only`` writes the table.
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -119,16 +118,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     path = Path(args.out) / f"{STEM}.jsonl"
     if not args.markdown_only:
-        done = {(r["cell"], r["rule"], r["seed"]) for r in _read(path)}
-        for seed in args.seeds:
-            for cell in args.cells:
-                for rule in args.rules:
-                    if (cell, rule, seed) in done:
-                        continue
-                    record = run(cell, rule, seed)
-                    print(json.dumps(record), flush=True)
-                    with path.open("a") as f:
-                        f.write(json.dumps(record) + "\n")
+        _configs.fit_missing(path, args.seeds, args.cells, args.rules, run, "rule")
     (Path(args.out) / f"{STEM}.md").write_text(markdown(_read(path)))
 
 
