@@ -54,9 +54,9 @@ class AutoMethod(LLPMethod):
             if bags.n_bags <= FEW_BAGS and size >= HUGE_BAGS and _random_like(bags):
                 return EasyLLP(), random_like
             return DLLP(), f"{about}, two classes"
-        if bags.n_classes == 2 and bags.n_bags >= MANY_BAGS and size >= 2:
-            if _random_like(bags):
-                return EasyLLP(), random_like
+        many = bags.n_bags >= MANY_BAGS and size >= 2
+        if bags.n_classes == 2 and many and _random_like(bags):
+            return EasyLLP(), random_like
         return VAT(), about
 
     def prepare(self, bags, random_state):
