@@ -309,12 +309,16 @@ def test_grid_summaries_in_the_docs_are_the_committed_ones(accuracy_module):
     assert missing == dict.fromkeys(expected, []), missing
 
 
-def test_the_guide_auto_method_table_is_the_committed_one():
-    """Every row of the methods guide's ``method="auto"`` table is a row of
-    the committed ``default_method.md``, and every cell of that file is in
-    the guide."""
-    rows = _guide_rows("auto-table")[1:]  # the header
-    table = (COMMITTED.parent / "default_method.md").read_text().splitlines()
+@pytest.mark.parametrize(
+    "marker, results",
+    [("auto-table", "default_method.md"), ("ceiling-table", "decision_ceiling.md")],
+)
+def test_the_guide_tables_of_studies_are_the_committed_ones(marker, results):
+    """Every row of a methods guide table of a study (``method="auto"``'s,
+    the decision ceiling's) is a row of the study's committed markdown, and
+    every row of that file is in the guide."""
+    rows = _guide_rows(marker)[1:]  # the header
+    table = (COMMITTED.parent / results).read_text().splitlines()
     assert [row for row in rows if row not in table] == []
     cells = [line for line in table if line.startswith("| ") and "---" not in line]
     assert len(rows) == len(cells) - 1  # its header

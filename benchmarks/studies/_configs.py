@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.metrics import accuracy_score, f1_score
+from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
 from sklearn_llp import LLPClassifier
 
@@ -37,6 +37,7 @@ def run(cell, config, seed, params, estimator=LLPClassifier, data=cell_data):
         "cell": cell,
         "config": config,
         "seed": seed,
+        "trained": type(clf.method_).__name__,
         "steps": int(clf.n_train_steps_),
         "epochs": len(clf.history),
         "fit_s": round(time.perf_counter() - start, 1),
@@ -44,8 +45,28 @@ def run(cell, config, seed, params, estimator=LLPClassifier, data=cell_data):
         "accuracy": float(accuracy_score(y_test, pred)),
     }
     if len(clf.classes_) == 2:
+        positive = y_test == clf.classes_[1]
+        score = clf.predict_proba(X_test)[:, 1]
         record["f1"] = float(f1_score(y_test, pred, pos_label=clf.classes_[1]))
+        record["auc"] = float(roc_auc_score(positive, score))
+        record.update(best_threshold_scores(positive, score))
     return record
+
+
+def best_threshold_scores(positive, score):
+    """Accuracy and F1 at the best threshold of ``score`` chosen with the
+    test labels: the ceiling of any decision rule on this ranking."""
+    order = np.argsort(-score, kind="stable")
+    hits = np.cumsum(positive[order])  # true positives of the top k
+    k = np.arange(1, len(score) + 1)
+    n_pos = hits[-1]
+    correct = hits + (len(score) - n_pos) - (k - hits)
+    return {
+        "best_threshold_accuracy": float(
+            max(correct.max(), len(score) - n_pos) / len(score)
+        ),
+        "best_threshold_f1": float((2 * hits / (k + n_pos)).max()),
+    }
 
 
 def _config_cell(config, runs, seeds):
@@ -112,7 +133,8 @@ def fit_missing(path, seeds, cells, configs, fit, key="config"):
 
 def main(argv, study):
     """Run the missing (cell, config, seed) fits of ``study`` (a module with
-    ``STEM``, ``CELLS``, ``CONFIGS`` and ``HEADING``), then write its tables."""
+    ``STEM``, ``CELLS``, ``CONFIGS`` and ``HEADING``, optionally its own
+    ``markdown``), then write its tables."""
     stem, cells, configs = study.STEM, study.CELLS, study.CONFIGS
     parser = argparse.ArgumentParser(description=study.__doc__.split("\n")[0])
     parser.add_argument("--cells", nargs="*", default=list(cells))
@@ -134,7 +156,8 @@ def main(argv, study):
     (out / f"{stem}.json").write_text(
         json.dumps({"machine": machine_info(), "fits": records}, indent=1) + "\n"
     )
-    text = markdown(records, cells, configs, study.HEADING)
+    table = getattr(study, "markdown", markdown)
+    text = table(records, cells, configs, study.HEADING)
     text += f"\nMachine: {machine_info()['cpu']}.\n"
     (out / f"{stem}.md").write_text(text)
     print(text)

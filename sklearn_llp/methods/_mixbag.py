@@ -18,7 +18,8 @@ class MixBag(BaseEstimator):
     proportions and its loss is zero while the predicted proportions stay in
     the ``confidence`` interval of that mix under sampling (the paper's
     confidence-interval loss); the original bags keep the usual loss. For
-    the methods of bag means (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``):
+    the methods of bag means (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``,
+    ``"hybrid"``):
     pass it as ``LLPClassifier(mixbag=...)``.
 
     Parameters

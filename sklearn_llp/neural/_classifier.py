@@ -77,7 +77,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         Add mixed bags to every epoch, scored by their confidence-interval
         loss (:class:`~sklearn_llp.methods.MixBag`, :ref:`mixbag`): True is
         ``MixBag()``, a float its ``n_mixed``. For the methods of bag means
-        (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``).{more}
+        (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``, ``"hybrid"``).{more}
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -229,7 +229,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
             name = self.method if isinstance(self.method, str) else type(method)
             raise ValueError(
                 f"mixbag={self.mixbag!r} adds mixed bags, which only the methods "
-                f"of bag means take (dllp, vat, pi, rot); method={name!r} "
+                f"of bag means take (dllp, vat, pi, rot, hybrid); method={name!r} "
                 f"({type(method).__name__}) reads whole bags. Pass mixbag=False "
                 "or one of those methods."
             )
