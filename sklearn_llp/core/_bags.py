@@ -220,9 +220,8 @@ class Bags:
         )
 
     def loss_weights(self, totals=None):
-        """Weight of every bag in a loss or a regression error, as training
-        weighs it: its total sample weight (``totals`` when known, e.g. for
-        one row per bag) times its ``bag_weights``."""
+        """Weight of every bag in a loss: its total sample weight (``totals``
+        when known) times its ``bag_weights``."""
         totals = self.total_weights() if totals is None else np.asarray(totals, float)
         return totals if self.bag_weights is None else totals * self.bag_weights
 
@@ -269,9 +268,8 @@ class Bags:
         )
 
     def restrict(self, rows):
-        """``(bags, kept)``: the bags lying wholly within the distinct ``rows``
-        (one side of a split), re-indexed to ``X[rows]`` with those rows'
-        weights, and the indices of the kept bags in ``self``."""
+        """``(bags, kept)``: the bags wholly within the distinct ``rows``, re-indexed
+        to ``X[rows]``, and the indices of the kept bags."""
         rows = np.asarray(rows, dtype=np.int64)
         position = np.full(self.n_samples, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))

@@ -1,15 +1,8 @@
 """Bag-level errors of instance predictions: one definition for both tasks.
 
-A bag's estimate is the (weighted) mean of its rows' predictions -- one-hot
-decided labels ("hard"), probabilities ("soft") or regression outputs --
-computed over (bag, row) pairs, so disjoint and overlapping bags take the
-same path. Classification compares it with the bag's proportions by L1 or
-KL; regression with the bag's mean by squared or absolute error and R^2.
-Classification errors are means over bags (``bag_weights`` weigh them if
-set); regression errors weigh every bag by its size as training does.
-Decided labels come from :func:`decision_of`, the one fit of a decision
-rule on the distinct rows of a set of bags, used by the estimators, their
-validation errors and the metrics alike.
+A bag's estimate, the mean of its rows' predictions over (bag, row) pairs, is
+compared with its proportions or mean; :func:`decision_of` is the one fit of
+a decision rule, shared by the estimators and the metrics.
 """
 
 import numpy as np
@@ -114,8 +107,7 @@ def bag_means(bags, values):
 
 def decision_of(bags, proba, rule):
     """``(offsets, threshold)`` of ``rule`` fitted on the distinct rows of
-    ``bags`` (their weights, the bags' class rates): the one place a
-    label-free decision is fitted."""
+    ``bags``: the one place a label-free decision is fitted."""
     if rule == "argmax" or (isinstance(rule, float)):
         return fit_decision(rule, proba[:0])
     rows = bags.distinct_rows()

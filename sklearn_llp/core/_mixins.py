@@ -39,9 +39,8 @@ _CROSS_VAL_PREDICT = (
 
 
 def _sklearn_caller(function, depth=12):
-    """The local variables of scikit-learn's cross-validation ``function``
-    (``_fit_and_predict``, ``_fit_and_score``) if it is a few frames up (a
-    Pipeline's fit in between), else None."""
+    """The locals of scikit-learn's cross-validation ``function`` if it is a
+    few frames up, else None."""
     frame = sys._getframe(2)
     for _ in range(depth):
         if frame is None:
@@ -163,9 +162,8 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
     """
 
     def _decision_rule(self):
-        """``threshold`` resolved: "auto" is prior matching for two classes
-        learned from bags of several rows, "argmax" otherwise (labels, in
-        whatever form, and more classes)."""
+        """``threshold`` resolved: "auto" is prior matching for two classes learned
+        from bags of several rows, else "argmax"."""
         if self.threshold != "auto":
             return self.threshold
         from_bags = not getattr(self, "_singleton_bags_", self._fit_on_labels_)
@@ -182,9 +180,8 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
             )
 
     def _fit_decision(self, bags, proba_of_rows):
-        """Fit ``decision_offsets_`` and ``threshold_`` on the training
-        ``bags``; ``proba_of_rows(rows)`` predicts the rows ``X[rows]``
-        (called only for prior matching)."""
+        """Fit ``decision_offsets_`` and ``threshold_`` on the training ``bags``
+        (``proba_of_rows(rows)`` predicts ``X[rows]``)."""
         self._singleton_bags_ = bool(bags.sizes.max(initial=0) <= 1)
         rule = self._decision_rule()
         if rule != "prior":

@@ -353,9 +353,8 @@ def _is_default_index(index):
 
 
 def _is_table(values, ids, bag_ids, n_samples, name):
-    """Whether ``values`` is a per-bag table (keyed by bag id), not by row:
-    mappings are; pandas objects with another than the default index are
-    unless they have one row per sample (refused if that reads both ways)."""
+    """Whether ``values`` is a per-bag table keyed by bag id, not by row
+    (refused if it reads both ways)."""
     if isinstance(values, Mapping):
         return True
     if not isinstance(values, (pd.DataFrame, pd.Series)):
@@ -598,9 +597,8 @@ class _Means:
         return pd.DataFrame({"mean": list(values.values())}, index=index), None
 
     def _one_column(self, frame, name):
-        """The means of a DataFrame: its one column, ``mean``, or ``sum/size``;
-        the ``std`` of a :func:`~sklearn_llp.privacy.dp_bag_means` release (the
-        noise of its means) is not used."""
+        """The means of a DataFrame: its one column, ``mean``, or ``sum/size``
+        (a ``dp_bag_means`` release's ``std`` is unused)."""
         columns = set(frame.columns) - ({"std"} if "mean" in frame.columns else set())
         if not columns & {"sum", "mean"}:
             if frame.shape[1] != 1:

@@ -1,11 +1,7 @@
 """One scorer for model selection on bags, for both tasks.
 
-In ``GridSearchCV`` and ``cross_validate`` with LLP data ``y`` holds bag
-ids, and a scorer needs the test bags' values too: they arrive through
-metadata routing (``props`` or ``targets``, sliced to the test rows), or the
-scorer holds a per-bag table and looks the test bags up by id (routing off,
-scikit-learn's default). Scoring bags the model trained on warns with a
-:class:`~sklearn_llp.exceptions.BagLeakageWarning`.
+The test bags' values arrive through metadata routing, or from a per-bag
+table the scorer holds, looked up by bag id.
 """
 
 import warnings

@@ -62,9 +62,8 @@ class BagValidationErrors(Callback):
 
 
 def _is_best(earlier, name, errors):
-    """Better than every earlier epoch: lower error (higher R^2); a hard
-    error tied is broken by the soft error of the same distance, so that
-    epochs a decision rule ties are still ranked."""
+    """Lower error (higher R^2) than every earlier epoch; a tied hard error
+    is broken by the soft error."""
     sign = -1.0 if _higher_is_better(name) else 1.0
     tie = "soft_" + name.split("_")[1] if name.startswith("hard_") else None
 

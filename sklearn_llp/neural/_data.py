@@ -356,9 +356,8 @@ class EpochBatches:
 
 
 def _local_offsets(starts, group_cuts, pair_cuts):
-    """Every batch's offsets, concatenated: the starts of its groups
-    (``group_cuts[b]:group_cuts[b + 1]`` of ``starts``, positions in the
-    epoch) relative to its first pair, then its number of pairs."""
+    """Every batch's group starts relative to its first pair, then its number
+    of pairs, concatenated."""
     n_batches = len(pair_cuts) - 1
     n_groups = np.diff(group_cuts)
     out = np.empty(len(starts) + n_batches, dtype=np.int64)

@@ -333,9 +333,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         check_device(self.device)
 
     def _fit(self, X, y, values, sample_weight, fit_params, partial, classes=None):
-        """Validate everything, then train; a refused fit changes nothing and
-        a failure during training leaves the estimator unfitted. While a Dask
-        fit streams, Arrow allocates through malloc (``system_allocation``)."""
+        """Validate everything, then train; a refused fit changes nothing, a
+        failed one leaves the estimator unfitted."""
         with system_allocation() if is_dask(X) else nullcontext():
             return self._validate_and_train(
                 X, y, values, sample_weight, fit_params, partial, classes
@@ -647,9 +646,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return EpochBatches(dataset, sampler, device, self._label_rng())
 
     def _label_rng(self):
-        """The generator of cut bags' labels (:ref:`mini_bags`), for the
-        methods that draw them; its own stream, so that every process of a
-        data-parallel fit still shuffles alike."""
+        """The generator of cut bags' labels (:ref:`mini_bags`), a stream of its
+        own so that data-parallel processes still shuffle alike."""
         if not self.method_.labels_mini_bags:
             return None
         return self._label_rng_

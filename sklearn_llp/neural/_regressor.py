@@ -30,9 +30,8 @@ _SAME_MEAN_RTOL = 1e-6
 
 
 def constant_bag_mean_features(bags, X):
-    """Indices of the features of 2-D ``X`` that vary but have the same
-    (weighted) mean in every bag: the bag means cannot tell their effect from
-    the intercept."""
+    """Features of 2-D ``X`` that vary but have the same mean in every bag
+    (not identifiable from the intercept)."""
     if X.ndim != 2 or bags.n_bags < 2:
         return np.zeros(0, dtype=np.int64)
     weights = (
@@ -168,11 +167,8 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         return self
 
     def _refits_on_all_bags(self):
-        """``early_stopping="auto"`` held bags out only to choose the epochs:
-        when the held-out error never rose beyond its noise, the model is
-        refit on every bag for the middle epoch of the 5 with the lowest
-        mean held-out error (:func:`lowest_window_epoch`); a stop keeps the
-        best epoch it selected."""
+        """Whether ``early_stopping="auto"`` never stopped: then refit on every
+        bag for the epochs :func:`lowest_window_epoch` chose."""
         stopping = dict(self.callbacks_).get("early_stopping")
         return bool(
             self.do_early_stopping_

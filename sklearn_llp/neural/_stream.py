@@ -1,11 +1,8 @@
 """Training from Dask collections, streamed one window of partitions at a time.
 
-``X`` is never gathered: a first pass reads only the bag ids (and per-row
-values); a bounded sample of partitions gives the held-out bags and the
-decision rule; every epoch then visits the partitions in a seeded order,
-about ``_WINDOW_ROWS`` rows at a time (with a cluster, loading the next
-window while the network trains on this one). Bags must lie whole within a
-partition.
+``X`` is never gathered: a first pass reads the bag ids, a sample of
+partitions gives the held-out bags, and every epoch visits the partitions in
+a seeded order. Bags must lie whole within a partition.
 """
 
 import ctypes
@@ -256,8 +253,7 @@ class StreamedBags:
 
 class StreamedEpochs:
     """Every epoch: the partitions in a seeded order, windows of whole
-    partitions, each window's whole-bag batches from one shared sampler
-    state; with a cluster the next window loads while this one trains."""
+    partitions batched from one shared sampler state."""
 
     def __init__(self, dataset, sampler_of, n_batches, device, seed, label_rng=None):
         self.dataset, self.sampler_of, self.device = dataset, sampler_of, device

@@ -1,9 +1,7 @@
 """Data-parallel training with Hugging Face Accelerate (skorch's mixin).
 
-skorch's ``AccelerateMixin`` wraps the module for ``DistributedDataParallel``
-and shards every data loader row by row; bags cannot be cut, so here whole-bag
-training batches are dealt to the processes and held-out bags and predictions
-are not sharded (every process computes the same errors and decision rule).
+Bags cannot be cut: whole-bag training batches are dealt to the processes;
+held-out bags and predictions are not sharded.
 """
 
 import numpy as np
@@ -16,9 +14,7 @@ from ..neural._stream import StreamedEpochs
 
 
 class LLPAccelerateMixin(AccelerateMixin):
-    """skorch's ``AccelerateMixin`` for the bag estimators (see
-    :class:`AcceleratedLLPClassifier`, which is this mixin on
-    :class:`~sklearn_llp.LLPClassifier`)."""
+    """skorch's ``AccelerateMixin`` for the bag estimators."""
 
     # --- parameters and device ---
     def _check_params(self):
