@@ -164,14 +164,12 @@ class Bags:
 
     @property
     def props(self):
-        """The per-bag values: class proportions ``(n_bags, n_classes)``, or
-        (regression) the means as one column; None without values."""
+        """Class proportions ``(n_bags, n_classes)``, or the means as one column."""
         return self.values
 
     @property
     def means(self):
-        """Mean target of every bag, ``(n_bags,)``; None unless the bags
-        carry regression values."""
+        """Mean target of every bag, ``(n_bags,)``; None unless regression."""
         return self.values[:, 0] if self.task == REGRESSION else None
 
     @property
@@ -206,8 +204,7 @@ class Bags:
         return _frozen(codes)
 
     def distinct_rows(self, pairs=slice(None)):
-        """The sorted distinct rows of ``pairs`` (all pairs by default); a
-        count, not ``np.unique``'s sort, which is slow on millions of rows."""
+        """The sorted distinct rows of ``pairs`` (default all), by a count."""
         counts = np.bincount(self.members[pairs], minlength=self.n_samples)
         return np.flatnonzero(counts)
 
@@ -220,8 +217,7 @@ class Bags:
         )
 
     def loss_weights(self, totals=None):
-        """Weight of every bag in a loss: its total sample weight (``totals``
-        when known) times its ``bag_weights``."""
+        """Weight of every bag in a loss: total sample weight x ``bag_weights``."""
         totals = self.total_weights() if totals is None else np.asarray(totals, float)
         return totals if self.bag_weights is None else totals * self.bag_weights
 
@@ -234,8 +230,7 @@ class Bags:
 
     @cached_property
     def components(self):
-        """Connected group of every bag: bags sharing a row, directly or
-        through other bags, are in one group (each bag its own if disjoint)."""
+        """Connected group of every bag (bags sharing a row are in one group)."""
         if not self.overlapping:
             return _frozen(np.arange(self.n_bags))
         membership = self.membership().tocsr()
@@ -243,8 +238,7 @@ class Bags:
         return _frozen(groups)
 
     def component_rows(self):
-        """Component of every row (-1 for a row in no bag) and the number of
-        distinct rows in every component."""
+        """Component of every row (-1: no bag), and distinct rows per component."""
         rows = np.full(self.n_samples, -1, dtype=np.int64)
         rows[self.members] = self.components[self.pair_bags]
         n_components = int(self.components.max(initial=-1)) + 1
@@ -268,8 +262,7 @@ class Bags:
         )
 
     def restrict(self, rows):
-        """``(bags, kept)``: the bags wholly within the distinct ``rows``, re-indexed
-        to ``X[rows]``, and the indices of the kept bags."""
+        """``(bags, kept)``: the bags wholly within ``rows``, re-indexed to them."""
         rows = np.asarray(rows, dtype=np.int64)
         position = np.full(self.n_samples, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
@@ -303,8 +296,7 @@ class Bags:
         )
 
     def with_weights(self, sample_weight):
-        """The same bags weighted by ``sample_weight`` (None: ``self``); a row
-        of weight 0 leaves its bags, an emptied bag is dropped."""
+        """The bags weighted by ``sample_weight``; emptied bags are dropped."""
         weights = _check_weights(sample_weight, self.n_samples)
         if sample_weight is None:
             return self

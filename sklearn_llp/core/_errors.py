@@ -106,8 +106,7 @@ def bag_means(bags, values):
 
 
 def decision_of(bags, proba, rule):
-    """``(offsets, threshold)`` of ``rule`` fitted on the distinct rows of
-    ``bags``: the one place a label-free decision is fitted."""
+    """``(offsets, threshold)`` of ``rule`` fitted on the rows of ``bags``."""
     if rule == "argmax" or (isinstance(rule, float)):
         return fit_decision(rule, proba[:0])
     rows = bags.distinct_rows()
@@ -116,8 +115,7 @@ def decision_of(bags, proba, rule):
 
 
 def bag_estimates_of(bags, proba, pred=None):
-    """Soft and hard class proportions of every bag (``pred``: class index of
-    every row, default ``argmax``)."""
+    """Soft and hard class proportions of every bag (``pred``: default argmax)."""
     pred = np.argmax(proba, axis=1) if pred is None else pred
     one_hot = np.eye(proba.shape[1])[pred]
     return bag_means(bags, proba), bag_means(bags, one_hot)
@@ -172,8 +170,7 @@ def bag_errors_of(bags, output, metrics, decision="argmax", pred=None, sizes=Non
 def check_bags_and_output(
     bags, values, output, task, *, classes=None, sample_weight=None
 ):
-    """Validated bags and per-row output that match (length checked first,
-    so that a mismatch names the two arguments)."""
+    """Validated bags and a per-row output of matching length."""
     what = "y_proba" if task == CLASSIFICATION else "y_pred"
     array = as_float_matrix(output, what)
     n_samples = array.shape[0] if array.ndim else 1

@@ -39,8 +39,7 @@ _CROSS_VAL_PREDICT = (
 
 
 def _sklearn_caller(function, depth=12):
-    """The locals of scikit-learn's cross-validation ``function`` if it is a
-    few frames up, else None."""
+    """The locals of sklearn's cross-validation ``function`` if a few frames up."""
     frame = sys._getframe(2)
     for _ in range(depth):
         if frame is None:
@@ -55,8 +54,7 @@ def _sklearn_caller(function, depth=12):
 
 @contextmanager
 def restore_on_error(estimator, names):
-    """Restore the attributes ``names`` of ``estimator`` if the block fails
-    (``validate_data`` sets some before the rest of the input is checked)."""
+    """Restore the attributes ``names`` of ``estimator`` if the block fails."""
     saved = {name: vars(estimator)[name] for name in names if name in vars(estimator)}
     try:
         yield
@@ -162,16 +160,14 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
     """
 
     def _decision_rule(self):
-        """``threshold`` resolved: "auto" is prior matching for two classes learned
-        from bags of several rows, else "argmax"."""
+        """``threshold`` with "auto" resolved (:ref:`threshold`)."""
         if self.threshold != "auto":
             return self.threshold
         from_bags = not getattr(self, "_singleton_bags_", self._fit_on_labels_)
         return "prior" if len(self.classes_) == 2 and from_bags else "argmax"
 
     def _check_threshold(self, classes):
-        """Refuse a float ``threshold`` unless there are two classes (before
-        any training)."""
+        """Refuse a float ``threshold`` unless there are two classes."""
         if isinstance(self.threshold, Real) and len(classes) != 2:
             raise ValueError(
                 f"threshold={self.threshold} is a probability threshold of the "
@@ -180,8 +176,7 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
             )
 
     def _fit_decision(self, bags, proba_of_rows):
-        """Fit ``decision_offsets_`` and ``threshold_`` on the training ``bags``
-        (``proba_of_rows(rows)`` predicts ``X[rows]``)."""
+        """Fit ``decision_offsets_`` and ``threshold_`` on the training ``bags``."""
         self._singleton_bags_ = bool(bags.sizes.max(initial=0) <= 1)
         rule = self._decision_rule()
         if rule != "prior":

@@ -14,8 +14,7 @@ _PREDICTING = threading.RLock()
 
 
 def _one_at_a_time(method, *args, **kwargs):
-    """One block at a time per process: an estimator sets its device and
-    torch's threads while it predicts, and Dask runs blocks in threads."""
+    """One block at a time per process (Dask runs blocks in threads)."""
     with _PREDICTING:
         return method(*args, **kwargs)
 
@@ -204,8 +203,7 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
 
 
 def _bag_sums(part, task, per_row, has_pred):
-    """Per-bag row count and sums of one partition's outputs, and (per-row
-    values) every bag's first values: DataFrames indexed by bag id."""
+    """Per-bag row count and output sums of one partition, by bag id."""
     output, ids, *rest = part
     output = np.asarray(output, dtype=np.float64)
     n = len(output)

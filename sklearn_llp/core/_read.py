@@ -353,8 +353,7 @@ def _is_default_index(index):
 
 
 def _is_table(values, ids, bag_ids, n_samples, name):
-    """Whether ``values`` is a per-bag table keyed by bag id, not by row
-    (refused if it reads both ways)."""
+    """Whether ``values`` is a per-bag table keyed by bag id, not by row."""
     if isinstance(values, Mapping):
         return True
     if not isinstance(values, (pd.DataFrame, pd.Series)):
@@ -462,8 +461,7 @@ def _unique_classes(classes):
 
 
 def match_classes(columns, n_classes, classes, name="props"):
-    """``classes_`` and the column order that matches it: named columns are
-    matched to ``classes`` by name, unnamed ones read in its order."""
+    """``classes_`` and the column order that matches it."""
     if classes is not None:
         classes = _unique_classes(classes)
         if len(classes) != n_classes:
@@ -597,8 +595,7 @@ class _Means:
         return pd.DataFrame({"mean": list(values.values())}, index=index), None
 
     def _one_column(self, frame, name):
-        """The means of a DataFrame: its one column, ``mean``, or ``sum/size``
-        (a ``dp_bag_means`` release's ``std`` is unused)."""
+        """The means of a DataFrame: its one column, ``mean``, or ``sum/size``."""
         columns = set(frame.columns) - ({"std"} if "mean" in frame.columns else set())
         if not columns & {"sum", "mean"}:
             if frame.shape[1] != 1:

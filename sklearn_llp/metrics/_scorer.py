@@ -100,8 +100,7 @@ def _validated_table(table, task):
 
 
 def _trained_bag_ids(estimator):
-    """``train_bag_ids_`` of the LLP model in ``estimator`` (itself, a
-    Pipeline's last step, a search's ``best_estimator_``), or None."""
+    """``train_bag_ids_`` of the LLP model in ``estimator``, or None."""
     for _ in range(8):
         ids = getattr(estimator, "train_bag_ids_", None)
         if ids is not None:
@@ -160,8 +159,7 @@ class BagScorer:
         return f"{type(self).__name__}(metric={self.metric!r}{table})"
 
     def __call__(self, estimator, X, y=None, values=None, sample_weight=None, **routed):
-        """The score of ``estimator`` on the bags ``y`` of ``X``; ``values``
-        (or the routed ``props``/``targets``) are the test bags' values."""
+        """The score of ``estimator`` on the bags ``y`` of ``X``."""
         key = values_argument(self.task)
         if values is None:
             values = routed.get(key)
@@ -233,8 +231,7 @@ class BagScorer:
         return error if self.metric == "r2" else -error
 
     def _warn_if_trained_on(self, estimator, bags, y, sample_weight):
-        """Warn when scored bags were trained on (only split ones, when the
-        scorer knows every bag's size)."""
+        """Warn when scored bags were trained on."""
         trained_ids = _trained_bag_ids(estimator)
         if trained_ids is None or bags.overlapping or not bags.n_bags:
             return
@@ -282,8 +279,7 @@ class BagScorer:
             )
 
     def get_metadata_routing(self):
-        """Request the bags' values (``props`` or ``targets``) and
-        ``sample_weight`` for ``score`` under metadata routing."""
+        """Request the bags' values and ``sample_weight`` for ``score``."""
         request = MetadataRequest(owner=repr(self))
         request.score.add_request(param=values_argument(self.task), alias=True)
         request.score.add_request(param="sample_weight", alias=True)

@@ -62,8 +62,7 @@ class BagValidationErrors(Callback):
 
 
 def _is_best(earlier, name, errors):
-    """Lower error (higher R^2) than every earlier epoch; a tied hard error
-    is broken by the soft error."""
+    """Better than every earlier epoch; soft error breaks hard-error ties."""
     sign = -1.0 if _higher_is_better(name) else 1.0
     tie = "soft_" + name.split("_")[1] if name.startswith("hard_") else None
 
@@ -183,8 +182,7 @@ def lowest_window_epoch(curve, width=5):
 
 
 def tied_with_best(curve, best, z):
-    """Whether the last epoch of ``curve`` (lower is better) is within
-    ``z`` noise scales (:func:`curve_noise`) of epoch ``best``."""
+    """Whether the last epoch is within ``z`` noise scales of epoch ``best``."""
     last = curve[-1]
     return bool(np.isfinite(last) and last <= curve[best] + z * curve_noise(curve))
 
@@ -219,8 +217,7 @@ class EpochTable(PrintLog):
 
 
 class DivergenceGuard(Callback):
-    """Stop a fit whose training loss becomes NaN or infinite
-    (:class:`~sklearn_llp.exceptions.FitDivergedError`)."""
+    """Stop a fit whose training loss becomes NaN or infinite."""
 
     def on_batch_end(self, net, batch=None, training=False, **kwargs):
         if not training:

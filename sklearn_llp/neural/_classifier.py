@@ -217,8 +217,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         self._check_threshold(bags.classes)
 
     def _resolve_mixbag(self, method):
-        """``mixbag`` as a validated MixBag or None; refused for the methods
-        that read whole bags."""
+        """``mixbag`` as a validated MixBag or None."""
         mixbag = self.mixbag
         if mixbag is False:
             return None

@@ -356,8 +356,7 @@ class EpochBatches:
 
 
 def _local_offsets(starts, group_cuts, pair_cuts):
-    """Every batch's group starts relative to its first pair, then its number
-    of pairs, concatenated."""
+    """Every batch's group starts relative to its first pair, and its size."""
     n_batches = len(pair_cuts) - 1
     n_groups = np.diff(group_cuts)
     out = np.empty(len(starts) + n_batches, dtype=np.int64)

@@ -302,8 +302,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         raise NotImplementedError
 
     def _bag_errors(self, bags, logits):
-        """``{metric: error}`` of the held-out ``bags`` from the logits of
-        their distinct rows (one definition with the metrics)."""
+        """``{metric: error}`` of the held-out ``bags`` from their logits."""
         raise NotImplementedError
 
     def _check_fit_problem(self, bags):
@@ -333,8 +332,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         check_device(self.device)
 
     def _fit(self, X, y, values, sample_weight, fit_params, partial, classes=None):
-        """Validate everything, then train; a refused fit changes nothing, a
-        failed one leaves the estimator unfitted."""
+        """Validate everything, then train; a refused fit changes nothing."""
         with system_allocation() if is_dask(X) else nullcontext():
             return self._validate_and_train(
                 X, y, values, sample_weight, fit_params, partial, classes
@@ -433,8 +431,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     @staticmethod
     def _chosen_method(method, bags, previous, continuing):
-        """``method="auto"``: the method for these bags and why (a continued
-        fit keeps the one it trains)."""
+        """``method="auto"``: the method for these bags, and why."""
         if not isinstance(method, AutoMethod):
             return method, None
         if continuing and previous is not None:
@@ -521,8 +518,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return self.validation_fraction
 
     def _split(self, dataset):
-        """Hold out a fraction of the rows, in whole bags (groups of
-        connected bags when they overlap)."""
+        """Hold out a fraction of the rows, in whole bags."""
         fraction = self._held_out_fraction()
         if not fraction:
             return TrainValid(dataset, None)
@@ -567,8 +563,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return None
 
     def _batch_size(self, bags):
-        """``batch_size="auto"``: 8 typical bags a step, at least 128 rows,
-        wider where steps stay plentiful (see :ref:`gpu_scaling`)."""
+        """``batch_size="auto"`` (see :ref:`gpu_scaling`)."""
         if self.batch_size != "auto":
             return self.batch_size
         sizes = bags.sizes
@@ -646,21 +641,18 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return EpochBatches(dataset, sampler, device, self._label_rng())
 
     def _label_rng(self):
-        """The generator of cut bags' labels (:ref:`mini_bags`), a stream of its
-        own so that data-parallel processes still shuffle alike."""
+        """The generator of cut bags' labels (:ref:`mini_bags`)."""
         if not self.method_.labels_mini_bags:
             return None
         return self._label_rng_
 
     def get_metadata_routing(self):
-        """Request the bags' values for ``fit``, ``partial_fit`` and ``score``
-        only (skorch's own routing would send ``groups`` to the module)."""
+        """Request the bags' values for ``fit``, ``partial_fit`` and ``score``."""
         return super(NeuralNet, self).get_metadata_routing()
 
     # --- initialisation ---
     def initialize_module(self):
-        """A class is sized from the data; an instance is a template whose
-        reset copy is trained (with ``module__*``, rebuilt from its class)."""
+        """Size a module class from the data; reset a copy of an instance."""
         kwargs = self.get_params_for("module")
         module = MLP if self.module is None else self.module
         if isinstance(module, torch.nn.Module):
@@ -702,8 +694,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return self
 
     def initialize_method(self):
-        """Build ``method_`` from ``method`` and the ``method__*`` parameters
-        (a fresh one per fit, before the data are read)."""
+        """Build ``method_`` from ``method`` and the ``method__*`` parameters."""
         self.method_ = make_method(
             self.method, self.get_params_for("method"), task=self._task
         )
@@ -794,13 +785,11 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return None
 
     def augment_batch(self, X):
-        """Hook: transform a training batch on the device (identity); every
-        pass of the method sees the same augmented batch."""
+        """Hook: transform a training batch on the device (identity)."""
         return X
 
     def _forward_outputs(self, X):
-        """The module's outputs for validated ``X``, in large batches; the
-        caller's torch RNG is left as it was."""
+        """The module's outputs for validated ``X``; torch's RNG left as it was."""
         with self._threads(), self._on_device(), torch.random.fork_rng(devices=[]):
             outputs = self.forward(ArrayDataset(as_tensor(X)), training=False)
         self._check_output(outputs, self._n_outputs())
@@ -830,8 +819,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return BaseEstimator.__repr__(self)
 
     def get_params(self, deep=True, **kwargs):
-        """Parameters, with ``method__*`` as the method will be built; the
-        settings of the default callbacks stay settable but are not listed."""
+        """Parameters, with ``method__*`` as the method will be built."""
         params = super().get_params(deep=deep, **kwargs)
         hidden = {f"callbacks__{name}" for name, _ in self._default_callbacks}
         params = {
@@ -885,8 +873,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             return super().save_params(*args, **kwargs)
 
     def load_params(self, *args, checkpoint=None, **kwargs):
-        """Load parameters saved by ``save_params`` or a ``Checkpoint``
-        (``checkpoint=``); on a model never fitted, ``initialize()`` it first."""
+        """Load parameters saved by ``save_params`` or a ``Checkpoint``."""
         if checkpoint is not None:
             if not self.initialized_:
                 self.initialize()

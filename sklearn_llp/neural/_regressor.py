@@ -30,8 +30,7 @@ _SAME_MEAN_RTOL = 1e-6
 
 
 def constant_bag_mean_features(bags, X):
-    """Features of 2-D ``X`` that vary but have the same mean in every bag
-    (not identifiable from the intercept)."""
+    """Features of 2-D ``X`` that vary but have the same mean in every bag."""
     if X.ndim != 2 or bags.n_bags < 2:
         return np.zeros(0, dtype=np.int64)
     weights = (
@@ -167,8 +166,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         return self
 
     def _refits_on_all_bags(self):
-        """Whether ``early_stopping="auto"`` never stopped: then refit on every
-        bag for the epochs :func:`lowest_window_epoch` chose."""
+        """Whether an ``"auto"`` early stopping that never stopped refits."""
         stopping = dict(self.callbacks_).get("early_stopping")
         return bool(
             self.do_early_stopping_

@@ -13,8 +13,7 @@ from sklearn.utils import check_random_state
 
 
 def resolve_device(device):
-    """``"auto"`` is CUDA when available, else the CPU; anything else, None
-    included (placement left to a wrapper such as an accelerator), as given."""
+    """``"auto"`` is CUDA when available, else the CPU; anything else as is."""
     if isinstance(device, str) and device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
@@ -66,8 +65,7 @@ def resident(X, device):
 
 
 def draw_seed(random_state, offset=0):
-    """A torch seed from ``random_state`` (None: no seeding), shifted by
-    ``offset`` so that successive ``partial_fit`` calls draw new numbers."""
+    """A torch seed from ``random_state`` (None: none), shifted by ``offset``."""
     if random_state is None:
         return None
     rng = check_random_state(random_state)
@@ -100,8 +98,7 @@ def available_cores():
 
 
 def in_worker():
-    """Whether this runs in a joblib worker (any backend), a loky worker
-    process or a Dask worker; modules are looked at only if imported."""
+    """Whether this runs in a joblib, loky or Dask worker."""
     try:  # in any joblib worker, the active backend is a nested one
         backend, _ = sys.modules["joblib.parallel"].get_active_backend()
         if getattr(backend, "nesting_level", None):
@@ -163,8 +160,7 @@ class RuntimeMixin:
     and drawn ``_seed_`` while it works, restoring the caller's settings."""
 
     def _resolved_device(self):
-        """``device`` with ``"auto"`` resolved. Hook: a subclass whose
-        ``device=None`` leaves placement to a wrapper returns its device."""
+        """``device`` with ``"auto"`` resolved (a hook for wrappers)."""
         return resolve_device(self.device)
 
     @contextmanager
@@ -181,8 +177,7 @@ class RuntimeMixin:
 
     @contextmanager
     def _threads(self):
-        """``n_threads`` torch threads on the CPU (``"auto"``:
-        :func:`auto_threads`, decided on entering), restored afterwards."""
+        """``n_threads`` torch threads on the CPU, restored afterwards."""
         wanted = self.n_threads
         if wanted is None or device_type(self._resolved_device()) != "cpu":
             yield
@@ -196,8 +191,7 @@ class RuntimeMixin:
 
     @contextmanager
     def _seeded(self):
-        """Seed a fork of torch's RNG, leaving the caller's as it was; CUDA's
-        is forked only for a CUDA fit (forking creates a CUDA context)."""
+        """Seed a fork of torch's RNG, leaving the caller's as it was."""
         seed, device = getattr(self, "_seed_", None), self._resolved_device()
         cuda = device_type(device) == "cuda"
         devices = [torch.device(device).index or 0] if cuda else []

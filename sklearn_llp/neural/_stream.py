@@ -100,9 +100,7 @@ def _malloc_trim():
 
 
 def _return_freed_memory():
-    """Hand the memory freed by reading partitions back to the system:
-    Arrow's pool and glibc's arenas keep it otherwise, and the resident size
-    grows by hundreds of MB over a fit."""
+    """Hand the memory freed by reading partitions back to the system."""
     if "pyarrow" in sys.modules:
         sys.modules["pyarrow"].default_memory_pool().release_unused()
     _malloc_trim()(0)
@@ -252,8 +250,7 @@ class StreamedBags:
 
 
 class StreamedEpochs:
-    """Every epoch: the partitions in a seeded order, windows of whole
-    partitions batched from one shared sampler state."""
+    """Every epoch: the partitions in a seeded order, in windows."""
 
     def __init__(self, dataset, sampler_of, n_batches, device, seed, label_rng=None):
         self.dataset, self.sampler_of, self.device = dataset, sampler_of, device

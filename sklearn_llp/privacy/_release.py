@@ -65,8 +65,7 @@ def _noisy(totals, checked, sensitivity, rng, prefix=""):
 
 
 def _kept(sizes, min_bag_size, ids):
-    """Bags of at least ``min_bag_size`` (true sizes under replace, noisy ones
-    under add_remove), their index and the ``attrs`` of the suppression."""
+    """Bags of at least ``min_bag_size``, their index and the ``attrs``."""
     kept = sizes >= (min_bag_size or -np.inf)
     if not kept.any():
         raise ValueError(
