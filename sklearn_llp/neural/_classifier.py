@@ -20,13 +20,7 @@ from ..core import (
 from ..exceptions import FitDivergedError
 from ..methods import MixBag
 from ._data import ArrayDataset, subset_rows
-from ._net import (
-    KEY_PARAMETERS,
-    MODULE_PARAMETER,
-    MORE_PARAMETERS,
-    LLPNet,
-    declare_parameters,
-)
+from ._net import LLPNet, declare_parameters
 
 
 @declare_parameters
@@ -338,13 +332,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
             self.n_train_steps_, self.total_steps_ = int(sum(steps)), None
             self._weights_stale_ = not loads_weights
         return self
-
-
-LLPClassifier.__doc__ = (
-    LLPClassifier.__doc__.replace("{module}", MODULE_PARAMETER)
-    .replace("{key}", KEY_PARAMETERS.rstrip())
-    .replace("{more}", MORE_PARAMETERS)
-)
 
 
 def _module_outputs(net):

@@ -167,7 +167,13 @@ class TrainValid(NamedTuple):
 
 
 def declare_parameters(head):
-    """Give ``head.__init__`` its own then LLPNet's parameters (for sklearn)."""
+    """Give ``head.__init__`` its own then LLPNet's parameters (for sklearn),
+    and fill in the shared parameters of its docstring."""
+    head.__doc__ = (
+        head.__doc__.replace("{module}", MODULE_PARAMETER)
+        .replace("{key}", KEY_PARAMETERS.rstrip())
+        .replace("{more}", MORE_PARAMETERS)
+    )
     own = inspect.signature(head.__init__).parameters
     shared = inspect.signature(LLPNet.__init__).parameters
     kinds = inspect.Parameter

@@ -16,13 +16,7 @@ from ..core import (
 from ..exceptions import IdentifiabilityWarning
 from ..methods.functional import regression_losses
 from ._callbacks import lowest_window_epoch
-from ._net import (
-    KEY_PARAMETERS,
-    MODULE_PARAMETER,
-    MORE_PARAMETERS,
-    LLPNet,
-    declare_parameters,
-)
+from ._net import LLPNet, declare_parameters
 
 #: A feature whose bag means spread by less than this fraction of its
 #: standard deviation has "the same mean in every bag".
@@ -301,10 +295,3 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
                 "again, e.g. with a smaller lr."
             )
         return y_pred
-
-
-LLPRegressor.__doc__ = (
-    LLPRegressor.__doc__.replace("{module}", MODULE_PARAMETER)
-    .replace("{key}", KEY_PARAMETERS.rstrip())
-    .replace("{more}", MORE_PARAMETERS)
-)
