@@ -59,23 +59,20 @@ def _take(values, index):
 
 #: The two tasks a :class:`Bags` can carry values for.
 CLASSIFICATION, REGRESSION = "classification", "regression"
+_INT, _FLOAT = np.int64, np.float64
+_ARRAYS = [("indptr", _INT), ("members", _INT), ("ids", None), ("values", _FLOAT)]
+_ARRAYS += [("classes", None), ("weights", _FLOAT), ("bag_weights", _FLOAT)]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Bags:
     """Validated bags: which rows each bag holds and, if given, its values.
 
-    Built by :func:`~sklearn_llp.core.check_bags` and shared, unchanged, by
-    estimators, samplers, splits, metrics and scorers. Bag ``j`` holds rows
-    ``members[indptr[j]:indptr[j + 1]]`` (a row shared by overlapping bags
-    appears once per bag; a row of weight 0 is in none). ``values`` are
-    tagged with their ``task``: class proportions (columns labelled by
-    ``classes``) or bag means (one column). Immutable: attributes cannot be
-    assigned and arrays are read-only; ``with_*``, :meth:`select` and
-    :meth:`restrict` return new objects. ``weights`` are row weights;
-    ``bag_weights`` weigh bags in means over bags (rows that are their own
-    bag); ``positional_classes`` marks classes that only number unnamed
-    columns.
+    Built by :func:`~sklearn_llp.core.check_bags`; immutable (``with_*``,
+    :meth:`select` and :meth:`restrict` return new objects). Bag ``j`` holds
+    rows ``members[indptr[j]:indptr[j + 1]]``; ``values`` are class
+    proportions (columns ``classes``) or bag means, by ``task``; ``weights``
+    weigh rows, ``bag_weights`` bags.
 
     Examples
     --------
@@ -102,18 +99,10 @@ class Bags:
 
     def __post_init__(self):
         # frozen: the converted values go in through object.__setattr__
-        def set_field(name, value):
-            object.__setattr__(self, name, value)
-
-        set_field("indptr", _read_only(self.indptr, np.int64))
-        set_field("members", _read_only(self.members, np.int64))
-        set_field("ids", _read_only(self.ids))
-        set_field("n_samples", int(self.n_samples))
-        set_field("values", _read_only(self.values, np.float64))
-        set_field("classes", _read_only(self.classes))
-        set_field("weights", _read_only(self.weights, np.float64))
-        set_field("bag_weights", _read_only(self.bag_weights, np.float64))
-        set_field("positional_classes", bool(self.positional_classes))
+        for name, dtype in _ARRAYS:
+            object.__setattr__(self, name, _read_only(getattr(self, name), dtype))
+        object.__setattr__(self, "n_samples", int(self.n_samples))
+        object.__setattr__(self, "positional_classes", bool(self.positional_classes))
         self._check_shapes()
 
     def __setstate__(self, state):
