@@ -24,12 +24,8 @@ def _higher_is_better(metric):
 
 
 class BagValidationErrors(Callback):
-    """Record the held-out bags' errors every epoch (``valid_<metric>``).
-
-    The head computes them over the distinct held-out rows at the end of the
-    epoch (:meth:`LLPNet._bag_errors`); ``valid_<metric>_best`` marks the
-    best epoch so far of the same fit.
-    """
+    """Record the held-out bags' errors every epoch (``valid_<metric>``) and
+    whether each is the best of the fit so far (``valid_<metric>_best``)."""
 
     def on_train_begin(self, net, **kwargs):
         self.first_epoch_ = len(net.history)
@@ -81,14 +77,9 @@ def _is_best(earlier, name, errors):
 class BagEarlyStopping(EarlyStopping):
     """skorch's ``EarlyStopping(load_best=True)`` on the head's held-out error.
 
-    Active when ``do_early_stopping_``, with patience ``n_iter_no_change``;
-    each fit judges its own epochs (``valid_<metric>_best``) and restores
-    ``best_epoch_``. A head that sets ``_stopping_noise`` (a number z of
-    noise scales) stops only on a rise beyond the curve's noise
-    (:func:`tied_with_best`): an epoch within it of the best resets the
-    patience and is kept when the fit runs to ``max_epochs``; a stop
-    (``stopped_``) restores the best epoch (:ref:`regression_early_stopping`).
-    """
+    Active when ``do_early_stopping_``; restores ``best_epoch_``. With
+    ``_stopping_noise`` (z noise scales) a head stops only on a rise beyond the
+    curve's noise (:func:`tied_with_best`, :ref:`regression_early_stopping`)."""
 
     def __init__(self):
         super().__init__(load_best=True)
@@ -159,9 +150,8 @@ class BagEarlyStopping(EarlyStopping):
 
 
 def curve_noise(curve):
-    """Robust scale of a held-out curve's epoch-to-epoch noise: the median
-    absolute second difference ``v[t] - (v[t-1] + v[t+1]) / 2`` (blind to a
-    steady trend), scaled to a standard deviation; inf under 3 epochs."""
+    """Robust scale of a curve's epoch-to-epoch noise (the median absolute
+    second difference, blind to a trend, as a standard deviation); inf under 3."""
     curve = np.asarray(curve, dtype=float)
     curve = curve[np.isfinite(curve)]
     if len(curve) < 3:
@@ -172,8 +162,7 @@ def curve_noise(curve):
 
 def lowest_window_epoch(curve, width=5):
     """The middle epoch (1-based) of the ``width`` consecutive epochs of
-    ``curve`` (lower is better) with the lowest mean: an epoch count that
-    one lucky epoch of a noisy curve cannot pick."""
+    ``curve`` (lower is better) with the lowest mean."""
     curve = np.asarray(curve, dtype=float)
     if len(curve) <= width:
         return int(np.nanargmin(curve)) + 1 if np.isfinite(curve).any() else 1
@@ -192,8 +181,7 @@ def _silent(*args, **kwargs):
 
 
 class EpochTable(PrintLog):
-    """skorch's epoch table; best values marked ``*`` instead of ANSI colour
-    when the output is not a terminal (log files, pipes, notebooks)."""
+    """skorch's epoch table; best values marked ``*`` off a terminal."""
 
     def on_train_begin(self, net, **kwargs):
         reason = getattr(net, "_method_reason_", None)
@@ -203,12 +191,7 @@ class EpochTable(PrintLog):
         return super().on_train_begin(net, **kwargs)
 
     def format_row(self, row, key, color):
-        stream = sys.stdout
-        if (
-            hasattr(stream, "isatty")
-            and stream.isatty()
-            and "NO_COLOR" not in os.environ
-        ):
+        if getattr(sys.stdout, "isatty", bool)() and "NO_COLOR" not in os.environ:
             return super().format_row(row, key, color)
         formatted = super().format_row(row, key, color="")
         if isinstance(row.get(key + "_best"), bool) and row[key + "_best"]:
@@ -240,9 +223,8 @@ class CallbackGuard(Callback):
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         for name, callback in net.callbacks_:
-            if isinstance(callback, ProgressBar) and (
-                callback.batches_per_epoch == "auto"
-            ):
+            per_epoch = getattr(callback, "batches_per_epoch", None)
+            if isinstance(callback, ProgressBar) and per_epoch == "auto":
                 raise TypeError(
                     f"callbacks: {name!r} is ProgressBar(batches_per_epoch='auto'), "
                     "which counts batches of batch_size rows; LLP batches hold "

@@ -51,12 +51,9 @@ def _optional_tensor(values):
 class BagDataset(torch.utils.data.Dataset):
     """Rows and their validated bags, indexed by (bag, row) pairs.
 
-    ``dataset[pairs]`` (each bag's pairs in one run) returns the distinct rows
-    and the batch's structure: ``segments``, ``members`` (overlapping bags
-    only), ``bag_props`` (``values``), ``bag_index``, ``rows`` and, if
-    weighted, ``weights``/``bag_weights``. ``bag_numbers`` (a window of a
-    streamed fit) renumbers ``bag_index`` as the method knows the bags.
-    """
+    ``dataset[pairs]`` returns the distinct rows and the batch's structure
+    (``segments``, ``bag_index``, ``bag_props``, ...); ``bag_numbers`` renumbers
+    ``bag_index`` for a window of a streamed fit."""
 
     bag_numbers = None
 
@@ -153,8 +150,7 @@ _HOST_ONLY = ("mixed", "mixes", "confidence")
 
 class MixedBatch(NamedTuple):
     """A batch with MixBag's mixed bags (:ref:`mixbag`): its pairs, the bag
-    of every pair (mixed bag ``k`` of the batch: ``-1 - k``, in order) and
-    the mixes ``(k, 4)`` (bags ``i``, ``j``, rows taken from each)."""
+    of every pair (mixed bag ``k``: ``-1 - k``) and the mixes ``(k, 4)``."""
 
     pairs: np.ndarray
     codes: np.ndarray
@@ -163,12 +159,8 @@ class MixedBatch(NamedTuple):
 
 
 class EpochBatches:
-    """One epoch's whole-bag batches, their structure built in one go.
-
-    Every batch's structure (equal to ``dataset[pairs]``) is computed at once
-    and copied to the device once; an ``X`` kept elsewhere (sparse, too
-    large) is copied one batch at a time.
-    """
+    """One epoch's whole-bag batches, their structure built and copied to the
+    device in one go."""
 
     def __init__(self, dataset, sampler, device=None, label_rng=None):
         self.dataset = dataset
@@ -269,8 +261,7 @@ class EpochBatches:
         return bag_props
 
     def _mixed_labels(self, plan, bag_props, bag_weights):
-        """Mixed bags' labels, weights (count-weighted mixes) and interval
-        half-widths (:func:`~sklearn_llp.methods.mixed_bag_labels`); -1 elsewhere."""
+        """Mixed bags' labels, weights and interval half-widths; -1 elsewhere."""
         data, mixes, where = self.dataset, plan["mixes"], plan["mixed"]
         labels, half = mixed_bag_labels(
             np.asarray(data.values, dtype=np.float64),
@@ -292,8 +283,7 @@ class EpochBatches:
         return bag_props, bag_weights, margins
 
     def _plan(self, batches):
-        """Host arrays of the whole epoch, and the cuts of pairs, segments
-        and rows: batch ``b`` holds pairs ``cuts[0][b]:cuts[0][b + 1]``..."""
+        """Host arrays of the whole epoch, and the cuts of pairs, segments, rows."""
         data = self.dataset
         mixed = [b for b in batches if isinstance(b, MixedBatch)]
         codes = [b.codes if isinstance(b, MixedBatch) else None for b in batches]
@@ -370,10 +360,8 @@ def _local_offsets(starts, group_cuts, pair_cuts):
 class BagBatchSampler(Sampler):
     """Batches of whole bags, packed to about ``batch_size`` rows.
 
-    Every epoch the bags are shuffled and cut to ``max_bag_size`` afresh; no
-    bag is split. ``codes`` is the bag of every item (pair); it yields arrays
-    of item indices.
-    """
+    Every epoch the bags are shuffled and cut to ``max_bag_size`` afresh;
+    ``codes`` is the bag of every pair; it yields arrays of pair indices."""
 
     def __init__(
         self,
@@ -394,8 +382,7 @@ class BagBatchSampler(Sampler):
 
     @staticmethod
     def count(sizes, batch_size, max_bag_size=None, mixbag=None):
-        """Batches of an epoch of bags of ``sizes``, in their given order
-        (and MixBag's mixed bags, at the median size, after them)."""
+        """Batches of an epoch of bags of ``sizes`` (mixed bags after them)."""
         sizes = _capped(sizes, max_bag_size)
         if mixbag is not None and len(sizes):
             n_mixed = mixbag.n_mixed_bags(len(sizes))
@@ -430,8 +417,7 @@ class BagBatchSampler(Sampler):
         return np.split(order, cuts)
 
     def _mixed_rows(self, mixes):
-        """The pairs of every mixed bag, in one array: for each part (bag,
-        rows taken) a uniform draw without replacement from the bag."""
+        """The pairs of every mixed bag, each part drawn without replacement."""
         by_bag = np.argsort(self.codes, kind="stable")
         starts = np.cumsum(self.sizes) - self.sizes
         source, taken = mixes[:, :2].ravel(), mixes[:, 2:].ravel()
@@ -445,8 +431,7 @@ class BagBatchSampler(Sampler):
         return candidates[shuffled][within < taken[part]]
 
     def _mixed_batches(self, order, bag_order, sizes):
-        """The epoch's bags and MixBag's mixed bags, shuffled together and
-        packed into :class:`MixedBatch` es."""
+        """The epoch's bags and mixed bags, shuffled together and packed."""
         n_bags = len(self.sizes)
         mixes = self.mixbag.draw(
             self.sizes, _capped(self.sizes, self.max_bag_size), self.rng
@@ -498,11 +483,8 @@ def _capped(sizes, max_bag_size):
 
 
 class ShardedBatchSampler(Sampler):
-    """Process ``rank``'s share of another sampler's batches (data-parallel).
-
-    Dealt round robin, wrapping around so that every process gets
-    ``ceil(n_batches / num_replicas)`` (one short would hang an all-reduce).
-    """
+    """Process ``rank``'s share of another sampler's batches, round robin,
+    wrapping so every process takes as many steps (data-parallel)."""
 
     def __init__(self, sampler, num_replicas, rank):
         if not 0 <= rank < num_replicas:
