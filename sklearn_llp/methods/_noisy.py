@@ -10,12 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..privacy import NOISE_NORMS, noise_variance
 from ._base import LLPMethod
-from ._segments import (
-    _full_size_scale,
-    at_least_float32,
-    proportion_loss,
-    segment_sum,
-)
+from ._segments import _full_size_scale, at_least_float32, proportion_loss, segment_sum
 
 
 def noisy_proportion_weights(

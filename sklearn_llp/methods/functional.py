@@ -4,11 +4,7 @@ from ._base import perturbation_mode
 from ._easyllp import bag_spread, easyllp_loss
 from ._hybrid import confident_pseudo_labels
 from ._llpfc import forward_correction_loss, llpfc_transition_matrices
-from ._noisy import (
-    noisy_count_loss,
-    noisy_proportion_loss,
-    noisy_proportion_weights,
-)
+from ._noisy import noisy_count_loss, noisy_proportion_loss, noisy_proportion_weights
 from ._pi import pi_loss
 from ._regression import interpolating_loss, regression_losses
 from ._rot import pseudo_label_loss, sinkhorn_pseudo_labels

@@ -402,9 +402,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 else int(check_random_state(None).randint(np.iinfo(np.int32).max))
             )
         dataset = BagDataset(
-            resident(as_tensor(X), self._resolved_device()),
-            bags,
-            self._values_of(bags),
+            resident(as_tensor(X), self._resolved_device()), bags, self._values_of(bags)
         )
         stale = getattr(self, "_weights_stale_", False)
         self._weights_stale_ = False  # callbacks may predict while it trains

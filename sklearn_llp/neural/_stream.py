@@ -51,11 +51,8 @@ def _read_partition(ids, values, task, classes):
 
 
 def _stand_in(bags, sizes, keep=slice(None)):
-    """Bags ``keep`` of ``bags`` (one row each) with their true ``sizes``.
-
-    The epoch-level code reads sizes, ids and values; ``members`` is a
-    zero-stride placeholder of the right length, never an index.
-    """
+    """Bags ``keep`` of ``bags`` with their true ``sizes``; ``members`` is a
+    zero-stride placeholder, never an index."""
     sizes = sizes[keep]
     out = Bags(
         np.r_[0, np.cumsum(sizes)],
@@ -195,9 +192,8 @@ class DaskSource:
         return X, ids
 
     def rows(self, partitions, read_X):
-        """Rows of ``partitions`` as one array (``read_X`` of each partition
-        as it arrives, so one partition's frame is in memory at a time) and
-        their bag ids."""
+        """Rows of ``partitions`` as one array (one partition's frame in memory at
+        a time) and their bag ids."""
         X, ids, start = None, [], 0
         for k in partitions:
             rows, part_ids = _compute(self.parts[k], here=self.here)[0][:2]
@@ -261,11 +257,8 @@ class StreamedEpochs:
         self.share = None
 
     def deal(self, rank, replicas, most_steps, sampler_of):
-        """Data-parallel: process ``rank`` of ``replicas`` reads its own
-        partitions of every window (windows ``replicas`` times larger),
-        batches them with ``sampler_of`` and pads its steps to
-        ``most_steps(n)``, the most of any process (a collective). With fewer
-        partitions than processes, every process reads them all."""
+        """Data-parallel: process ``rank`` of ``replicas`` reads its own partitions
+        of every window and pads its steps to ``most_steps(n)`` (a collective)."""
         self.n_batches = -(-self.n_batches // replicas)
         if len(self.dataset.source.parts) >= replicas:
             self.share = (rank, replicas, most_steps)
