@@ -214,10 +214,9 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
     def score(self, X, y, props=None, sample_weight=None):
         """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.
 
-        The hard L1 error is the mean over bags of ``||p - p_hat||_1``, with
-        ``p_hat`` the share of the bag's rows ``predict`` gives each class;
-        with one row per bag the score is the accuracy. A model fitted on
-        bags needs ``props`` (``y`` then holds bag ids).
+        The hard L1 error is the mean over bags of ``||p - p_hat||_1``, ``p_hat``
+        the shares ``predict`` gives the bag's rows. A model fitted on bags needs
+        ``props`` (``y`` then holds bag ids).
 
         Parameters
         ----------

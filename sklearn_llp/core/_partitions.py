@@ -97,9 +97,8 @@ def _blocks(array):
 def over_dask_partitions(method):
     """Make a prediction method lazy on a Dask array or DataFrame.
 
-    Given Dask input, ``method`` returns a Dask array that applies the fitted
-    model to each block of rows (as dask-ml's ``ParallelPostFit`` does), so
-    the rows are never gathered in one process; any other input goes
+    On a Dask array or DataFrame, ``method`` returns a Dask array applying the
+    model block by block (as dask-ml's ``ParallelPostFit``); other input goes
     straight to ``method``.
 
     Examples
@@ -143,9 +142,7 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
     """``{metric: error}`` of Dask ``output`` (and ``bags``, per-row
     ``values``, class index ``pred``), reduced partition by partition.
 
-    Every partition sums its rows' outputs (and one-hot ``pred``, argmax by
-    default) per bag; the per-bag sums of all partitions are added, so a bag
-    may span partitions. The errors are then those of one row per bag.
+    Per-bag sums of every partition are added, so a bag may span partitions.
 
     Examples
     --------

@@ -681,12 +681,9 @@ def check_bags(
     """Validate bags and their per-bag values into a :class:`Bags`.
 
     The one reader of every form (:ref:`data_model`): ``bags`` as one id per
-    row (ints, strings, bools, timestamps, intervals; a DataFrame of key
-    columns or tuples for composite keys), a sparse ``(n_samples, n_bags)``
-    membership matrix or row-index lists (bags that may overlap), or a
-    :class:`Bags`; ``props`` (class proportions, rows summing to 1 within
-    :data:`PROPS_SUM_TOL`) or ``targets`` (bag means), sample-aligned or a
-    per-bag table keyed by bag id (one row per bag with overlapping bags).
+    row, a DataFrame of key columns, a sparse membership matrix, row-index
+    lists or a :class:`Bags`; ``props`` (rows summing to 1 within
+    :data:`PROPS_SUM_TOL`) or ``targets``, sample-aligned or per bag.
 
     Parameters
     ----------

@@ -222,10 +222,10 @@ def _fit_logistic(X, row_weights, totals, means, params):
 class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
     """Linear classifier learned from bags by Mean Map.
 
-    Logistic regression needs the labels only through each class's feature
-    sums; Mean Map estimates them from the bag means by least squares, then
-    fits the convex loss by L-BFGS: dense or sparse ``X``, no PyTorch
-    (:ref:`mean_map`). On labels (``props=None``) it is LogisticRegression.
+    Mean Map estimates each class's feature sums from the bag means by least
+    squares, then fits logistic regression by L-BFGS: dense or sparse ``X``, no
+    PyTorch (:ref:`mean_map`). On labels (``props=None``) it is
+    LogisticRegression.
 
     Parameters
     ----------

@@ -11,16 +11,11 @@ from sklearn.utils._param_validation import Interval
 class MixBag(BaseEstimator):
     """Mixed bags for few bags (Asanomi et al., ICCV 2023; :ref:`mixbag`).
 
-    Every epoch adds ``n_mixed`` times as many mixed bags as there are
-    training bags: each takes a uniform share of its rows from one bag and
-    the rest from another (as many rows as the smaller, cut to
-    ``max_bag_size``). Its label is the count-weighted mix of the two bags'
-    proportions and its loss is zero while the predicted proportions stay in
-    the ``confidence`` interval of that mix under sampling (the paper's
-    confidence-interval loss); the original bags keep the usual loss. For
-    the methods of bag means (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``,
-    ``"hybrid"``):
-    pass it as ``LLPClassifier(mixbag=...)``.
+    Every epoch adds ``n_mixed`` times as many mixed bags as training bags,
+    each a uniform share of rows from one bag and the rest from another; its
+    label is the mix of their proportions, and its loss is zero inside the
+    ``confidence`` interval of that mix. For the methods of bag means: pass it
+    as ``LLPClassifier(mixbag=...)``.
 
     Parameters
     ----------
@@ -68,12 +63,9 @@ class MixBag(BaseEstimator):
 def mixed_bag_labels(props, sizes, mixes, confidence):
     """Labels and interval half-widths of mixed bags, ``(n_mixed, n_classes)`` each.
 
-    A mixed bag of ``m_i`` rows drawn from bag ``i`` (``n_i`` rows, proportions
-    ``p_i``) and ``m_j`` from bag ``j`` has the label ``(m_i p_i + m_j p_j) /
-    m``; its half-width adds the two parts' ``z`` standard errors, each
-    weighted by its share of the rows (the paper's interval), a part's
-    standard error being the hypergeometric ``sqrt(p (1 - p) / m_i (n_i -
-    m_i) / (n_i - 1))`` (rows drawn without replacement).
+    The label of ``m_i`` rows from bag ``i`` and ``m_j`` from bag ``j`` is
+    ``(m_i p_i + m_j p_j) / m``; the half-width adds the parts' ``z``
+    hypergeometric standard errors, weighted by their shares (the paper's).
 
     Examples
     --------

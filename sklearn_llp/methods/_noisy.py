@@ -67,12 +67,10 @@ def noisy_count_loss(
 ):
     """Gaussian loss of noisy counts given the model's expected counts.
 
-    Per bag and released class ``k``: ``(c~ - m)**2 / (2 V)`` with ``m`` the
-    sum of the predicted probabilities and ``V = sum p (1 - p) + noise
-    variance`` (held fixed in the gradient). Over the noise its expectation is
-    the noise-free loss plus ``noise variance / (2 V)``: unbiased; tiny bags
-    weigh by ``1 / V``, not by a threshold. Mean over the bags. With
-    ``bag_sizes``, a subsampled bag's sums are scaled to its full size.
+    Per bag and released class: ``(c~ - m)**2 / (2 V)``, ``m`` the sum of the
+    probabilities and ``V = sum p (1 - p) + noise variance`` (fixed in the
+    gradient): unbiased, tiny bags weighed by ``1 / V``. Mean over the bags;
+    ``bag_sizes`` scale a subsampled bag's sums to its full size.
 
     Examples
     --------

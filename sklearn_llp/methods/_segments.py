@@ -271,9 +271,7 @@ def interval_loss(bag_probs, bag_props, margins):
     """MixBag's confidence-interval loss of every bag (:ref:`mixbag`).
 
     Zero while every class's mean probability lies within ``margins`` of the
-    label, else ``KL(label || mean probabilities)``: the paper's
-    cross-entropy less the label's entropy, with the bag as the unit (for two
-    classes both classes leave the interval together, as in the paper).
+    label, else ``KL(label || mean probabilities)``.
 
     Examples
     --------

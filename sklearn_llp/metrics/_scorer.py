@@ -117,15 +117,10 @@ def _trained_bag_ids(estimator):
 class BagScorer:
     """Score an LLP estimator on bags, for ``scoring=``; greater is better.
 
-    ``scorer(estimator, X, y)``, ``y`` the bag of every row, returns minus
-    the bag error of ``predict_proba`` (``"hard_l1"``, ``"soft_l1"``,
-    ``"hard_kl"``, ``"soft_kl"``; hard errors label rows by ``predict``), minus
-    ``"mse"``/``"mae"`` of ``predict``, or the bag ``"r2"``. The test bags'
-    values come routed (``props``/``targets``, metadata routing on) or from
-    ``table`` (routing off); with neither it raises, saying how to pass them.
-    Scoring bags the model trained on warns
-    (:class:`~sklearn_llp.exceptions.BagLeakageWarning`); a scorer from
-    :func:`make_bag_scorer` with ``bags=`` warns only for split bags.
+    ``scorer(estimator, X, y)``, ``y`` the bags, returns minus the bag error
+    (``"r2"``: the bag R^2). The test bags' values come routed (``props``/
+    ``targets``) or from ``table``. Scoring bags the model trained on warns
+    (:class:`~sklearn_llp.exceptions.BagLeakageWarning`).
 
     Parameters
     ----------

@@ -27,11 +27,10 @@ from ._net import LLPNet, declare_parameters
 class LLPClassifier(LLPClassifierMixin, LLPNet):
     """Instance classifier learned from bags and their label proportions.
 
-    A PyTorch network trained through skorch on bags of rows, each labelled
-    only by its class proportions: ``fit(X, bags, props)``, then ``predict``
-    labels single rows. Batches hold whole bags and bag means are segment
-    sums on the device (CUDA when present). See :ref:`data_model` for the
-    forms of ``bags`` and ``props`` and :ref:`methods` for the methods.
+    A PyTorch network trained through skorch on whole bags:
+    ``fit(X, bags, props)``, then ``predict`` labels single rows. See
+    :ref:`data_model` for the forms of ``bags`` and ``props`` and
+    :ref:`methods` for the methods.
 
     Examples
     --------

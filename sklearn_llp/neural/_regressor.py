@@ -54,12 +54,10 @@ def constant_bag_mean_features(bags, X):
 class LLPRegressor(LLPRegressorMixin, LLPNet):
     """Instance regressor learned from bags and the mean target of each bag.
 
-    The regression counterpart of :class:`~sklearn_llp.LLPClassifier`:
-    ``fit(X, bags, targets)`` with one mean per bag (conversion value per
-    campaign, average hours per district), then ``predict`` gives every row's
-    target. The network learns standardised targets (so saved weights are in
-    standardised units: pickle a fitted model to move it); predictions are in
-    the targets' units. See :ref:`regression`.
+    ``fit(X, bags, targets)`` with one mean per bag, then ``predict`` gives
+    every row's target. The network learns standardised targets (pickle a
+    fitted model to move it); predictions are in the targets' units. See
+    :ref:`regression`.
 
     Examples
     --------

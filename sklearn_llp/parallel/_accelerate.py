@@ -156,14 +156,10 @@ class LLPAccelerateMixin(AccelerateMixin):
 class AcceleratedLLPClassifier(LLPAccelerateMixin, LLPClassifier):
     """:class:`~sklearn_llp.LLPClassifier` trained data-parallel with Accelerate.
 
-    Launch the script with ``accelerate launch --multi_gpu --num_processes
-    N``: every process fits the same estimator on the same data, wrapped in
-    ``DistributedDataParallel``, and trains on its own share of whole bags
-    (a step trains on N batches; short processes repeat the epoch's first
-    batches). Held-out errors and the prior-matched threshold are computed
-    alike on every process; ``random_state=None`` draws one seed on the main
-    process; mixed precision is the accelerator's (``precision`` stays
-    ``"float32"``). See :ref:`gpu_scaling`.
+    Launch with ``accelerate launch --multi_gpu --num_processes N``: every
+    process fits the same estimator on the same data and trains on its own
+    share of whole bags; held-out errors and the threshold are computed alike on
+    every process; mixed precision is the accelerator's. See :ref:`gpu_scaling`.
 
     Parameters
     ----------
