@@ -1,5 +1,4 @@
-"""Where and how a network runs: the device rules, and the process-wide torch
-state (threads, RNG, deterministic mode) a fit sets and restores afterwards."""
+"""Where and how a network runs: the device, and the torch state a fit sets."""
 
 import multiprocessing
 import os
@@ -55,8 +54,7 @@ def device_type(device):
 
 
 def resident(X, device):
-    """``X`` moved once to a GPU if it takes at most half the free memory, so
-    batches are gathered there; otherwise (sparse, too large, CPU, None) as is."""
+    """``X`` moved once to a GPU if it takes at most half the free memory."""
     device = resolve_device(device)
     if device is None or not torch.is_tensor(X) or torch.device(device).type != "cuda":
         return X
@@ -114,7 +112,7 @@ def in_worker():
 
 
 def auto_threads():
-    """The threads of ``n_threads="auto"``: no load is read, so a seeded fit
+    """The threads of ``n_threads="auto"``, read from no load, so a seeded fit
     gives the same model whatever else runs (:ref:`reproducibility`)."""
     if in_worker():
         return 1
@@ -156,8 +154,7 @@ def deterministic(enabled=True):
 
 
 class RuntimeMixin:
-    """Contexts that make torch use an estimator's ``device``, ``n_threads``
-    and drawn ``_seed_`` while it works, restoring the caller's settings."""
+    """Contexts that make torch use an estimator's device, threads and seed."""
 
     def _resolved_device(self):
         """``device`` with ``"auto"`` resolved (a hook for wrappers)."""
