@@ -66,9 +66,8 @@ def restore_on_error(estimator, names):
 
 
 def refuse_meaningless_cv(estimator, values, task=CLASSIFICATION):
-    """Fail first thing in a fit under a meaningless sklearn cross-validation:
-    ``cross_val_predict`` of probabilities, scoring without the values, or a
-    fit without values that a bag scorer reads as bags."""
+    """Fail first thing in a fit under a meaningless sklearn cross-validation
+    (probabilities from ``cross_val_predict``, scoring without the values)."""
     key = values_argument(task)
     if values is not None:
         predict = _sklearn_caller("_fit_and_predict")
@@ -152,12 +151,8 @@ _SCORE_WORDS = {
 
 
 class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
-    """The label-free decision rule of ``threshold`` and ``score`` on bags.
-
-    ``fit`` sets ``classes_``, ``_fit_on_labels_`` and calls
-    :meth:`_fit_decision`; ``predict`` is ``classes_[self._decide(proba)]``
-    (:ref:`threshold`).
-    """
+    """The label-free decision rule of ``threshold`` (:ref:`threshold`) and
+    ``score`` on bags."""
 
     def _decision_rule(self):
         """``threshold`` with "auto" resolved (:ref:`threshold`)."""
