@@ -27,13 +27,9 @@ def is_dask(obj):
 def row_partitions(X, *columns, names=()):
     """The blocks of rows of ``X`` and ``columns``, as delayed tuples.
 
-    ``columns`` (bag ids, per-row values) are split like ``X``: columns of
-    the same Dask DataFrame (read in one task, so that their rows line up
-    even after a shuffle), or arrays (NumPy too, with a Dask array ``X``)
-    rechunked to its row chunks. Returns ``(parts, column_parts)``: one
-    ``(X_block, *column_blocks)`` and one ``column_blocks`` per block (of a
-    DataFrame, read with ``X``).
-    """
+    ``columns`` are split like ``X`` (columns of the same Dask DataFrame, read in
+    one task, or arrays rechunked to its row chunks). Returns one
+    ``(X_block, *column_blocks)`` and one ``column_blocks`` per block."""
     import dask
 
     if hasattr(X, "divisions"):  # a DataFrame: one frame holds every column
@@ -156,34 +152,21 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
     import dask
 
     per_row = is_dask(values)
-    columns = [
-        bags,
-        *([values] if per_row else []),
-        *([pred] if pred is not None else []),
-    ]
-    names = [
-        "bags",
-        *(["values"] if per_row else []),
-        *(["pred"] if pred is not None else []),
-    ]
-    output = (
-        output.to_dask_array(lengths=True) if hasattr(output, "divisions") else output
-    )
+    extra = {"values": values if per_row else None, "pred": pred}
+    names = ["bags", *(k for k, v in extra.items() if v is not None)]
+    columns = [bags, *(v for v in extra.values() if v is not None)]
+    if hasattr(output, "divisions"):
+        output = output.to_dask_array(lengths=True)
     parts, _ = row_partitions(output, *columns, names=names)
-    reduced = dask.compute(
-        *[
-            dask.delayed(_bag_sums)(part, task, per_row, pred is not None)
-            for part in parts
-        ]
-    )
+    sums = dask.delayed(_bag_sums)
+    reduced = dask.compute(*[sums(p, task, per_row, pred is not None) for p in parts])
     totals = pd.concat([r[0] for r in reduced]).groupby(level=0, sort=False).sum()
     if per_row:
         values = pd.concat([r[1] for r in reduced]).groupby(level=0, sort=False).first()
         values = values.iloc[:, 0] if values.shape[1] == 1 else values
     key = values_argument(task)
-    single = attach_table(
-        check_bags(totals.index.to_numpy()), values, task, classes, key
-    )
+    single = check_bags(totals.index.to_numpy())
+    single = attach_table(single, values, task, classes, key)
     means = totals.filter(like="out").to_numpy() / totals["n"].to_numpy()[:, None]
     if task != CLASSIFICATION:
         sizes = totals["n"].to_numpy()[single.members]  # bag order of single
@@ -193,9 +176,8 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
     for metric in metrics:
         kind, distance = metric.split("_")
         estimate = hard if kind == "hard" else means
-        errors[metric] = bag_errors_of(single, estimate, [f"soft_{distance}"])[
-            f"soft_{distance}"
-        ]
+        soft = f"soft_{distance}"
+        errors[metric] = bag_errors_of(single, estimate, [soft])[soft]
     return errors
 
 
