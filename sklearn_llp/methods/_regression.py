@@ -143,9 +143,7 @@ class InterpolatingLoss(RegressionMethod):
     """``bag_loss + lam * instance_loss`` (Javanmard et al., ICLR 2024).
 
     The instance term acts as a ridge of strength about ``lam (k - 1)`` on
-    bags of ``k`` rows: it pays when bags are few against the model's size
-    and costs on many random bags, hence a default that shrinks with ``k``
-    (:ref:`regression_losses`).
+    bags of ``k`` rows (:ref:`regression_losses`).
 
     Parameters
     ----------

@@ -31,10 +31,8 @@ class LLPAccelerateMixin(AccelerateMixin):
             )
 
     def _validate_params(self):
-        # skorch's checks, without AccelerateMixin's check that device is
-        # None: while the estimator works, device=None stands for the
-        # accelerator's device (_resolved_device); _check_params checks the
-        # parameter itself
+        # skorch's checks, without AccelerateMixin's device=None check: while
+        # the estimator works, None stands for the accelerator's device
         super(AccelerateMixin, self)._validate_params()
 
     def _resolved_device(self):
@@ -45,8 +43,7 @@ class LLPAccelerateMixin(AccelerateMixin):
     def _initialize_callbacks(self):
         if self.callbacks__print_log__sink != "auto":
             return super()._initialize_callbacks()
-        # the main process prints, and verbose=0 is silent (skorch's PrintLog
-        # ignores verbose with any sink but print); the parameter stays
+        # the main process prints, verbose=0 is silent; the parameter stays
         # "auto", so that clone() copies no fitted estimator
         self.callbacks__print_log__sink = self._print_on_main
         try:
@@ -63,27 +60,18 @@ class LLPAccelerateMixin(AccelerateMixin):
         sampler = super()._train_sampler(dataset, random_state)
         if self.accelerator.num_processes == 1:
             return sampler
+        accelerator = self.accelerator
         return ShardedBatchSampler(
-            sampler,
-            num_replicas=self.accelerator.num_processes,
-            rank=self.accelerator.process_index,
+            sampler, accelerator.num_processes, accelerator.process_index
         )
 
     def get_iterator(self, dataset, training=False):
-        """The estimator's iterators, not sharded by the accelerator: the
-        training sampler deals whole bags to the processes (a Dask fit: whole
-        partitions); held-out bags and prediction rows go to every process
-        whole."""
+        """The estimator's iterators, not sharded by the accelerator (whole bags)."""
         iterator = super(AccelerateMixin, self).get_iterator(dataset, training)
         if isinstance(iterator, StreamedEpochs) and self.accelerator.num_processes > 1:
-            iterator.deal(
-                self.accelerator.process_index,
-                self.accelerator.num_processes,
-                self._most_steps,
-                lambda window, rng: super(LLPAccelerateMixin, self)._train_sampler(
-                    window, rng
-                ),
-            )
+            rank, n = self.accelerator.process_index, self.accelerator.num_processes
+            sampler_of = super()._train_sampler
+            iterator.deal(rank, n, self._most_steps, sampler_of)
         return iterator
 
     def _most_steps(self, steps):
