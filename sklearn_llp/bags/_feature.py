@@ -132,9 +132,8 @@ class _ColumnEncoder:
 class FeatureBagGenerator(_BaseBagGenerator):
     """Bags of rows sharing the values of some columns (census-style groups).
 
-    Rows are grouped like ``X.groupby(columns, dropna=False)``, numeric columns
-    optionally cut into quantile bins first (:ref:`data_model`): the way rates
-    are published (per region and age band).
+    Rows grouped like ``X.groupby(columns, dropna=False)``, numeric columns
+    optionally in quantile bins (:ref:`data_model`).
 
     Parameters
     ----------

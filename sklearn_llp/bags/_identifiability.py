@@ -276,9 +276,8 @@ def _findings(report):
 def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=None):
     """Check whether bags and their proportions can identify a classifier.
 
-    How much the proportions vary from bag to bag, and in how many bags,
-    against the classes and the effective dimension of ``X``
-    (:ref:`identifiability_report`). A clean report is no guarantee.
+    How much the proportions vary across bags against the classes and the
+    effective dimension of ``X`` (:ref:`identifiability_report`).
 
     Parameters
     ----------

@@ -93,9 +93,8 @@ def _blocks(array):
 def over_dask_partitions(method):
     """Make a prediction method lazy on a Dask array or DataFrame.
 
-    On a Dask array or DataFrame, ``method`` returns a Dask array applying the
-    model block by block (as dask-ml's ``ParallelPostFit``); other input goes
-    straight to ``method``.
+    On Dask input ``method`` returns a Dask array, applied block by block (as
+    dask-ml's ``ParallelPostFit``); other input goes straight to ``method``.
 
     Examples
     --------

@@ -849,8 +849,7 @@ def check_fit_inputs(
     """What ``fit(X, y, values)`` receives: bags and values, or instance targets.
 
     With ``values`` (or ``y`` a :class:`Bags`), ``y`` holds the bags; without,
-    ``y`` holds a label (classification) or a target (regression) per row, and
-    every row becomes its own bag.
+    every row is its own bag with its label or target.
 
     Returns
     -------

@@ -232,9 +232,8 @@ def proportion_loss(
 ):
     """DLLP's loss: cross-entropy of bag proportions and mean probabilities.
 
-    ``margins`` ``(n_bags, n_classes)``: a bag with margins ``>= 0`` (a mixed
-    bag, :ref:`mixbag`) costs :func:`interval_loss` instead; negative ones
-    keep the cross-entropy.
+    A bag with ``margins >= 0`` (a mixed bag, :ref:`mixbag`) costs
+    :func:`interval_loss` instead.
 
     Examples
     --------

@@ -290,9 +290,8 @@ def make_bag_scorer(
 ):
     """A :class:`BagScorer` that holds every bag's values if given.
 
-    With ``bags`` and ``props`` (or ``targets``) of the whole data set, or a
-    ``table``, the scorer works with metadata routing off and knows every
-    bag's size for the leakage warning; without, it expects the values routed.
+    With ``bags`` and ``props`` (or ``targets``), or a ``table``, the scorer
+    works with metadata routing off and knows every bag's size.
 
     Examples
     --------

@@ -6,9 +6,8 @@ from torch import nn
 class MLP(nn.Module):
     """Multi-layer perceptron that outputs class logits.
 
-    ``LLPClassifier`` sizes it from the data: ``n_features`` and ``n_classes``
-    are filled in at ``fit``. Set the rest through ``module__`` parameters,
-    e.g. ``LLPClassifier(module__hidden_sizes=(64,), module__dropout=0.2)``.
+    ``n_features`` and ``n_classes`` are filled in at ``fit``; set the rest as
+    ``module__*``, e.g. ``LLPClassifier(module__hidden_sizes=(64,))``.
 
     Parameters
     ----------

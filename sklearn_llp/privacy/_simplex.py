@@ -7,9 +7,8 @@ import pandas as pd
 def project_to_simplex(props):
     """Euclidean projection of every row onto the probability simplex.
 
-    Puts a raw noisy release, with shares below 0 or rows not summing to 1,
-    back on the simplex that :func:`~sklearn_llp.core.check_bags` accepts
-    (:ref:`noisy_proportions`).
+    Puts a raw noisy release back on the simplex that
+    :func:`~sklearn_llp.core.check_bags` accepts (:ref:`noisy_proportions`).
 
     Parameters
     ----------

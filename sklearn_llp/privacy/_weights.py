@@ -20,8 +20,7 @@ def noise_aware_bag_weights(
 ):
     """Inverse-variance weights of noisy bag means, per bag or per row.
 
-    Weighting a bag's squared error by the inverse variance of its released
-    mean makes the fit the Gaussian maximum-likelihood one
+    The Gaussian maximum-likelihood weighting of a bag's squared error
     (:ref:`noise_aware_weights`).
 
     Parameters
