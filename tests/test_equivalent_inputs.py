@@ -35,18 +35,6 @@ SETTINGS = dict(
 )
 
 
-def _tiny(**params):
-    defaults = dict(
-        module__hidden_sizes=(16,),
-        max_epochs=2,
-        batch_size=16,
-        verbose=0,
-        random_state=0,
-        device="cpu",
-    )
-    return LLPClassifier(**{**defaults, **params})
-
-
 # --- Properties over random bag layouts
 @dataclass
 class Layout:
@@ -270,9 +258,10 @@ def test_overlapping_cross_validation_loop():
         train_bags, train_kept = subset_membership(lists, train)
         test_bags, test_kept = subset_membership(lists, test)
         assert len(train_kept) + len(test_kept) == len(lists)
-        clf = _tiny(method="dllp", max_epochs=3).fit(
-            X[train], train_bags, props[train_kept]
-        )
+        params = dict(max_epochs=3, batch_size=16, verbose=0, random_state=0)
+        clf = LLPClassifier(
+            method="dllp", module__hidden_sizes=(16,), device="cpu", **params
+        ).fit(X[train], train_bags, props[train_kept])
         error = hard_l1_error(test_bags, props[test_kept], clf.predict_proba(X[test]))
         assert 0.0 <= error <= 2.0
 
@@ -347,23 +336,16 @@ def row_lists(codes, n_bags):
 TIGHT = dict(tol=1e-10, max_iter=10_000)
 
 
-@pytest.mark.parametrize(
-    "ids",
-    [
-        [2**63 + 5, 2**63 + 6],
-        [5, 2**63 + 5, 2**63 + 6],
-        [2**64 - 2, 2**64 - 1, 3],
-        ["a", "a\x00"],
-        [("x", 2**63 + 5), ("x", 2**63 + 6)],
-    ],
-    ids=[
-        "uint64_neighbours",
-        "list_spanning_2**63",
-        "near_2**64",
-        "trailing_nul",
-        "tuple_keys",
-    ],
-)
+DISTINCT_IDS = {
+    "uint64_neighbours": [2**63 + 5, 2**63 + 6],
+    "list_spanning_2**63": [5, 2**63 + 5, 2**63 + 6],
+    "near_2**64": [2**64 - 2, 2**64 - 1, 3],
+    "trailing_nul": ["a", "a\x00"],
+    "tuple_keys": [("x", 2**63 + 5), ("x", 2**63 + 6)],
+}
+
+
+@pytest.mark.parametrize("ids", DISTINCT_IDS.values(), ids=DISTINCT_IDS)
 def test_distinct_ids_stay_distinct_bags(ids):
     bags = [i for i in ids for _ in range(2)]
     props = {i: [1.0, 0.0] for i in ids}  # identical props: a merge raises nothing

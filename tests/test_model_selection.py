@@ -126,12 +126,8 @@ def test_grid_search_routing_on_with_groups_and_several_metrics():
 
 
 BAG_SIZE = 16
-BENCHMARK = (
-    Path(__file__).resolve().parents[1]
-    / "benchmarks"
-    / "studies"
-    / "validation_correlation.py"
-)
+BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks/studies"
+BENCHMARK /= "validation_correlation.py"
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +142,7 @@ def digits():
 
 def small_llp(**params):
     """A small, fast, seeded LLPClassifier."""
-    defaults = {
-        "module__hidden_sizes": (32,),
-        "max_epochs": 4,
-        "verbose": 0,
-        "random_state": 0,
-    }
+    defaults = dict(module__hidden_sizes=(32,), max_epochs=4, verbose=0, random_state=0)
     return LLPClassifier(**{**defaults, **params})
 
 
@@ -165,27 +156,19 @@ def test_grid_search_routing_on_and_off_agree(digits):
     # (BagKFold's folds hold whole bags: test_splitters_never_split_a_bag)
     X, bags, props, _ = digits
     cv = BagKFold(3)
+
+    def search(**kw):
+        grid = GridSearchCV(small_llp(), GRID_model_selection_llp, cv=cv, **kw)
+        return grid.fit(X, bags, props=props)
+
     with sklearn.config_context(enable_metadata_routing=True):
         # no set_fit_request / set_score_request needed: props is requested
-        routed = GridSearchCV(
-            small_llp(),
-            GRID_model_selection_llp,
-            scoring=hard_l1_scorer,
-            cv=cv,
-            error_score="raise",
-        ).fit(X, bags, props=props)
+        routed = search(scoring=hard_l1_scorer, error_score="raise")
         # the default scoring, score = 1 - hard_L1 / 2: the same ranking
-        by_score = GridSearchCV(small_llp(), GRID_model_selection_llp, cv=cv)
-        by_score.fit(X, bags, props=props)
+        by_score = search()
     assert sklearn.get_config()["enable_metadata_routing"] is False
     table_scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
-    plain = GridSearchCV(
-        small_llp(),
-        GRID_model_selection_llp,
-        scoring=table_scorer,
-        cv=cv,
-        error_score="raise",
-    ).fit(X, bags, props=props)
+    plain = search(scoring=table_scorer, error_score="raise")
 
     assert routed.best_params_ == plain.best_params_ == by_score.best_params_
     assert routed.best_params_["lr"] == 1e-2
@@ -336,9 +319,7 @@ def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(
     X, bags, props = digits_bags[:3]
     X, bags, props = X[:640], bags[:640], props[:640]
     search = GridSearchCV(
-        LLPClassifier(
-            module__hidden_sizes=(32,), max_epochs=5, verbose=0, random_state=0
-        ),
+        small_llp(max_epochs=5),
         {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]},
         scoring=make_bag_scorer("hard_l1", bags=bags, props=props),
         cv=BagKFold(2),
