@@ -1,9 +1,4 @@
-"""The bag scorers warn when the bags they score were trained on.
-
-An integer ``cv`` splits every bag across the folds; the model's
-``train_bag_ids_`` lets the scorer see it and warn with a
-``BagLeakageWarning`` that names ``BagKFold``; with ``BagKFold`` it is quiet.
-"""
+"""Bag scorers warn (``BagLeakageWarning``) when a fold scores bags it trained on."""
 
 import contextlib
 import warnings

@@ -1,7 +1,4 @@
-"""LLPClassifier and LLPRegressor beyond the conformance suite: learning,
-fitted attributes, forms of X, modules, callbacks, devices and threads,
-scoring, and paths that once gave a wrong answer without an error.
-"""
+"""LLPClassifier and LLPRegressor beyond the conformance suite."""
 
 import pickle
 import re

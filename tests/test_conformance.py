@@ -1,12 +1,7 @@
-"""Conformance: every estimator, for both tasks, gives the same answer to the
-same question.
-
-Each test states an equivalence the docs promise and puts every estimator of
-``ESTIMATORS`` through it (LLPClassifier x every registered method, MeanMap,
-LLPRegressor x every regression method; a registered method joins by itself).
-The last section holds the cases of issue 32. Fits are tiny and seeded (CPU,
-one thread, 64 rows in 8 bags of powers of two, so proportions are exact) and
-"the same model" is checked bit for bit.
+"""Conformance: every estimator of ``ESTIMATORS``, for both tasks, gives the same
+answer to the same question the docs promise; the last section holds the cases of
+issue 32. Fits are tiny and seeded (CPU, one thread, bags of powers of two, so
+proportions are exact) and "the same model" is checked bit for bit.
 """
 
 import functools

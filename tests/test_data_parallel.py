@@ -1,10 +1,4 @@
-"""Data-parallel training with Accelerate on whole bags.
-
-Two CPU processes (``torch.distributed.run``, gloo) on digits in bags of 16
-end with the same model and threshold, train each epoch on disjoint bags
-covering the training bags in equal steps, average VAT's gradients and reach
-one process's accuracy.
-"""
+"""Data-parallel training with Accelerate on whole bags (two gloo processes)."""
 
 import json
 import os

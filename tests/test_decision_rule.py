@@ -1,8 +1,4 @@
-"""The label-free decision rules do what the docs say: ``predict`` is the
-documented rule row for row; the binary prior threshold is the closest cut;
-multi-class prior matching keeps its stated guarantee (:func:`certify`); a
-rare class that no bag holds in majority is predicted, and model selection
-picks a trained model."""
+"""The label-free decision rules do what the docs say."""
 
 import itertools
 import warnings

@@ -1,6 +1,4 @@
-"""Early stopping on held-out bags, both tasks: what ``"auto"`` turns on (and
-says when it stays off), the best epoch restored exactly, the patience, and
-what the defaults reach (EasyLLP and LLPFC on digits at 60 epochs)."""
+"""Early stopping on held-out bags, both tasks."""
 
 import sys
 import warnings

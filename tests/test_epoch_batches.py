@@ -1,10 +1,4 @@
-"""An epoch's batches built in one go are the batches built one at a time.
-
-Each batch of ``EpochBatches`` must be exactly ``BagDataset[pairs]`` for the
-sampler's index array: same rows, segments, bag indices, proportions,
-weights and member gather, for disjoint, overlapping, weighted and sparse
-data, capped bags and batches of one bag.
-"""
+"""An epoch's batches built in one go are ``BagDataset[pairs]`` built one at a time."""
 
 import numpy as np
 import pytest

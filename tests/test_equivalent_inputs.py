@@ -1,11 +1,7 @@
 """Equivalent inputs: what must not depend on how the same data is written down.
 
-Properties of the bag reader and the metrics over random bag layouts (sizes,
-classes, id kinds, row order, overlapping bags, every form of bags and
-``props``), then one small example per form. The validated bags are
-invariant under relabelled ids, row order and the form of ``props`` (compared
-as sets); metrics agree to 1e-12. Fits from every form are in
-``tests/test_conformance.py``, malformed inputs in ``test_input_validation.py``.
+Fits from every form are in ``test_conformance.py``, malformed inputs in
+``test_input_validation.py``.
 """
 
 import math

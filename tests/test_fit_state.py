@@ -1,9 +1,4 @@
-"""State before, during and across fits.
-
-A failed or interrupted fit leaves the model unfitted or usable, never
-half-updated; checkpoints and ``load_params`` restore a model; getters have no
-side effects; warm starts, ``partial_fit``, the validation split, devices.
-"""
+"""State before, during and across fits: never half-updated."""
 
 import pickle
 import warnings

@@ -1,9 +1,5 @@
-"""Bag metrics and scorers of sklearn_llp.metrics, by hand.
-
-The metrics over random (overlapping) bags against a loop reference, their
-bounds, and their invariance to the form of the bags and props, are in
-``tests/test_equivalent_inputs.py`` and ``tests/test_conformance.py``.
-"""
+"""Bag metrics and scorers by hand (over random bags and every form:
+``test_equivalent_inputs.py``, ``test_conformance.py``)."""
 
 import math
 

@@ -1,8 +1,4 @@
-"""Model selection without instance labels: bag splitters, the bag scorers
-in ``GridSearchCV`` (metadata routing on and off), the real
-``LLPClassifier`` selected on bagged digits, ``BagShuffleSplit`` sizes, and
-the same search on a local Dask cluster (``cross_validate`` with routing on
-and off: ``tests/test_conformance.py``)."""
+"""Model selection without instance labels: splitters, scorers, searches."""
 
 import importlib.util
 import json

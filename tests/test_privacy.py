@@ -1,10 +1,4 @@
-"""The noise mechanisms and their privacy accounting, exactly and empirically.
-
-Sensitivities by enumeration of neighbours under both relations (replace:
-L1 2k, L2 sqrt(2) k; add/remove: k, k; one count of two: k, k); calibrations,
-the integer samplers, the noise scale (to its standard error), the privacy
-loss of counts, and the public label domain.
-"""
+"""The noise mechanisms and their privacy accounting, exactly and empirically."""
 
 import functools
 import itertools

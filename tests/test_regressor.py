@@ -1,9 +1,5 @@
-"""``LLPRegressor``: learning from bag means.
-
-Losses against hand computations, learning on a nonlinear and a linear
-target, warm starts, bad targets and generated bag means. The equivalences
-shared with classification are in ``tests/test_conformance.py``.
-"""
+"""``LLPRegressor`` beyond what it shares with classification
+(``test_conformance.py``)."""
 
 import warnings
 

@@ -1,6 +1,4 @@
-"""The releases as published: clamped counts, suppressed small bags, bag
-means for regression with their noise-aware weights, and every form of bags
-the one reader (core.check_bags) accepts (issue 32, case 7)."""
+"""The releases as published, read by the one reader (issue 32, case 7)."""
 
 import functools
 import math

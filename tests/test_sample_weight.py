@@ -1,9 +1,5 @@
-"""Sample weights (e.g. survey weights): weighted means inside bags.
-
-An integer weight acts as that many copies of the row in the proportion
-loss, the bag metrics and scorers, a supervised fit and ROT's pseudo-labels;
-every estimator's fit is covered in ``tests/test_conformance.py``.
-"""
+"""Sample weights: an integer weight is that many copies of the row (every
+estimator's fit: ``test_conformance.py``)."""
 
 import numpy as np
 import pytest
