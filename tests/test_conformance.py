@@ -812,18 +812,12 @@ def test_half_precision_keeps_float32_weights_and_outputs(name, precision):
 SCORE_METRIC = {C: "hard_l1", R: "r2"}
 
 
-def _metric(kind, est, bags, values, X, sample_weight=None):
+def _metric(kind, est, bags, values, X, w=None):
     if kind == R:
-        return bag_r2_score(bags, values, est.predict(X), sample_weight=sample_weight)
-    pred = np.searchsorted(est.classes_, est.predict(X))
-    error = bag_errors(
-        bags,
-        values,
-        np.eye(len(est.classes_))[pred],
-        metrics=["hard_l1"],
-        sample_weight=sample_weight,
-    )["hard_l1"]
-    return 1 - error / 2
+        return bag_r2_score(bags, values, est.predict(X), sample_weight=w)
+    onehot = np.eye(len(est.classes_))[np.searchsorted(est.classes_, est.predict(X))]
+    error = bag_errors(bags, values, onehot, metrics=["hard_l1"], sample_weight=w)
+    return 1 - error["hard_l1"] / 2
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -1041,13 +1035,8 @@ def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
     order, starts = _by_bag(p)
     X, bags, values = _dask_forms(p, order, starts)["blocks"]
     est = make("LLPClassifier-dllp", max_epochs=1, batch_size=8).fit(X, bags, values)
-    epochs = est.get_iterator(
-        est._streamed(
-            est._dask_source(X, bags, values, None, None, False),
-            SimpleNamespace(valid=None),
-        ),
-        True,
-    )
+    source = est._dask_source(X, bags, values, None, None, False)
+    epochs = est.get_iterator(est._streamed(source, SimpleNamespace(valid=None)), True)
     seen = [target["bag_index"].tolist() for _, target in epochs]
     windows = epochs.windows()
     assert len(windows) > 2 and sorted(np.concatenate(windows)) == list(range(3))
@@ -1119,20 +1108,15 @@ def test_dask_fit_refuses_what_it_cannot_stream(change, error, match):
     p = data("LLPClassifier-dllp")
     order, starts = _by_bag(p)
     X, bags, values = _dask_forms(p, order, starts)["one_block"]
-    frame_X, _, _ = _dask_forms(p, order, starts)["frame"]
-    kwargs = {}
-    if change == "split_bag":
-        X, bags = X.rechunk(4), bags.rechunk(4)
-    elif change == "sample_weight":
-        kwargs["sample_weight"] = np.ones(p.n)
-    elif change == "labels_only":
-        values = None
-    elif change == "array_values":
-        values = p.per_bag
-    elif change == "numpy_bags_of_frame":
-        X, bags = frame_X, p.codes
-    elif change == "short_bags":
-        bags = da.from_array(p.codes[:60])
+    frame_X = _dask_forms(p, order, starts)["frame"][0]
+    kwargs = {"sample_weight": np.ones(p.n)} if change == "sample_weight" else {}
+    X, bags, values = {
+        "split_bag": (X.rechunk(4), bags.rechunk(4), values),
+        "labels_only": (X, bags, None),
+        "array_values": (X, bags, p.per_bag),
+        "numpy_bags_of_frame": (frame_X, p.codes, values),
+        "short_bags": (X, da.from_array(p.codes[:60]), values),
+    }.get(change, (X, bags, values))
     est = make("LLPClassifier-dllp")
     with pytest.raises(error, match=match):
         est.fit(X, bags, values, **kwargs)
@@ -1204,14 +1188,10 @@ def test_row_splitting_cross_validation_warns_for_both_tasks(name):
     p = data(name)
     metric, key = SCORE_METRIC[task(name)], _key(p)
     scorer = make_bag_scorer(metric, bags=p.codes, **{key: p.aligned})
+    cv = KFold(2, shuffle=True, random_state=0)
     with pytest.warns(BagLeakageWarning, match="BagKFold"):
         cross_validate(
-            make(name),
-            p.X,
-            p.codes,
-            cv=KFold(2, shuffle=True, random_state=0),
-            scoring=scorer,
-            params={key: p.aligned},
+            make(name), p.X, p.codes, cv=cv, scoring=scorer, params={key: p.aligned}
         )
 
 
@@ -1226,20 +1206,11 @@ def test_held_out_errors_are_the_metrics_on_overlapping_bags():
     ]
     props = np.array([np.bincount(y[r], minlength=2) / 12 for r in lists])
     for seed in range(3):
-        clf = LLPClassifier(
-            method="dllp",
-            max_epochs=3,
-            verbose=0,
-            random_state=seed,
-            validation_fraction=0.3,
-            n_threads=1,
-        ).fit(X, lists, props)
+        params = dict(max_epochs=3, verbose=0, validation_fraction=0.3, n_threads=1)
+        clf = LLPClassifier(method="dllp", random_state=seed, **params)
+        clf.fit(X, lists, props)
         held = [j for j in range(len(lists)) if j not in set(clf.train_bag_ids_)]
-        errors = bag_errors(
-            [lists[j] for j in held],
-            props[held],
-            clf.predict_proba(X),
-            metrics=["hard_l1"],
-            decision="prior",
-        )
+        rows, proba = [lists[j] for j in held], clf.predict_proba(X)
+        kw = dict(metrics=["hard_l1"], decision="prior")
+        errors = bag_errors(rows, props[held], proba, **kw)
         assert errors["hard_l1"] == clf.history[-1, "valid_hard_l1"]
