@@ -24,6 +24,7 @@ from sklearn_llp.methods.functional import (
 from sklearn_llp.privacy import dp_noise_scale, noise_variance
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS, GUIDE = ROOT / "benchmarks/results", ROOT / "docs/user_guide"
 SHORT = dict(max_epochs=2, random_state=0, verbose=0)
 PROBS = np.array([[0.7, 0.3], [0.4, 0.6], [0.2, 0.8]])  # rows a1, b1, a2
 
@@ -116,13 +117,9 @@ def test_zero_noise_fit_is_the_dllp_fit(small_bags):
     dllp = LLPClassifier(method="dllp", **kwargs).fit(X, bags, props)
     # both weightings; bags of equal size (10 each) for "likelihood"
     for weighting in ("reliability", "likelihood"):
-        noisy = LLPClassifier(
-            method="noisy",
-            method__scale=0.0,
-            method__weighting=weighting,
-            method__loss="shares",
-            **kwargs,
-        ).fit(X, bags, props)
+        method = dict(method__scale=0.0, method__weighting=weighting)
+        noisy = LLPClassifier(method="noisy", method__loss="shares", **method, **kwargs)
+        noisy.fit(X, bags, props)
         np.testing.assert_array_equal(dllp.predict_proba(X), noisy.predict_proba(X))
 
 
@@ -359,7 +356,7 @@ def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_pa
     )
     old_release = counts + np.random.RandomState(1).laplace(0, 1 / 0.1, counts.shape)
     np.testing.assert_allclose(noisy.to_numpy(), old_release, rtol=1e-12)
-    committed = ROOT / "benchmarks" / "results" / "noisy_proportions.json"
+    committed = RESULTS / "noisy_proportions.json"
     payload = json.loads(committed.read_text())
     payload["meta"].pop("sensitivity", None)  # as written before the fix
     payload["meta"].pop("relabelled_from_sensitivity", None)
@@ -377,10 +374,8 @@ def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_pa
 
 def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
     """The user guide quotes every cell of the committed digits study."""
-    payload = json.loads(
-        (ROOT / "benchmarks" / "results" / "noisy_proportions.digits.json").read_text()
-    )
-    guide = (ROOT / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
+    payload = json.loads((RESULTS / "noisy_proportions.digits.json").read_text())
+    guide = (GUIDE / "noisy_proportions.rst").read_text()
 
     def cell(row):
         return f"{row['accuracy']:.3f} ± {row['accuracy_std']:.3f}"
@@ -391,10 +386,8 @@ def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
 
 def test_noisy_cells_numbers_quoted_in_the_docs_are_the_committed_ones():
     """The guide and README quote the committed noisy-cells study."""
-    payload = json.loads(
-        (ROOT / "benchmarks" / "results" / "noisy_cells.json").read_text()
-    )
-    guide = (ROOT / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
+    payload = json.loads((RESULTS / "noisy_cells.json").read_text())
+    guide = (GUIDE / "noisy_proportions.rst").read_text()
     readme = " ".join((ROOT / "README.md").read_text().split())
     for row in payload["summary"]:
         assert f"{row['roc_auc']:.3f} ± {row['roc_auc_std']:.3f}" in guide, row
