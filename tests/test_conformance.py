@@ -46,14 +46,8 @@ C, R = "classification", "regression"
 
 # --- the estimators
 #: Tiny, deterministic network fits.
-NET = dict(
-    device="cpu",
-    verbose=0,
-    max_epochs=2,
-    random_state=0,
-    n_threads=1,
-    module__hidden_sizes=(8,),
-)
+NET = dict(device="cpu", verbose=0, max_epochs=2, random_state=0, n_threads=1)
+NET["module__hidden_sizes"] = (8,)
 #: Extra parameters a registered method needs to fit at all (none so far).
 METHOD_PARAMS = {}
 _MIXBAG = MixBag(confidence=0.01)
@@ -160,16 +154,9 @@ def problem(kind, variant):
     aligned = per_bag[codes]
     for array in (X, y, codes, per_bag, aligned):
         array.flags.writeable = False
-    return SimpleNamespace(
-        X=X,
-        y=y,
-        codes=codes,
-        per_bag=per_bag,
-        aligned=aligned,
-        n_bags=n_bags,
-        n=n,
-        sizes=np.asarray(sizes),
-    )
+    p = SimpleNamespace(X=X, y=y, codes=codes, per_bag=per_bag, aligned=aligned)
+    p.n_bags, p.n, p.sizes = n_bags, n, np.asarray(sizes)
+    return p
 
 
 def data(name, variant=None):
@@ -868,19 +855,12 @@ def test_cross_validation_scores_agree_with_routing_on_and_off(name):
     est, metric, key = make(name), SCORE_METRIC[task(name)], _key(p)
     cv = list(BagKFold(2).split(p.X, p.codes))
     scorer = make_bag_scorer(metric, bags=p.codes, **{key: p.aligned})
-    off = cross_validate(
-        est, p.X, p.codes, cv=cv, scoring=scorer, params={key: p.aligned}
-    )
+    kw = dict(cv=cv, params={key: p.aligned})
+    off = cross_validate(est, p.X, p.codes, scoring=scorer, **kw)
     with sklearn.config_context(enable_metadata_routing=True):
-        on = cross_validate(
-            est, p.X, p.codes, cv=cv, scoring=BagScorer(metric), params={key: p.aligned}
-        )
-    by_hand = [
-        scorer(
-            clone(est).fit(p.X[tr], p.codes[tr], p.aligned[tr]), p.X[te], p.codes[te]
-        )
-        for tr, te in cv
-    ]
+        on = cross_validate(est, p.X, p.codes, scoring=BagScorer(metric), **kw)
+    fit = lambda tr: clone(est).fit(p.X[tr], p.codes[tr], p.aligned[tr])  # noqa: E731
+    by_hand = [scorer(fit(tr), p.X[te], p.codes[te]) for tr, te in cv]
     np.testing.assert_array_equal(off["test_score"], by_hand)
     np.testing.assert_array_equal(on["test_score"], by_hand)
     # forgetting the values would fit y (bag ids) as labels: refused in fit
@@ -1143,9 +1123,8 @@ def test_affine_targets_give_affine_predictions(name, variant, a, b):
 def _continued(name, how):
     p = data(name, "many" if task(name) == R else 2)
     stop = dict(early_stopping=True, n_iter_no_change=2, max_epochs=6)
-    first = make(name, warm_start=how == "warm_start", **stop).fit(
-        p.X, p.codes, p.aligned
-    )
+    first = make(name, warm_start=how == "warm_start", **stop)
+    first.fit(p.X, p.codes, p.aligned)
     n_first = len(first.history)
     if how == "partial_fit":
         first.partial_fit(p.X, p.codes, p.aligned)
@@ -1167,19 +1146,13 @@ def test_a_continued_fit_stops_on_its_own_best_epoch(name, how):
     best = [row for row in own if row["epoch"] == est.best_epoch_][0]
     p = data(name, "many" if task(name) == R else 2)
     held = ~np.isin(p.codes, est.train_bag_ids_)
-    metrics = {
-        "valid_mse": lambda: bag_mean_squared_error(
-            p.codes[held], p.aligned[held], est.predict(p.X[held])
-        ),
-        "valid_hard_l1": lambda: bag_errors(
-            p.codes[held],
-            p.aligned[held],
-            est.predict_proba(p.X[held]),
-            metrics=["hard_l1"],
-            decision="prior",
-        )["hard_l1"],
-    }
-    assert metrics[metric]() == pytest.approx(best[metric], abs=1e-9)
+    X, codes, values = p.X[held], p.codes[held], p.aligned[held]
+    if metric == "valid_mse":
+        expected = bag_mean_squared_error(codes, values, est.predict(X))
+    else:
+        kw = dict(metrics=["hard_l1"], decision="prior")
+        expected = bag_errors(codes, values, est.predict_proba(X), **kw)["hard_l1"]
+    assert expected == pytest.approx(best[metric], abs=1e-9)
 
 
 @pytest.mark.parametrize("name", ["LLPClassifier-dllp", "LLPRegressor-bag"])
