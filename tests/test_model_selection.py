@@ -107,12 +107,10 @@ def test_splitters_never_split_a_bag(layout, shuffle):
 def test_grid_search_routing_on_with_groups_and_several_metrics():
     X, bags, props = make_bag_data()
     with sklearn.config_context(enable_metadata_routing=True):
+        scoring = {"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer}
+        cv = BagShuffleSplit(3, random_state=0)
         search = GridSearchCV(
-            MeanMapClassifier(),
-            GRID,
-            scoring={"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer},
-            refit="soft_kl",
-            cv=BagShuffleSplit(3, random_state=0),
+            MeanMapClassifier(), GRID, scoring=scoring, refit="soft_kl", cv=cv
         ).fit(X, bags, props=props, groups=bags)
         best_score = search.score(X, bags, props=props)
     for name in ("hard_l1", "soft_kl"):
@@ -212,16 +210,12 @@ def test_validation_fraction_logs_bag_errors_to_stop_and_checkpoint_on(
     work on them."""
     X, bags, props, _ = digits
     recorder = ValidationRows()
+    # Checkpoint before EarlyStopping, which ends the fit inside on_epoch_end
+    checkpoint = Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path))
+    stop = EarlyStopping(monitor="valid_hard_l1", patience=2)
+    callbacks = [checkpoint, stop, recorder]
     clf = small_llp(
-        max_epochs=200,
-        lr=1e-2,
-        validation_fraction=0.2,
-        callbacks=[
-            # before EarlyStopping, which ends the fit inside on_epoch_end
-            Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path)),
-            EarlyStopping(monitor="valid_hard_l1", patience=2),
-            recorder,
-        ],
+        max_epochs=200, lr=1e-2, validation_fraction=0.2, callbacks=callbacks
     )
     clf.fit(X, bags, props)
     values = np.array(clf.history[:, "valid_hard_l1"])
@@ -263,9 +257,8 @@ def test_validation_fraction_logs_bag_errors_to_stop_and_checkpoint_on(
     assert saved[0] and values[np.flatnonzero(saved)[-1]] == values.min()
     restored = small_llp(max_epochs=0).fit(X, bags, props)
     restored.load_params(f_params=tmp_path / "params.pt")
-    assert hard_l1_error(
-        bags[rows], props[rows], restored.predict_proba(X[rows])
-    ) == pytest.approx(values.min(), abs=1e-9)
+    error = hard_l1_error(bags[rows], props[rows], restored.predict_proba(X[rows]))
+    assert error == pytest.approx(values.min(), abs=1e-9)
 
 
 # --- The validation correlation benchmark
@@ -316,7 +309,7 @@ def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(
     X, bags, props = X[:640], bags[:640], props[:640]
     search = GridSearchCV(
         small_llp(max_epochs=5),
-        {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]},
+        GRID_model_selection_llp,
         scoring=make_bag_scorer("hard_l1", bags=bags, props=props),
         cv=BagKFold(2),
         error_score="raise",
