@@ -165,13 +165,8 @@ _WORKER = textwrap.dedent(
     result = {}
     for method, settings in SETTINGS.items():
         seen = SeenBags()
-        clf = AcceleratedLLPClassifier(
-            accelerator=accelerator,
-            method=method,
-            callbacks=[("seen", seen)],
-            **settings,
-            **common,
-        ).fit(X, bags, props)
+        kw = dict(accelerator=accelerator, method=method, callbacks=[("seen", seen)])
+        clf = AcceleratedLLPClassifier(**kw, **settings, **common).fit(X, bags, props)
         result[method] = dict(
             wrapper=seen.wrapper,
             unwrapped=type(clf.module_).__name__,
@@ -217,13 +212,9 @@ _WORKER = textwrap.dedent(
 
     stream.DaskSource.rows = reading
     seen = SeenBags()
-    clf = AcceleratedLLPClassifier(
-        accelerator=accelerator,
-        method="dllp",
-        max_epochs=3,
-        callbacks=[("seen", seen)],
-        **common,
-    ).fit(
+    kw = dict(accelerator=accelerator, method="dllp", callbacks=[("seen", seen)])
+    clf = AcceleratedLLPClassifier(max_epochs=3, **kw, **common)
+    clf.fit(
         da.from_array(X[order], chunks=(chunks, -1)),
         da.from_array(bags[order], chunks=(chunks,)),
         da.from_array(props[order], chunks=(chunks, -1)),

@@ -351,15 +351,11 @@ def test_distinct_ids_stay_distinct_bags(ids):
     assert validated.sizes.tolist() == [2] * len(ids)
 
 
-HYPOTHESIS = settings(
-    max_examples=20,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    # shrink failures to a minimal example, but skip the costly "explain"
-    phases=[Phase.explicit, Phase.generate, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+# shrink failures to a minimal example, but skip the costly "explain"
+PHASES = [Phase.explicit, Phase.generate, Phase.shrink]
+HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
+HYPOTHESIS = settings(max_examples=20, deadline=None, derandomize=True, database=None)
+HYPOTHESIS = settings(HYPOTHESIS, phases=PHASES, suppress_health_check=HEALTH)
 #: For the model fits (L-BFGS takes ~20-30 ms even on a handful of rows):
 #: fewer examples, no shrinking (the validation-level tests above shrink the
 #: same inputs to minimal examples).
