@@ -296,12 +296,9 @@ def test_lr_scheduler_callback_anneals_per_epoch(small_bags):
 
 def test_epoch_table_is_plain_text_in_a_pipe_and_callbacks_may_be_a_tuple(capsys):
     X, bags, table = _problem([16] * 30)
-    LLPClassifier(
-        max_epochs=2,
-        verbose=1,
-        validation_fraction=0.2,
-        callbacks=(ProgressBar("count"),),
-    ).fit(X, bags, table)
+    bar = (ProgressBar("count"),)  # a tuple
+    clf = LLPClassifier(max_epochs=2, verbose=1, validation_fraction=0.2, callbacks=bar)
+    clf.fit(X, bags, table)
     captured = capsys.readouterr()  # captured: not a terminal
     assert "\x1b[" not in captured.out
     assert re.search(r"train_loss.*valid_hard_l1", captured.out) and "*" in captured.out

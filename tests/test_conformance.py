@@ -876,10 +876,8 @@ def test_dask_input_predicts_lazily_what_an_array_gives(name):
     p = data(name)
     frame = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
     est = make(name).fit(frame, p.codes, p.aligned)
-    lazy_inputs = [
-        da.from_array(p.X, chunks=(16, 2)),
-        dd.from_pandas(frame, npartitions=3),
-    ]
+    lazy_inputs = [da.from_array(p.X, chunks=(16, 2))]
+    lazy_inputs.append(dd.from_pandas(frame, npartitions=3))
     for method in ["predict", "predict_proba"][: 2 if task(name) == C else 1]:
         expected = getattr(est, method)(frame)
         for X in lazy_inputs:
