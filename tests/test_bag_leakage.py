@@ -1,9 +1,4 @@
-"""The bag scorers warn when the bags they score were trained on.
-
-An integer ``cv`` splits every bag across the folds; the model's
-``train_bag_ids_`` lets the scorer see it and warn with a
-``BagLeakageWarning`` that names ``BagKFold``; with ``BagKFold`` it is quiet.
-"""
+"""Bag scorers warn (``BagLeakageWarning``) when a fold scores bags it trained on."""
 
 import contextlib
 import warnings
@@ -22,9 +17,8 @@ from sklearn_llp.model_selection import BagKFold
 
 
 def small():
-    return LLPClassifier(
-        module__hidden_sizes=(8,), max_epochs=2, verbose=0, random_state=0, device="cpu"
-    )
+    clf = LLPClassifier(module__hidden_sizes=(8,), max_epochs=2, verbose=0)
+    return clf.set_params(random_state=0, device="cpu")
 
 
 @contextlib.contextmanager
@@ -40,27 +34,17 @@ def quiet():
 def test_cv5_on_bag_ids_warns_naming_bagkfold_and_bagkfold_is_quiet(problem, routing):
     # (KFold, for both tasks: tests/test_conformance.py)
     X, bags, props, _ = problem
-    scorer = (
-        hard_l1_scorer
-        if routing
-        else make_bag_scorer("hard_l1", bags=bags, props=props)
-    )
+    table_scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
+    scorer = hard_l1_scorer if routing else table_scorer
     params = dict(scoring=scorer, params={"props": props})
     with sklearn.config_context(enable_metadata_routing=routing):
         with pytest.warns(BagLeakageWarning, match=r"cv=BagKFold\(5\)"):
             cross_val_score(small(), X, bags, cv=5, **params)
         with quiet():
-            results = cross_validate(
-                small(),
-                X,
-                bags,
-                cv=BagKFold(5),
-                # whole training bags: not a leak, for a scorer that knows
-                # the bags' sizes (a routed one cannot tell, and warns)
-                return_train_score=not routing,
-                error_score="raise",
-                **params,
-            )
+            # whole training bags: not a leak, for a scorer that knows the
+            # bags' sizes (a routed one cannot tell, and warns)
+            kw = dict(return_train_score=not routing, error_score="raise", **params)
+            results = cross_validate(small(), X, bags, cv=BagKFold(5), **kw)
     assert np.isfinite(results["test_score"]).all()
     assert routing or np.isfinite(results["train_score"]).all()
 

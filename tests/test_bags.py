@@ -216,15 +216,13 @@ def test_feature_ndarray_input(census):
     gen = FeatureBagGenerator(1, n_bins=4).fit(array)  # numbers in an object array
     assert list(gen.bin_edges_) == [1] and gen.n_bags_ == 4
     # integer positions on a DataFrame too, as ColumnTransformer does
-    np.testing.assert_array_equal(
-        FeatureBagGenerator([0, 3]).fit_transform(census), bags
-    )
+    by_position = FeatureBagGenerator([0, 3]).fit_transform(census)
+    np.testing.assert_array_equal(by_position, bags)
     X = np.array([[1.0, 5.0], [2.0, 5.0], [1.0, 6.0]])  # arrays are unchanged
     gen = FeatureBagGenerator([0, 1]).fit(X)
     np.testing.assert_array_equal(gen.labels_, [0, 2, 1])
-    np.testing.assert_array_equal(
-        gen.labels_, FeatureBagGenerator([0, 1]).fit(X.tolist()).labels_
-    )
+    from_rows = FeatureBagGenerator([0, 1]).fit(X.tolist())
+    np.testing.assert_array_equal(gen.labels_, from_rows.labels_)
 
 
 def test_feature_binning_skips_non_numeric_and_dict(census):
@@ -244,12 +242,8 @@ def test_feature_binning_skips_non_numeric_and_dict(census):
 
 
 def test_feature_missing_values_form_their_own_group():
-    X = pd.DataFrame(
-        {
-            "region": ["N", None, "S", "N", np.nan, "S"],
-            "age": [20.0, 30.0, np.nan, 40.0, 50.0, 60.0],
-        }
-    )
+    region = ["N", None, "S", "N", np.nan, "S"]
+    X = pd.DataFrame({"region": region, "age": [20.0, 30.0, np.nan, 40.0, 50.0, 60.0]})
     gen = FeatureBagGenerator("region")
     bags = gen.fit_transform(X)
     assert bags.tolist() == [0, 2, 1, 0, 2, 1]  # missing last
@@ -282,9 +276,8 @@ def test_feature_transform(census):
     assert label["age"].right == census["age"].max()  # clipped to the last bin
     assert gen.bag_labels_.loc[out[3], "age"].left == census["age"].min()
     # an unseen combination of seen values
-    gen = FeatureBagGenerator(["a", "b"]).fit(
-        pd.DataFrame({"a": ["x", "x", "y"], "b": [1, 2, 1]})
-    )
+    seen = pd.DataFrame({"a": ["x", "x", "y"], "b": [1, 2, 1]})
+    gen = FeatureBagGenerator(["a", "b"]).fit(seen)
     unseen = gen.transform(pd.DataFrame({"a": ["y", "y"], "b": [1, 2]}))
     assert unseen.tolist() == [2, -1]
 
@@ -310,9 +303,8 @@ def test_a_list_of_mixed_rows_is_read_column_by_column():
     pd.testing.assert_frame_equal(from_list.bag_labels_, from_frame.bag_labels_)
     np.testing.assert_array_equal(from_list.bin_edges_[0], [18, 36.5, 60])
     # transform reads lists the same way (a number, not the string "45")
-    np.testing.assert_array_equal(
-        from_list.transform([[45, "Y"], [20, "N"], [45, "N"]]), [1, 0, -1]
-    )
+    new = from_list.transform([[45, "Y"], [20, "N"], [45, "N"]])
+    np.testing.assert_array_equal(new, [1, 0, -1])
     # tuples of rows too; numbers are sorted as numbers, not as strings
     gen = FeatureBagGenerator(0).fit([(100, "a"), (9, "a"), (20, "a")])
     np.testing.assert_array_equal(gen.labels_, [2, 0, 1])
@@ -322,9 +314,8 @@ def test_a_list_of_mixed_rows_is_read_column_by_column():
 def test_plain_columns_keep_their_order():
     # categories keep their order; strings and numbers sort as before
     edu = pd.Categorical(["hs", "phd", "ba", "hs"], ["hs", "ba", "phd"])
-    gen = FeatureBagGenerator(["edu", "n"]).fit(
-        pd.DataFrame({"edu": edu, "n": [3, 1, 2, 3]})
-    )
+    gen = FeatureBagGenerator(["edu", "n"])
+    gen.fit(pd.DataFrame({"edu": edu, "n": [3, 1, 2, 3]}))
     assert list(gen.bag_labels_["edu"]) == ["hs", "ba", "phd"]
     np.testing.assert_array_equal(gen.labels_, [0, 2, 1, 0])
 
@@ -337,9 +328,8 @@ def test_booleans_and_numbers_in_one_column_are_distinct_groups():
     assert [type(v) for v in gen.bag_labels_["a"][:4]] == [bool, int, bool, int]
     assert list(gen.bag_labels_["a"][:4]) == [False, 0, True, 1]
     np.testing.assert_array_equal(gen.labels_, [2, 3, 1, 0, 3, 2, 4])
-    np.testing.assert_array_equal(
-        gen.transform(pd.DataFrame({"a": [1, True, False, 0, 2]})), [3, 2, 0, 1, -1]
-    )
+    new = gen.transform(pd.DataFrame({"a": [1, True, False, 0, 2]}))
+    np.testing.assert_array_equal(new, [3, 2, 0, 1, -1])
     # the same from a list of rows
     rows = [[v] for v in column]
     np.testing.assert_array_equal(FeatureBagGenerator(0).fit(rows).labels_, gen.labels_)
@@ -370,9 +360,8 @@ def test_label_proportions_table(data):
     table = label_proportions(bags, y)
     assert table.index.tolist() == [1, 3, 7]
     assert table.columns.tolist() == ["a", "b", "c"]
-    np.testing.assert_allclose(
-        table.to_numpy(), [[1, 0, 0], [0.25, 0.75, 0], [0, 0, 1]]
-    )
+    expected = [[1, 0, 0], [0.25, 0.75, 0], [0, 0, 1]]
+    np.testing.assert_allclose(table.to_numpy(), expected)
     ordered = label_proportions(bags, y, classes=["c", "b", "a"])
     assert ordered.columns.tolist() == ["c", "b", "a"]
     np.testing.assert_allclose(ordered.to_numpy(), table.to_numpy()[:, ::-1])
@@ -384,10 +373,8 @@ def test_label_proportions_table(data):
     _, y = data
     bags = np.random.RandomState(5).randint(0, 9, size=len(y))
     counts = pd.crosstab(bags, y)
-    np.testing.assert_allclose(
-        label_proportions(bags, y).to_numpy(),
-        (counts.T / counts.sum(axis=1)).T.to_numpy(),
-    )
+    expected = (counts.T / counts.sum(axis=1)).T.to_numpy()
+    np.testing.assert_allclose(label_proportions(bags, y).to_numpy(), expected)
     weights = np.random.RandomState(6).randint(1, 4, len(y))
     rows = np.repeat(np.arange(len(y)), weights)
     pd.testing.assert_frame_equal(
@@ -409,16 +396,13 @@ def test_expand_proportions_round_trip(data):
     pd.testing.assert_frame_equal(back, table, check_names=False)
     # and it equals make_bags' output for the same bags
     gen_bags, generated = UniformBagGenerator(10, random_state=0).make_bags(X, y)
-    np.testing.assert_allclose(
-        expand_proportions(label_proportions(gen_bags, y), gen_bags), generated
-    )
+    expanded = expand_proportions(label_proportions(gen_bags, y), gen_bags)
+    np.testing.assert_allclose(expanded, generated)
     # other table forms
     bags = ["x", "y", "x"]
     series = pd.Series({"x": 0.25, "y": 1.0})
-    np.testing.assert_allclose(
-        expand_proportions(series, bags), [[0.75, 0.25], [0, 1], [0.75, 0.25]]
-    )
+    expected = [[0.75, 0.25], [0, 1], [0.75, 0.25]]
+    np.testing.assert_allclose(expand_proportions(series, bags), expected)
     as_dict = {"x": [0.1, 0.9], "y": [0.5, 0.5], "unused": [1, 0]}
-    np.testing.assert_allclose(
-        expand_proportions(as_dict, bags), [[0.1, 0.9], [0.5, 0.5], [0.1, 0.9]]
-    )
+    expected = [[0.1, 0.9], [0.5, 0.5], [0.1, 0.9]]
+    np.testing.assert_allclose(expand_proportions(as_dict, bags), expected)

@@ -50,26 +50,11 @@ def test_quick_run_resume_and_markdown_only(accuracy_module, tmp_path, monkeypat
     assert len(records) == 4 * 7 + 2 + 4 + 1
     runs = {(r["dataset"], r["bagging"], r["method"], r["seed"]) for r in records}
     assert len(runs) == len(records)  # one record per run
-    assert {r["method"] for r in records} == {
-        "dllp",
-        "vat",
-        "pi",
-        "rot",
-        "llpfc",
-        "easyllp",
-        "meanmap",
-        "dllp-batch128",
-        "vat-batch128",
-        "meanmap-laplacian",
-        "supervised",
-    }
-    assert {r["bagging"] for r in records} == {
-        "uniform-16",
-        "uniform-64",
-        "uniform-256",
-        "kmeans",
-        "supervised",
-    }
+    methods = "dllp vat pi rot llpfc easyllp meanmap dllp-batch128 vat-batch128"
+    methods += " meanmap-laplacian supervised"
+    assert {r["method"] for r in records} == set(methods.split())
+    baggings = {"uniform-16", "uniform-64", "uniform-256", "kmeans", "supervised"}
+    assert {r["bagging"] for r in records} == baggings
     variants = [r for r in records if r["method"].endswith("-batch128")]
     assert {r["bagging"] for r in variants} == {"uniform-256"}
     for record in records:
@@ -200,12 +185,8 @@ def test_the_committed_records_are_what_the_script_runs(accuracy_module):
         stats = {k: v for k, v in record["bags"].items() if k != "bag_seconds"}
         bags.setdefault(key, []).append((record["method"], stats))
     assert len(bags) == 54  # 4 data sets x 4 or 6 baggings x 3 seeds
-    differing = {
-        key: seen
-        for key, seen in bags.items()
-        if any(stats != seen[0][1] for _, stats in seen)
-    }
-    assert differing == {}
+    differing = [k for k, seen in bags.items() if any(s != seen[0][1] for _, s in seen)]
+    assert differing == []
 
 
 def _guide_rows(marker):
@@ -253,12 +234,8 @@ def test_grid_summaries_in_the_docs_are_the_committed_ones(accuracy_module):
     for dataset, bagging in MANY_BAG_CELLS:
         recs = [r for r in records if r["dataset"] == dataset]
         # in %; LLPFC has no values where it refused (digits, bags of 256)
-        row = {
-            m: 100 * value
-            for m, value in accuracy_module.cell_means(
-                recs, bagging, "accuracy"
-            ).items()
-        }
+        means = accuracy_module.cell_means(recs, bagging, "accuracy")
+        row = {m: 100 * value for m, value in means.items()}
         winner = max(row, key=row.get)
         best[winner] += 1
         within += row[winner] - row["vat"] <= 0.4

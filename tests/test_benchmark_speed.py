@@ -18,12 +18,8 @@ TABLES = ("speed.md", "speed_scale.md")
 
 
 def speed(*args, out):
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), *args, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    command = [sys.executable, str(SCRIPT), *args, "--out", str(out)]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -51,9 +47,8 @@ def test_quick_and_scale_runs_write_reports_that_resummarise_renders(tmp_path):
         for name in ENGINES:
             e = r["engines"][name]
             assert len(e["epoch_s"]) >= 1 and e["epoch_s_median"] > 0
-            assert np.isclose(
-                e["instances_per_s"], r["instances_per_epoch"] / e["epoch_s_median"]
-            )
+            rate = r["instances_per_epoch"] / e["epoch_s_median"]
+            assert np.isclose(e["instances_per_s"], rate)
             # measured where the kernel lets the probe reset its peak, else None
             if MEASURABLE:
                 assert isinstance(e["peak_mem_mib"], float)
@@ -64,10 +59,8 @@ def test_quick_and_scale_runs_write_reports_that_resummarise_renders(tmp_path):
             llp, bare = r["engines"][f"llp-{m}"], r["engines"][f"bare-{m}"]
             paired = np.median(np.divide(llp["epoch_s"], bare["epoch_s"]))
             assert np.isclose(r[f"llp_over_bare_{m}"], paired)
-            assert np.isclose(
-                r[f"llp_over_bare_{m}_of_medians"],
-                llp["epoch_s_median"] / bare["epoch_s_median"],
-            )
+            of_medians = llp["epoch_s_median"] / bare["epoch_s_median"]
+            assert np.isclose(r[f"llp_over_bare_{m}_of_medians"], of_medians)
         assert r["vat_over_dllp_llp"] > 0 and r["vat_over_dllp_bare"] > 0
         assert r["engines"]["llp-dllp"]["fit_setup_s"] >= 0
     capped = next(r for r in results if r["bag_size"] == 10_000 and r["max_bag_size"])
@@ -93,9 +86,8 @@ def test_quick_and_scale_runs_write_reports_that_resummarise_renders(tmp_path):
     previous = report["records"][-1]
     assert previous["batch_size_"] == 128 and previous["threads"] == 1
     for r in report["records"]:
-        assert (
-            f"| {r['fit_s']:.1f} | {r['rows_per_s']:,} | {r['accuracy']:.3f} |" in table
-        )
+        row = f"| {r['fit_s']:.1f} | {r['rows_per_s']:,} | {r['accuracy']:.3f} |"
+        assert row in table
         # 4 balanced-ish classes: a model that learned nothing is near 0.25
         assert r["accuracy"] > 0.5
     tables = {name: (tmp_path / name).read_text() for name in TABLES}

@@ -21,9 +21,8 @@ def adult_split():
 
 
 def _pipeline(dense=False, **params):
-    encoder = OneHotEncoder(
-        handle_unknown="ignore", min_frequency=20, sparse_output=not dense
-    )
+    kw = dict(handle_unknown="ignore", min_frequency=20, sparse_output=not dense)
+    encoder = OneHotEncoder(**kw)
     return make_pipeline(
         make_column_transformer(
             (encoder, make_column_selector(dtype_include="category")),

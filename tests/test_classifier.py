@@ -1,7 +1,4 @@
-"""LLPClassifier and LLPRegressor beyond the conformance suite: learning,
-fitted attributes, forms of X, modules, callbacks, devices and threads,
-scoring, and paths that once gave a wrong answer without an error.
-"""
+"""LLPClassifier and LLPRegressor beyond the conformance suite."""
 
 import pickle
 import re
@@ -39,14 +36,8 @@ KEY = {C: "props", R: "targets"}
 
 
 def small(task=C, **params):
-    defaults = dict(
-        module__hidden_sizes=(16,),
-        max_epochs=5,
-        verbose=0,
-        random_state=0,
-        device="cpu",
-    )
-    return ESTIMATOR[task](**{**defaults, **params})
+    defaults = dict(module__hidden_sizes=(16,), max_epochs=5, verbose=0, random_state=0)
+    return ESTIMATOR[task](**{**defaults, "device": "cpu", **params})
 
 
 def task_data(small_bags, task):
@@ -116,11 +107,8 @@ def test_fitted_attributes_history_and_probabilities(small_bags):
 @pytest.mark.parametrize("task", [C, R, "MeanMapClassifier"])
 def test_a_frame_or_sparse_X_gives_the_dense_fit(small_bags, task, form):
     X, bags, values, _ = task_data(small_bags, R if task == R else C)
-    make = (
-        MeanMapClassifier
-        if task not in ESTIMATOR
-        else lambda: small(task, max_epochs=2)
-    )
+    net = lambda: small(task, max_epochs=2)  # noqa: E731
+    make = MeanMapClassifier if task not in ESTIMATOR else net
     dense = output(make().fit(X, bags, values), X)
     if form == "sparse":
         est = make().fit(sp.csr_matrix(X), bags, values)
@@ -308,12 +296,9 @@ def test_lr_scheduler_callback_anneals_per_epoch(small_bags):
 
 def test_epoch_table_is_plain_text_in_a_pipe_and_callbacks_may_be_a_tuple(capsys):
     X, bags, table = _problem([16] * 30)
-    LLPClassifier(
-        max_epochs=2,
-        verbose=1,
-        validation_fraction=0.2,
-        callbacks=(ProgressBar("count"),),
-    ).fit(X, bags, table)
+    bar = (ProgressBar("count"),)  # a tuple
+    clf = LLPClassifier(max_epochs=2, verbose=1, validation_fraction=0.2, callbacks=bar)
+    clf.fit(X, bags, table)
     captured = capsys.readouterr()  # captured: not a terminal
     assert "\x1b[" not in captured.out
     assert re.search(r"train_loss.*valid_hard_l1", captured.out) and "*" in captured.out
@@ -430,16 +415,16 @@ def test_default_scoring_is_the_bag_metric_under_routing_and_refused_without(
     X, bags, values, _ = task_data(small_bags, task)
     cv, key = list(BagKFold(3).split(X, bags)), KEY[task]
     metric = "hard_l1" if task == C else "r2"
+
+    def scores(**kw):
+        return cross_validate(small(task), X, bags, cv=cv, params={key: values}, **kw)
+
     with sklearn.config_context(enable_metadata_routing=True):
-        default = cross_validate(small(task), X, bags, cv=cv, params={key: values})
+        default = scores()
     with pytest.raises(ValueError, match=rf"make_bag_scorer\('{metric}'.*in fit"):
-        cross_validate(
-            small(task), X, bags, cv=cv, params={key: values}, error_score="raise"
-        )
+        scores(error_score="raise")
     scorer = make_bag_scorer(metric, bags=bags, **{key: values})
-    table = cross_validate(
-        small(task), X, bags, cv=cv, params={key: values}, scoring=scorer
-    )["test_score"]
+    table = scores(scoring=scorer)["test_score"]
     expected = 1 + table / 2 if task == C else table
     np.testing.assert_allclose(default["test_score"], expected, atol=1e-12)
 
@@ -457,11 +442,10 @@ def test_cross_val_predict_predicts_each_fold_with_the_other_folds_model(
     w = np.random.RandomState(0).uniform(0.5, 2.0, len(X)) ** 4
     est = small() if estimator == "LLPClassifier" else MeanMapClassifier()
     fit_params = {"sample_weight": w}
-    proba = cross_val_predict(
-        est, X, ids, table, method="predict_proba", fit_params=fit_params
-    )
+    kw = dict(method="predict_proba")
+    proba = cross_val_predict(est, X, ids, table, fit_params=fit_params, **kw)
     assert proba.shape == (60, 2)
-    plain = cross_val_predict(est, X, ids, table, method="predict_proba")
+    plain = cross_val_predict(est, X, ids, table, **kw)
     assert not np.allclose(proba, plain)  # the weights matter
     checked = check_bags(ids, table, sample_weight=w)
     for train, test in BagKFold(5).split(X, ids):

@@ -1,12 +1,7 @@
-"""Conformance: every estimator, for both tasks, gives the same answer to the
-same question.
-
-Each test states an equivalence the docs promise and puts every estimator of
-``ESTIMATORS`` through it (LLPClassifier x every registered method, MeanMap,
-LLPRegressor x every regression method; a registered method joins by itself).
-The last section holds the cases of issue 32. Fits are tiny and seeded (CPU,
-one thread, 64 rows in 8 bags of powers of two, so proportions are exact) and
-"the same model" is checked bit for bit.
+"""Conformance: every estimator of ``ESTIMATORS``, for both tasks, gives the same
+answer to the same question the docs promise; the last section holds the cases of
+issue 32. Fits are tiny and seeded (CPU, one thread, bags of powers of two, so
+proportions are exact) and "the same model" is checked bit for bit.
 """
 
 import functools
@@ -51,14 +46,8 @@ C, R = "classification", "regression"
 
 # --- the estimators
 #: Tiny, deterministic network fits.
-NET = dict(
-    device="cpu",
-    verbose=0,
-    max_epochs=2,
-    random_state=0,
-    n_threads=1,
-    module__hidden_sizes=(8,),
-)
+NET = dict(device="cpu", verbose=0, max_epochs=2, random_state=0, n_threads=1)
+NET["module__hidden_sizes"] = (8,)
 #: Extra parameters a registered method needs to fit at all (none so far).
 METHOD_PARAMS = {}
 _MIXBAG = MixBag(confidence=0.01)
@@ -165,16 +154,9 @@ def problem(kind, variant):
     aligned = per_bag[codes]
     for array in (X, y, codes, per_bag, aligned):
         array.flags.writeable = False
-    return SimpleNamespace(
-        X=X,
-        y=y,
-        codes=codes,
-        per_bag=per_bag,
-        aligned=aligned,
-        n_bags=n_bags,
-        n=n,
-        sizes=np.asarray(sizes),
-    )
+    p = SimpleNamespace(X=X, y=y, codes=codes, per_bag=per_bag, aligned=aligned)
+    p.n_bags, p.n, p.sizes = n_bags, n, np.asarray(sizes)
+    return p
 
 
 def data(name, variant=None):
@@ -817,18 +799,12 @@ def test_half_precision_keeps_float32_weights_and_outputs(name, precision):
 SCORE_METRIC = {C: "hard_l1", R: "r2"}
 
 
-def _metric(kind, est, bags, values, X, sample_weight=None):
+def _metric(kind, est, bags, values, X, w=None):
     if kind == R:
-        return bag_r2_score(bags, values, est.predict(X), sample_weight=sample_weight)
-    pred = np.searchsorted(est.classes_, est.predict(X))
-    error = bag_errors(
-        bags,
-        values,
-        np.eye(len(est.classes_))[pred],
-        metrics=["hard_l1"],
-        sample_weight=sample_weight,
-    )["hard_l1"]
-    return 1 - error / 2
+        return bag_r2_score(bags, values, est.predict(X), sample_weight=w)
+    onehot = np.eye(len(est.classes_))[np.searchsorted(est.classes_, est.predict(X))]
+    error = bag_errors(bags, values, onehot, metrics=["hard_l1"], sample_weight=w)
+    return 1 - error["hard_l1"] / 2
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -879,19 +855,12 @@ def test_cross_validation_scores_agree_with_routing_on_and_off(name):
     est, metric, key = make(name), SCORE_METRIC[task(name)], _key(p)
     cv = list(BagKFold(2).split(p.X, p.codes))
     scorer = make_bag_scorer(metric, bags=p.codes, **{key: p.aligned})
-    off = cross_validate(
-        est, p.X, p.codes, cv=cv, scoring=scorer, params={key: p.aligned}
-    )
+    kw = dict(cv=cv, params={key: p.aligned})
+    off = cross_validate(est, p.X, p.codes, scoring=scorer, **kw)
     with sklearn.config_context(enable_metadata_routing=True):
-        on = cross_validate(
-            est, p.X, p.codes, cv=cv, scoring=BagScorer(metric), params={key: p.aligned}
-        )
-    by_hand = [
-        scorer(
-            clone(est).fit(p.X[tr], p.codes[tr], p.aligned[tr]), p.X[te], p.codes[te]
-        )
-        for tr, te in cv
-    ]
+        on = cross_validate(est, p.X, p.codes, scoring=BagScorer(metric), **kw)
+    fit = lambda tr: clone(est).fit(p.X[tr], p.codes[tr], p.aligned[tr])  # noqa: E731
+    by_hand = [scorer(fit(tr), p.X[te], p.codes[te]) for tr, te in cv]
     np.testing.assert_array_equal(off["test_score"], by_hand)
     np.testing.assert_array_equal(on["test_score"], by_hand)
     # forgetting the values would fit y (bag ids) as labels: refused in fit
@@ -907,10 +876,8 @@ def test_dask_input_predicts_lazily_what_an_array_gives(name):
     p = data(name)
     frame = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
     est = make(name).fit(frame, p.codes, p.aligned)
-    lazy_inputs = [
-        da.from_array(p.X, chunks=(16, 2)),
-        dd.from_pandas(frame, npartitions=3),
-    ]
+    lazy_inputs = [da.from_array(p.X, chunks=(16, 2))]
+    lazy_inputs.append(dd.from_pandas(frame, npartitions=3))
     for method in ["predict", "predict_proba"][: 2 if task(name) == C else 1]:
         expected = getattr(est, method)(frame)
         for X in lazy_inputs:
@@ -1046,13 +1013,8 @@ def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
     order, starts = _by_bag(p)
     X, bags, values = _dask_forms(p, order, starts)["blocks"]
     est = make("LLPClassifier-dllp", max_epochs=1, batch_size=8).fit(X, bags, values)
-    epochs = est.get_iterator(
-        est._streamed(
-            est._dask_source(X, bags, values, None, None, False),
-            SimpleNamespace(valid=None),
-        ),
-        True,
-    )
+    source = est._dask_source(X, bags, values, None, None, False)
+    epochs = est.get_iterator(est._streamed(source, SimpleNamespace(valid=None)), True)
     seen = [target["bag_index"].tolist() for _, target in epochs]
     windows = epochs.windows()
     assert len(windows) > 2 and sorted(np.concatenate(windows)) == list(range(3))
@@ -1124,20 +1086,15 @@ def test_dask_fit_refuses_what_it_cannot_stream(change, error, match):
     p = data("LLPClassifier-dllp")
     order, starts = _by_bag(p)
     X, bags, values = _dask_forms(p, order, starts)["one_block"]
-    frame_X, _, _ = _dask_forms(p, order, starts)["frame"]
-    kwargs = {}
-    if change == "split_bag":
-        X, bags = X.rechunk(4), bags.rechunk(4)
-    elif change == "sample_weight":
-        kwargs["sample_weight"] = np.ones(p.n)
-    elif change == "labels_only":
-        values = None
-    elif change == "array_values":
-        values = p.per_bag
-    elif change == "numpy_bags_of_frame":
-        X, bags = frame_X, p.codes
-    elif change == "short_bags":
-        bags = da.from_array(p.codes[:60])
+    frame_X = _dask_forms(p, order, starts)["frame"][0]
+    kwargs = {"sample_weight": np.ones(p.n)} if change == "sample_weight" else {}
+    X, bags, values = {
+        "split_bag": (X.rechunk(4), bags.rechunk(4), values),
+        "labels_only": (X, bags, None),
+        "array_values": (X, bags, p.per_bag),
+        "numpy_bags_of_frame": (frame_X, p.codes, values),
+        "short_bags": (X, da.from_array(p.codes[:60]), values),
+    }.get(change, (X, bags, values))
     est = make("LLPClassifier-dllp")
     with pytest.raises(error, match=match):
         est.fit(X, bags, values, **kwargs)
@@ -1164,9 +1121,8 @@ def test_affine_targets_give_affine_predictions(name, variant, a, b):
 def _continued(name, how):
     p = data(name, "many" if task(name) == R else 2)
     stop = dict(early_stopping=True, n_iter_no_change=2, max_epochs=6)
-    first = make(name, warm_start=how == "warm_start", **stop).fit(
-        p.X, p.codes, p.aligned
-    )
+    first = make(name, warm_start=how == "warm_start", **stop)
+    first.fit(p.X, p.codes, p.aligned)
     n_first = len(first.history)
     if how == "partial_fit":
         first.partial_fit(p.X, p.codes, p.aligned)
@@ -1188,19 +1144,13 @@ def test_a_continued_fit_stops_on_its_own_best_epoch(name, how):
     best = [row for row in own if row["epoch"] == est.best_epoch_][0]
     p = data(name, "many" if task(name) == R else 2)
     held = ~np.isin(p.codes, est.train_bag_ids_)
-    metrics = {
-        "valid_mse": lambda: bag_mean_squared_error(
-            p.codes[held], p.aligned[held], est.predict(p.X[held])
-        ),
-        "valid_hard_l1": lambda: bag_errors(
-            p.codes[held],
-            p.aligned[held],
-            est.predict_proba(p.X[held]),
-            metrics=["hard_l1"],
-            decision="prior",
-        )["hard_l1"],
-    }
-    assert metrics[metric]() == pytest.approx(best[metric], abs=1e-9)
+    X, codes, values = p.X[held], p.codes[held], p.aligned[held]
+    if metric == "valid_mse":
+        expected = bag_mean_squared_error(codes, values, est.predict(X))
+    else:
+        kw = dict(metrics=["hard_l1"], decision="prior")
+        expected = bag_errors(codes, values, est.predict_proba(X), **kw)["hard_l1"]
+    assert expected == pytest.approx(best[metric], abs=1e-9)
 
 
 @pytest.mark.parametrize("name", ["LLPClassifier-dllp", "LLPRegressor-bag"])
@@ -1209,14 +1159,10 @@ def test_row_splitting_cross_validation_warns_for_both_tasks(name):
     p = data(name)
     metric, key = SCORE_METRIC[task(name)], _key(p)
     scorer = make_bag_scorer(metric, bags=p.codes, **{key: p.aligned})
+    cv = KFold(2, shuffle=True, random_state=0)
     with pytest.warns(BagLeakageWarning, match="BagKFold"):
         cross_validate(
-            make(name),
-            p.X,
-            p.codes,
-            cv=KFold(2, shuffle=True, random_state=0),
-            scoring=scorer,
-            params={key: p.aligned},
+            make(name), p.X, p.codes, cv=cv, scoring=scorer, params={key: p.aligned}
         )
 
 
@@ -1231,20 +1177,11 @@ def test_held_out_errors_are_the_metrics_on_overlapping_bags():
     ]
     props = np.array([np.bincount(y[r], minlength=2) / 12 for r in lists])
     for seed in range(3):
-        clf = LLPClassifier(
-            method="dllp",
-            max_epochs=3,
-            verbose=0,
-            random_state=seed,
-            validation_fraction=0.3,
-            n_threads=1,
-        ).fit(X, lists, props)
+        params = dict(max_epochs=3, verbose=0, validation_fraction=0.3, n_threads=1)
+        clf = LLPClassifier(method="dllp", random_state=seed, **params)
+        clf.fit(X, lists, props)
         held = [j for j in range(len(lists)) if j not in set(clf.train_bag_ids_)]
-        errors = bag_errors(
-            [lists[j] for j in held],
-            props[held],
-            clf.predict_proba(X),
-            metrics=["hard_l1"],
-            decision="prior",
-        )
+        rows, proba = [lists[j] for j in held], clf.predict_proba(X)
+        kw = dict(metrics=["hard_l1"], decision="prior")
+        errors = bag_errors(rows, props[held], proba, **kw)
         assert errors["hard_l1"] == clf.history[-1, "valid_hard_l1"]

@@ -1,11 +1,6 @@
-"""Data-parallel training with Accelerate on whole bags.
+"""Data-parallel training with Accelerate on whole bags (two gloo processes)."""
 
-Two CPU processes (``torch.distributed.run``, gloo) on digits in bags of 16
-end with the same model and threshold, train each epoch on disjoint bags
-covering the training bags in equal steps, average VAT's gradients and reach
-one process's accuracy.
-"""
-
+import functools
 import json
 import os
 import subprocess
@@ -32,13 +27,9 @@ def _codes(sizes, seed=0):
 @pytest.mark.parametrize("sizes", [[16] * 20, [3, 40, 7, 16, 1, 25, 9, 30, 12, 5, 8]])
 def test_shards_are_disjoint_whole_bags_with_equal_steps(world_size, sizes):
     codes = _codes(sizes)
-    shards = [
-        ShardedBatchSampler(
-            BagBatchSampler(codes, 32, random_state=4), world_size, rank
-        )
-        for rank in range(world_size)
-    ]
-    reference = BagBatchSampler(codes, 32, random_state=4)
+    sampler = lambda: BagBatchSampler(codes, 32, random_state=4)  # noqa: E731
+    shards = [ShardedBatchSampler(sampler(), world_size, r) for r in range(world_size)]
+    reference = sampler()
     for _ in range(3):  # epochs: reshuffled alike on every process
         epoch = list(reference)
         per_rank = [list(shard) for shard in shards]
@@ -98,20 +89,17 @@ def test_one_process_fits_as_llp_classifier(digits_bags):
 
     X, bags, props = (a[:480] for a in digits_bags[:3])
     params = dict(method="vat", max_epochs=3, random_state=0, n_threads=1, verbose=0)
-    accelerator = accelerate.Accelerator(cpu=True)
-    fitted = AcceleratedLLPClassifier(accelerator=accelerator, **params)
-    fitted.fit(X, bags, props)
+    accelerated = functools.partial(
+        AcceleratedLLPClassifier, accelerator=accelerate.Accelerator(cpu=True)
+    )
+    fitted = accelerated(**params).fit(X, bags, props)
     assert fitted.device is None and fitted.get_params()["device"] is None
     expected = LLPClassifier(**params).fit(X, bags, props)
     np.testing.assert_array_equal(fitted.predict_proba(X), expected.predict_proba(X))
     with pytest.raises(ValueError, match="leave device=None"):
-        AcceleratedLLPClassifier(accelerator=accelerator, device="cpu").fit(
-            X, bags, props
-        )
+        accelerated(device="cpu").fit(X, bags, props)
     with pytest.raises(ValueError, match="mixed_precision"):
-        AcceleratedLLPClassifier(accelerator=accelerator, precision="bfloat16").fit(
-            X, bags, props
-        )
+        accelerated(precision="bfloat16").fit(X, bags, props)
 
 
 # --- 2 processes on the CPU
@@ -177,13 +165,8 @@ _WORKER = textwrap.dedent(
     result = {}
     for method, settings in SETTINGS.items():
         seen = SeenBags()
-        clf = AcceleratedLLPClassifier(
-            accelerator=accelerator,
-            method=method,
-            callbacks=[("seen", seen)],
-            **settings,
-            **common,
-        ).fit(X, bags, props)
+        kw = dict(accelerator=accelerator, method=method, callbacks=[("seen", seen)])
+        clf = AcceleratedLLPClassifier(**kw, **settings, **common).fit(X, bags, props)
         result[method] = dict(
             wrapper=seen.wrapper,
             unwrapped=type(clf.module_).__name__,
@@ -229,13 +212,9 @@ _WORKER = textwrap.dedent(
 
     stream.DaskSource.rows = reading
     seen = SeenBags()
-    clf = AcceleratedLLPClassifier(
-        accelerator=accelerator,
-        method="dllp",
-        max_epochs=3,
-        callbacks=[("seen", seen)],
-        **common,
-    ).fit(
+    kw = dict(accelerator=accelerator, method="dllp", callbacks=[("seen", seen)])
+    clf = AcceleratedLLPClassifier(max_epochs=3, **kw, **common)
+    clf.fit(
         da.from_array(X[order], chunks=(chunks, -1)),
         da.from_array(bags[order], chunks=(chunks,)),
         da.from_array(props[order], chunks=(chunks, -1)),
@@ -280,22 +259,10 @@ def test_two_cpu_processes_train_like_one(tmp_path):
     pytest.importorskip("accelerate", reason=_NEEDS_ACCELERATE)
     script = tmp_path / "worker.py"
     script.write_text(_WORKER)
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "ACCELERATE_USE_CPU": "1",
-        "PYTHONWARNINGS": "ignore",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc_per_node",
-        "2",
-        "--standalone",
-        str(script),
-        str(tmp_path),
-    ]
+    env = dict(os.environ, OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="1")
+    env["PYTHONWARNINGS"] = "ignore"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    command += ["--standalone", str(script), str(tmp_path)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]

@@ -1,8 +1,4 @@
-"""The label-free decision rules do what the docs say: ``predict`` is the
-documented rule row for row; the binary prior threshold is the closest cut;
-multi-class prior matching keeps its stated guarantee (:func:`certify`); a
-rare class that no bag holds in majority is predicted, and model selection
-picks a trained model."""
+"""The label-free decision rules do what the docs say."""
 
 import itertools
 import warnings
@@ -71,13 +67,9 @@ def _problem(features, n_classes, seed=0, n=150):
 
 
 def _fit(name, threshold, X, bags, props, sample_weight=None):
-    est = (
-        MeanMapClassifier(threshold=threshold)
-        if name == "meanmap"
-        else LLPClassifier(
-            device="cpu", verbose=0, max_epochs=3, random_state=0, threshold=threshold
-        )
-    )
+    net = dict(device="cpu", verbose=0, max_epochs=3, random_state=0)
+    est = MeanMapClassifier() if name == "meanmap" else LLPClassifier(**net)
+    est.set_params(threshold=threshold)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # identifiability / convergence
         return est.fit(X, bags, props, sample_weight=sample_weight)
@@ -110,9 +102,8 @@ def test_predict_is_the_documented_rule(name, features, n_classes, threshold):
     assert est.decision_offsets_.shape == (n_classes,)
     if n_classes == 2:
         assert type(est.threshold_) is float
-        assert est.threshold_ == {0.3: 0.3, "argmax": 0.5}.get(
-            threshold, est.threshold_
-        )
+        fixed_at = {0.3: 0.3, "argmax": 0.5}.get(threshold, est.threshold_)
+        assert est.threshold_ == fixed_at
         fixed = FixedThresholdClassifier(FrozenEstimator(est), threshold=est.threshold_)
         np.testing.assert_array_equal(fixed.fit(X, pred[: len(X)]).predict(X_new), pred)
     else:
@@ -229,9 +220,8 @@ def test_multiclass_matching(n, n_classes, weighted, tied):
     assert miss < np.abs(before - prior * weights.sum()).sum()
     if not tied:
         assert miss <= 2 * n_classes * weights.max()  # a few rows
-    np.testing.assert_array_equal(  # deterministic
-        offsets, prior_offsets(proba, prior, weights if weighted else None)
-    )
+    again = prior_offsets(proba, prior, weights if weighted else None)
+    np.testing.assert_array_equal(offsets, again)  # deterministic
 
 
 _PROBABILITIES = st.sampled_from(
@@ -252,9 +242,8 @@ def test_binary_prior_matching_is_the_closest_cut(p1, prior_1, weights, dtype):
     n = len(proba)
     w = np.ones(n) if weights is None else np.resize(np.array(weights + [1.0]), n)
     w[0] = w[0] if (w > 0).any() else 1.0
-    offsets, threshold = fit_decision(
-        "prior", proba, np.array([1 - prior_1, prior_1]), w
-    )
+    prior = np.array([1 - prior_1, prior_1])
+    offsets, threshold = fit_decision("prior", proba, prior, w)
     assert type(threshold) is float
     pred = decide(proba, offsets, threshold)
     np.testing.assert_array_equal(pred, proba[:, 1] >= threshold)
@@ -276,10 +265,8 @@ def test_multiclass_prior_matching_keeps_its_guarantee(n_classes, float32, data)
     def draw(elements, size):
         return np.array(data.draw(st.lists(elements, min_size=size, max_size=size)))
 
-    protos = [
-        draw(st.sampled_from(values), n_classes)
-        for _ in range(data.draw(st.integers(1, 5)))
-    ]
+    n_protos = data.draw(st.integers(1, 5))
+    protos = [draw(st.sampled_from(values), n_classes) for _ in range(n_protos)]
     protos = np.array(protos, dtype=float) / np.sum(protos, axis=1, keepdims=True)
     rows = draw(st.integers(0, len(protos) - 1), data.draw(st.integers(1, 50)))
     proba = protos[rows].astype(np.float32 if float32 else np.float64)
@@ -290,9 +277,8 @@ def test_multiclass_prior_matching_keeps_its_guarantee(n_classes, float32, data)
     offsets = prior_offsets(proba, prior / prior.sum(), weights)
     assert np.isfinite(offsets).all()
     certify(proba, offsets, prior, weights)
-    np.testing.assert_array_equal(
-        offsets, prior_offsets(proba, prior / prior.sum(), weights)
-    )
+    again = prior_offsets(proba, prior / prior.sum(), weights)
+    np.testing.assert_array_equal(offsets, again)
 
 
 @pytest.fixture(scope="module")

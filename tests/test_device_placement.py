@@ -44,15 +44,9 @@ def test_a_cpu_fit_creates_no_cuda_context(cls, method, device, cuda_calls):
     if device == "auto" and torch.cuda.is_available():
         pytest.skip("'auto' means CUDA here")
     X, y, bags, props = _data()
-    est = cls(
-        method=method,
-        device=device,
-        max_epochs=2,
-        module__hidden_sizes=(8,),
-        validation_fraction=0.25,
-        verbose=0,
-        random_state=0,
-    ).fit(X, bags, props if cls is LLPClassifier else props[:, 1])
+    params = dict(max_epochs=2, module__hidden_sizes=(8,), validation_fraction=0.25)
+    est = cls(method=method, device=device, verbose=0, random_state=0, **params)
+    est.fit(X, bags, props if cls is LLPClassifier else props[:, 1])
     est.predict(X)
     pickle.loads(pickle.dumps(est)).predict(X)
     assert cuda_calls == []
@@ -98,12 +92,9 @@ def test_batches_go_to_the_network_device_when_X_stays_elsewhere():
 
     X, _, bags, props = _data()
     dataset = BagDataset(as_tensor(X), check_bags(bags, props))
-    sampler = BagBatchSampler(dataset.pair_bags, 48, random_state=0)
-    expected = [
-        dataset[pairs]
-        for pairs in BagBatchSampler(dataset.pair_bags, 48, random_state=0)
-    ]
-    got = list(EpochBatches(dataset, sampler, device="meta"))
+    sampler = lambda: BagBatchSampler(dataset.pair_bags, 48, random_state=0)  # noqa: E731
+    expected = [dataset[pairs] for pairs in sampler()]
+    got = list(EpochBatches(dataset, sampler(), device="meta"))
     assert len(got) == len(expected)
     for (X_got, target), (X_expected, target_expected) in zip(got, expected):
         assert X_got.device.type == "meta" and X_got.shape == X_expected.shape
@@ -122,11 +113,9 @@ def test_a_dask_fit_on_the_test_device_streams_the_numpy_fit(method, device):
     params = dict(method=method, device=device, max_epochs=3, random_state=0)
     params |= dict(module__hidden_sizes=(8,), validation_fraction=0.25, verbose=0)
     expected = LLPClassifier(**params).fit(X, bags, props)
-    est = LLPClassifier(**params).fit(
-        da.from_array(X, chunks=chunks),
-        da.from_array(bags, chunks=chunks[:1]),
-        da.from_array(props, chunks=(chunks[0], (2,))),
-    )
+    lazy_props = da.from_array(props, chunks=(chunks[0], (2,)))
+    lazy_X, lazy_bags = da.from_array(X, chunks=chunks), da.from_array(bags, chunks[:1])
+    est = LLPClassifier(**params).fit(lazy_X, lazy_bags, lazy_props)
     assert est.history[:, "valid_loss"] == expected.history[:, "valid_loss"]
     lazy = est.predict_proba(da.from_array(X, chunks=chunks))
     assert type(lazy).__name__ == "Array"

@@ -1,6 +1,4 @@
-"""Early stopping on held-out bags, both tasks: what ``"auto"`` turns on (and
-says when it stays off), the best epoch restored exactly, the patience, and
-what the defaults reach (EasyLLP and LLPFC on digits at 60 epochs)."""
+"""Early stopping on held-out bags, both tasks."""
 
 import sys
 import warnings
@@ -42,9 +40,8 @@ def digits_data(digits_bags, task, form):
     """Digits in bags of 16 (79 bags), as proportions or as means of the
     digit's value; ``form``: all bags, the first 40, labels or singletons."""
     X, bags, props, y, *_ = digits_bags
-    values = (
-        props if task == C else (np.bincount(bags, weights=y) / np.bincount(bags))[bags]
-    )
+    means = (np.bincount(bags, weights=y) / np.bincount(bags))[bags]
+    values = props if task == C else means
     if form == "40 bags":
         few = bags < 40
         return X[few], bags[few], values[few]
@@ -58,14 +55,11 @@ def digits_data(digits_bags, task, form):
 #: (task, method, data, params, do_early_stopping_): "auto" needs >= 5 held-out
 #: bags (79 at 0.1: 7.9; 40: 4); a regressor holds out labelled rows, too.
 AUTO = [
-    *[
-        (C, m, "all bags", {}, make_method(m).early_stopping_default)
-        for m in available_methods()
-    ],
-    *[
-        (R, m, "all bags", {}, make_method(m, task=R).early_stopping_default)
-        for m in available_methods(R)
-    ],
+    (t, m, "all bags", {}, make_method(m, task=t).early_stopping_default)
+    for t in (C, R)
+    for m in available_methods(t)
+]
+AUTO += [
     (C, "easyllp", "40 bags", {}, False),
     (C, "easyllp", "40 bags", {"validation_fraction": 0.2}, True),
     (C, "easyllp", "labels", {}, False),
@@ -219,14 +213,8 @@ def test_a_user_early_stopping_on_valid_records_works_with_auto(digits_bags):
     """skorch's EarlyStopping may monitor the held-out records that "auto"
     creates (no validation_fraction needed then)."""
     X, bags, props, *_ = digits_bags
-    clf = fit(
-        X,
-        bags,
-        props,
-        method="easyllp",
-        max_epochs=30,
-        callbacks=[EarlyStopping(monitor="valid_soft_l1", patience=2)],
-    )
+    stop = EarlyStopping(monitor="valid_soft_l1", patience=2)
+    clf = fit(X, bags, props, method="easyllp", max_epochs=30, callbacks=[stop])
     assert len(clf.history) < 30
 
 

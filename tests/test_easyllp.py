@@ -76,12 +76,8 @@ def test_weighted_loss_by_hand_and_scale_invariance():
     np.testing.assert_allclose(method.bag_sizes_, [6, 4])
     # a row of weight w in a bag of total weight W: k = W / w, so
     # w y~ = W (alpha - p) + w p; a1 (w 1) stands for bag a's weight 6
-    a1, b1, b2 = [
-        -((W * (alpha - p) + w * p) * np.log(q)).sum()
-        for w, W, alpha, q in zip(
-            [1, 2, 2], [6, 4, 4], [ALPHA_A, ALPHA_B, ALPHA_B], PROBS
-        )
-    ]
+    rows = zip([1, 2, 2], [6, 4, 4], [ALPHA_A, ALPHA_B, ALPHA_B], PROBS)
+    a1, b1, b2 = [-((W * (a - p) + w * p) * np.log(q)).sum() for w, W, a, q in rows]
     expected = (6 * a1 + b1 + b2) / (6 + 4)
     loss = method.get_loss(None, None, logits, batch, 0, 1)
     assert loss.item() == pytest.approx(expected, rel=1e-12)
@@ -98,13 +94,8 @@ def test_binary_case_is_the_papers_form_and_the_loss_can_be_negative():
     segments = np.repeat([0, 1], 8)
     soft = (k * alpha - (k - 1) * p)[segments]
     expected = np.mean(-soft * np.log(h) - (1 - soft) * np.log(1 - h))
-    loss = easyllp(
-        np.stack([1 - h, h], 1),
-        segments,
-        np.stack([1 - alpha, alpha], 1),
-        [8, 8],
-        [1 - p, p],
-    )
+    binary = np.stack([1 - h, h], 1), segments, np.stack([1 - alpha, alpha], 1)
+    loss = easyllp(*binary, [8, 8], [1 - p, p])
     assert loss == pytest.approx(expected, rel=1e-12)
     assert soft[0] < 0  # a bag with few positives: negative soft label
     # a bag of 4 without class 1, prior 0.5: soft label [2.5, -1.5]; a row
@@ -125,9 +116,8 @@ def test_easyllp_is_unbiased_for_random_bags():
     # fixed predictor, the mean EasyLLP loss over many bags estimates the
     # instance-level cross-entropy with the true labels.
     rng = np.random.RandomState(0)
-    posterior = np.array(
-        [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6], [0.4, 0.3, 0.3]]
-    )
+    posterior = [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6], [0.4, 0.3, 0.3]]
+    posterior = np.array(posterior)
     logits_of_type = rng.normal(size=(4, 3))
     log_q = logits_of_type - np.log(np.exp(logits_of_type).sum(1, keepdims=True))
     expected = np.mean((posterior * -log_q).sum(1))  # types equally likely
@@ -156,15 +146,12 @@ def test_a_bag_of_one_row_gets_the_weighted_cross_entropy():
     labels, weights = rng.randint(0, 3, 7), rng.uniform(0.5, 3.0, 7)
     singles = check_bags(np.arange(7), np.eye(3)[labels], sample_weight=weights)
     logits, props = torch.tensor(rng.normal(size=(7, 3))), torch.eye(3)[labels]
-    batch = BagBatch(
-        torch.arange(7), props, torch.arange(7), weights=torch.tensor(weights)
-    )
+    w = torch.tensor(weights)
+    batch = BagBatch(torch.arange(7), props, torch.arange(7), weights=w)
     method = EasyLLP(loss="log").prepare(singles, None)
     loss = method.get_loss(None, None, logits, batch, 0, 1)
     ce = F.cross_entropy(logits, torch.tensor(labels), reduction="none")
-    assert loss.item() == pytest.approx(
-        (ce @ torch.tensor(weights)).item() / weights.sum()
-    )
+    assert loss.item() == pytest.approx((ce @ w).item() / weights.sum())
 
 
 def test_overlapping_bags_use_every_membership(small_bags):
@@ -175,9 +162,8 @@ def test_overlapping_bags_use_every_membership(small_bags):
     with pytest.warns(NonRandomBagsWarning):
         clf.fit(X, lists, props)
     # the prior counts every (bag, row) pair: 50 + 50 + 40 pairs
-    np.testing.assert_allclose(
-        clf.method_.class_prior_, (50 * props[0] + 50 * props[1] + 40 * props[2]) / 140
-    )
+    expected = (50 * props[0] + 50 * props[1] + 40 * props[2]) / 140
+    np.testing.assert_allclose(clf.method_.class_prior_, expected)
     assert np.all(np.isfinite(clf.history[:, "train_loss"]))
 
 
@@ -204,12 +190,10 @@ def spread_warnings(order, weight_scale):
 
 @pytest.mark.parametrize(
     "order, weight_scale, warns",
-    [
-        ("random", 1.0, False),
-        ("random", 100.0, False),  # warned "99.5 times" reading weights as rows
-        ("sorted", 1.0, True),
-        ("sorted", 0.01, True),  # did not warn
-    ],
+    # ("random", 100) warned "99.5 times" reading weights as rows; ("sorted",
+    # 0.01) did not warn
+    [("random", 1.0, False), ("random", 100.0, False)]
+    + [("sorted", 1.0, True), ("sorted", 0.01, True)],
 )
 def test_the_random_bags_check_counts_rows_not_weight_units(order, weight_scale, warns):
     messages = spread_warnings(order, weight_scale)

@@ -1,10 +1,4 @@
-"""An epoch's batches built in one go are the batches built one at a time.
-
-Each batch of ``EpochBatches`` must be exactly ``BagDataset[pairs]`` for the
-sampler's index array: same rows, segments, bag indices, proportions,
-weights and member gather, for disjoint, overlapping, weighted and sparse
-data, capped bags and batches of one bag.
-"""
+"""An epoch's batches built in one go are ``BagDataset[pairs]`` built one at a time."""
 
 import numpy as np
 import pytest
@@ -55,9 +49,8 @@ def test_each_batch_is_the_dataset_item_of_its_pairs(kind, batch_size, max_bag_s
     dataset = BagDataset(as_tensor(X), bags)
 
     def sampler():
-        return BagBatchSampler(
-            dataset.pair_bags, batch_size, max_bag_size=max_bag_size, random_state=3
-        )
+        kw = dict(max_bag_size=max_bag_size, random_state=3)
+        return BagBatchSampler(dataset.pair_bags, batch_size, **kw)
 
     expected = [dataset[pairs] for pairs in sampler()]
     got = list(EpochBatches(dataset, sampler()))
@@ -97,19 +90,10 @@ def _fit(method, kind, **params):
     if method == "llpfc" and kind == "overlapping":
         pytest.skip("LLPFC refuses overlapping bags")
     X, bags, props, weights = _fit_args(kind)
-    params = dict(
-        method=method,
-        max_epochs=3,
-        batch_size=24,
-        module__hidden_sizes=(8,),
-        random_state=0,
-        verbose=0,
-        device="cpu",
-        early_stopping=False,
-        validation_fraction=0.25,
-        **params,
-    )
-    return LLPClassifier(**params).fit(X, bags, props, sample_weight=weights)
+    params = dict(method=method, max_epochs=3, batch_size=24, **params)
+    params.update(module__hidden_sizes=(8,), random_state=0, verbose=0, device="cpu")
+    clf = LLPClassifier(early_stopping=False, validation_fraction=0.25, **params)
+    return clf.fit(X, bags, props, sample_weight=weights)
 
 
 @pytest.mark.parametrize("kind", ["disjoint", "overlapping", "weighted"])
@@ -139,11 +123,8 @@ def test_fit_is_the_fit_of_batches_built_one_at_a_time(method, kind, monkeypatch
         patch.setattr(losses, "_plan_numpy", refuse)
         new = _fit(method, kind, callbacks=[InStep()])
     assert len(new.history) == 3  # the steps did run
-    monkeypatch.setattr(
-        EpochBatches,
-        "__iter__",
-        lambda self: iter([self.dataset[pairs] for pairs in self.sampler]),
-    )
+    one_at_a_time = lambda self: iter([self.dataset[p] for p in self.sampler])  # noqa: E731
+    monkeypatch.setattr(EpochBatches, "__iter__", one_at_a_time)
     old = _fit(method, kind)
     for a, b in zip(new.module_.parameters(), old.module_.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
@@ -153,9 +134,8 @@ def test_fit_is_the_fit_of_batches_built_one_at_a_time(method, kind, monkeypatch
 def test_mini_bag_props_are_whole_hypergeometric_counts():
     rng = np.random.RandomState(0)
     props = np.array([[0.25, 0.5, 0.25], [0.1, 0.0, 0.9]])
-    draws = np.array(
-        [mini_bag_props(props, [400, 30], [100, 10], rng) for _ in range(4000)]
-    )
+    draws = [mini_bag_props(props, [400, 30], [100, 10], rng) for _ in range(4000)]
+    draws = np.array(draws)
     counts = draws * np.array([100, 10])[:, None]
     np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
     assert (draws[:, 1, 1] == 0).all()  # an absent class is never drawn

@@ -1,11 +1,7 @@
 """Equivalent inputs: what must not depend on how the same data is written down.
 
-Properties of the bag reader and the metrics over random bag layouts (sizes,
-classes, id kinds, row order, overlapping bags, every form of bags and
-``props``), then one small example per form. The validated bags are
-invariant under relabelled ids, row order and the form of ``props`` (compared
-as sets); metrics agree to 1e-12. Fits from every form are in
-``tests/test_conformance.py``, malformed inputs in ``test_input_validation.py``.
+Fits from every form are in ``test_conformance.py``, malformed inputs in
+``test_input_validation.py``.
 """
 
 import math
@@ -33,18 +29,6 @@ from sklearn_llp.model_selection import (
 SETTINGS = dict(
     deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
 )
-
-
-def _tiny(**params):
-    defaults = dict(
-        module__hidden_sizes=(16,),
-        max_epochs=2,
-        batch_size=16,
-        verbose=0,
-        random_state=0,
-        device="cpu",
-    )
-    return LLPClassifier(**{**defaults, **params})
 
 
 # --- Properties over random bag layouts
@@ -270,9 +254,10 @@ def test_overlapping_cross_validation_loop():
         train_bags, train_kept = subset_membership(lists, train)
         test_bags, test_kept = subset_membership(lists, test)
         assert len(train_kept) + len(test_kept) == len(lists)
-        clf = _tiny(method="dllp", max_epochs=3).fit(
-            X[train], train_bags, props[train_kept]
-        )
+        params = dict(max_epochs=3, batch_size=16, verbose=0, random_state=0)
+        clf = LLPClassifier(
+            method="dllp", module__hidden_sizes=(16,), device="cpu", **params
+        ).fit(X[train], train_bags, props[train_kept])
         error = hard_l1_error(test_bags, props[test_kept], clf.predict_proba(X[test]))
         assert 0.0 <= error <= 2.0
 
@@ -347,23 +332,16 @@ def row_lists(codes, n_bags):
 TIGHT = dict(tol=1e-10, max_iter=10_000)
 
 
-@pytest.mark.parametrize(
-    "ids",
-    [
-        [2**63 + 5, 2**63 + 6],
-        [5, 2**63 + 5, 2**63 + 6],
-        [2**64 - 2, 2**64 - 1, 3],
-        ["a", "a\x00"],
-        [("x", 2**63 + 5), ("x", 2**63 + 6)],
-    ],
-    ids=[
-        "uint64_neighbours",
-        "list_spanning_2**63",
-        "near_2**64",
-        "trailing_nul",
-        "tuple_keys",
-    ],
-)
+DISTINCT_IDS = {
+    "uint64_neighbours": [2**63 + 5, 2**63 + 6],
+    "list_spanning_2**63": [5, 2**63 + 5, 2**63 + 6],
+    "near_2**64": [2**64 - 2, 2**64 - 1, 3],
+    "trailing_nul": ["a", "a\x00"],
+    "tuple_keys": [("x", 2**63 + 5), ("x", 2**63 + 6)],
+}
+
+
+@pytest.mark.parametrize("ids", DISTINCT_IDS.values(), ids=DISTINCT_IDS)
 def test_distinct_ids_stay_distinct_bags(ids):
     bags = [i for i in ids for _ in range(2)]
     props = {i: [1.0, 0.0] for i in ids}  # identical props: a merge raises nothing
@@ -373,15 +351,11 @@ def test_distinct_ids_stay_distinct_bags(ids):
     assert validated.sizes.tolist() == [2] * len(ids)
 
 
-HYPOTHESIS = settings(
-    max_examples=20,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    # shrink failures to a minimal example, but skip the costly "explain"
-    phases=[Phase.explicit, Phase.generate, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+# shrink failures to a minimal example, but skip the costly "explain"
+PHASES = [Phase.explicit, Phase.generate, Phase.shrink]
+HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
+HYPOTHESIS = settings(max_examples=20, deadline=None, derandomize=True, database=None)
+HYPOTHESIS = settings(HYPOTHESIS, phases=PHASES, suppress_health_check=HEALTH)
 #: For the model fits (L-BFGS takes ~20-30 ms even on a handful of rows):
 #: fewer examples, no shrinking (the validation-level tests above shrink the
 #: same inputs to minimal examples).

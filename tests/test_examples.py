@@ -124,9 +124,8 @@ def test_example_runs_and_draws_its_figure(name, tmp_path, capsys, load_example)
         assert result["labelled rows only"][0] is None
         accuracies = result["bags + labelled rows"] + result["labelled rows only"][1:]
         assert all(0.0 <= accuracy <= 1.0 for accuracy in accuracies)
-        assert numbers["bags + labelled rows"] == pytest.approx(
-            result["bags + labelled rows"]
-        )
+        mixed = pytest.approx(result["bags + labelled rows"])
+        assert numbers["bags + labelled rows"] == mixed
         assert "effective labels" in out and "every training label" in out
     elif name == "plot_aggregate_regression":
         assert list(result) == [

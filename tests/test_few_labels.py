@@ -22,11 +22,8 @@ def with_labelled_rows(X_bags, bags, props, X_labelled, y_labelled, classes):
     """The recipe: every labelled row a new bag, its one-hot label as props."""
     ids = bags.max() + 1 + np.arange(len(y_labelled))
     one_hot = (y_labelled[:, None] == classes).astype(float)
-    return (
-        np.vstack([X_bags, X_labelled]),
-        np.concatenate([bags, ids]),
-        np.vstack([props, one_hot]),
-    )
+    X = np.vstack([X_bags, X_labelled])
+    return X, np.concatenate([bags, ids]), np.vstack([props, one_hot])
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +43,8 @@ def digits_in_big_bags(digits_bags):
 
 
 def accuracy(X, bags, props, classes, test):
-    clf = LLPClassifier(
-        method="dllp", max_epochs=40, random_state=0, verbose=0, classes=classes
-    )
+    clf = LLPClassifier(method="dllp", max_epochs=40, random_state=0, verbose=0)
+    clf.set_params(classes=classes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)  # bags alone
         clf.fit(X, bags, props)
@@ -60,9 +56,8 @@ def accuracy(X, bags, props, classes, test):
 def test_labelled_singletons_improve_on_bags_alone(digits_in_big_bags):
     (X_bags, bags, props), (X_lab, y_lab), classes, test = digits_in_big_bags
     alone = accuracy(X_bags, bags, props, classes, test)
-    X, mixed_bags, mixed_props = with_labelled_rows(
-        X_bags, bags, props, X_lab, y_lab, classes
-    )
+    mixed = with_labelled_rows(X_bags, bags, props, X_lab, y_lab, classes)
+    X, mixed_bags, mixed_props = mixed
     mixed = accuracy(X, mixed_bags, mixed_props, classes, test)
     # measured: about 0.5 from the 10 bags alone, about 0.87 with 50 labels
     assert mixed >= alone + 0.2, (alone, mixed)
@@ -84,13 +79,11 @@ def test_a_singleton_is_cross_entropy_and_weighs_as_much_as_a_bag():
     expected = F.cross_entropy(logits[128:], torch.tensor([1]))
     torch.testing.assert_close(per_bag[1], expected)
     # the mean over bags: the singleton counts as much as the bag of 128
-    torch.testing.assert_close(
-        proportion_loss(logits, segments, bag_props), per_bag.mean()
-    )
+    mean = proportion_loss(logits, segments, bag_props)
+    torch.testing.assert_close(mean, per_bag.mean())
     # a sample weight acts within a bag: it leaves a singleton's loss alone
     weights = torch.ones(129)
     weights[128] = 10.0
-    weighted = proportion_loss(
-        logits, segments, bag_props, weights=weights, reduction="none"
-    )
+    kw = dict(weights=weights, reduction="none")
+    weighted = proportion_loss(logits, segments, bag_props, **kw)
     torch.testing.assert_close(weighted[1], per_bag[1])

@@ -1,9 +1,4 @@
-"""State before, during and across fits.
-
-A failed or interrupted fit leaves the model unfitted or usable, never
-half-updated; checkpoints and ``load_params`` restore a model; getters have no
-side effects; warm starts, ``partial_fit``, the validation split, devices.
-"""
+"""State before, during and across fits: never half-updated."""
 
 import pickle
 import warnings
@@ -34,12 +29,10 @@ def make_problem(n_bags=12, size=10, n_classes=2, seed=0):
 
 
 def small(**params):
-    defaults = dict(
-        method="dllp", max_epochs=2, verbose=0, random_state=0, device="cpu"
-    )
+    defaults = dict(method="dllp", max_epochs=2, verbose=0, random_state=0)
     if params.get("module") is None:
         defaults["module__hidden_sizes"] = (8,)
-    return LLPClassifier(**{**defaults, **params})
+    return LLPClassifier(**{**defaults, "device": "cpu", **params})
 
 
 # --- failures during training
@@ -125,9 +118,7 @@ def test_validation_never_shares_instances_with_training_bags(small_bags):
     rng = np.random.RandomState(0)
     # 6 blocks of 20 rows with 4 overlapping bags each
     lists = [
-        20 * block + rng.choice(20, 8, replace=False)
-        for block in range(6)
-        for _ in range(4)
+        20 * b + rng.choice(20, 8, replace=False) for b in range(6) for _ in range(4)
     ]
     props = np.stack([np.bincount(y[r], minlength=3) / len(r) for r in lists])
     clf = LLPClassifier(
@@ -135,9 +126,8 @@ def test_validation_never_shares_instances_with_training_bags(small_bags):
     )
     valid_rows = dict(clf.fit(X, lists, props).callbacks_)["ValidRows"].rows
     # the split fit drew (same seed)
-    dataset_train, dataset_valid = clf._split(
-        BagDataset(as_tensor(X), check_bags(lists, props, n_samples=len(X)))
-    )
+    dataset = BagDataset(as_tensor(X), check_bags(lists, props, n_samples=len(X)))
+    dataset_train, dataset_valid = clf._split(dataset)
     train_rows = set(np.unique(dataset_train.bags.members).tolist())
     valid_members = set(np.unique(dataset_valid.bags.members).tolist())
     assert train_rows.isdisjoint(valid_members)
@@ -180,25 +170,18 @@ def test_planned_steps_match_the_steps_taken(bag_size, batch_size):
 # --- checkpoints, load_params and pickles
 def test_the_readme_checkpoint_recipe_loads_the_best_epoch(tmp_path):
     X, bags, props = make_problem(n_bags=20)
-    clf = small(
-        max_epochs=6,
-        validation_fraction=0.2,
-        callbacks=[
-            Checkpoint(
-                monitor="valid_hard_l1_best", dirname=str(tmp_path), load_best=True
-            ),
-            EarlyStopping(monitor="valid_hard_l1", patience=3),
-        ],
-    ).fit(X, bags, props)
+    path = str(tmp_path)
+    best = Checkpoint(monitor="valid_hard_l1_best", dirname=path, load_best=True)
+    stop = EarlyStopping(monitor="valid_hard_l1", patience=3)
+    clf = small(max_epochs=6, validation_fraction=0.2, callbacks=[best, stop])
+    clf.fit(X, bags, props)
     assert clf.threshold_ is not None  # the decision rule of the loaded weights
     proba = clf.predict_proba(X)
-    np.testing.assert_array_equal(
-        clf.predict(X), clf.classes_[(proba[:, 1] >= clf.threshold_).astype(int)]
-    )
+    rule = clf.classes_[(proba[:, 1] >= clf.threshold_).astype(int)]
+    np.testing.assert_array_equal(clf.predict(X), rule)
     # load_params(checkpoint=...) into a model never fitted, sized by hand
-    restored = small(
-        module__n_features=4, classes=[0, 1], threshold="argmax"
-    ).initialize()
+    restored = small(module__n_features=4, classes=[0, 1], threshold="argmax")
+    restored.initialize()
     with pytest.raises(NotFittedError):
         restored.predict(X)
     cp = Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path))
@@ -283,9 +266,8 @@ def test_zero_weight_rows_never_fill_a_subsampled_bag():
     # the same model as the weighted rows alone
     kept = weights > 0
     alone = small(max_bag_size=4, max_epochs=3).fit(X[kept], bags[kept], props[kept])
-    np.testing.assert_allclose(
-        clf.predict_proba(X), alone.predict_proba(X), rtol=1e-5, atol=1e-6
-    )
+    expected = alone.predict_proba(X)
+    np.testing.assert_allclose(clf.predict_proba(X), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_proportion_loss_keeps_a_gradient_when_saturated():
@@ -317,15 +299,9 @@ class InterruptAfter(Callback):
 
 
 def _interrupted(X, bags, props, after, training=True, **params):
-    clf = LLPClassifier(
-        module__hidden_sizes=(16,),
-        batch_size=20,
-        max_epochs=4,
-        verbose=0,
-        random_state=0,
-        callbacks=[("interrupt", InterruptAfter(after, training))],
-        **params,
-    )
+    net = dict(module__hidden_sizes=(16,), batch_size=20, max_epochs=4, verbose=0)
+    callbacks = [("interrupt", InterruptAfter(after, training))]
+    clf = LLPClassifier(random_state=0, callbacks=callbacks, **net, **params)
     return clf.fit(X, bags, props)
 
 

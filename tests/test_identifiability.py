@@ -100,9 +100,8 @@ def test_multiclass_chi_square_matches_scipy():
     share = counts.sum(axis=1) / n
     prior = share @ props
     np.testing.assert_allclose(report.prior, prior)
-    np.testing.assert_allclose(
-        report.proportion_std, np.sqrt(share @ (props - prior) ** 2)
-    )
+    std = np.sqrt(share @ (props - prior) ** 2)
+    np.testing.assert_allclose(report.proportion_std, std)
     # pure bags: classes 0 and 2 in one bag each, class 1 in two
     bags = np.repeat(np.arange(4), [3, 5, 2, 6])
     y = np.array([0, 1, 2, 1]).repeat([3, 5, 2, 6])
@@ -120,34 +119,24 @@ def test_effective_dimension_by_hand():
     iso = rng.normal(size=(2000, 5)) * [1, 100, 0.01, 3, 7]
     assert _effective_dimension(iso, 2000) == pytest.approx(5, rel=0.02)
     # a 0/1 column keeps its variance q (1 - q) = 0.09; constant columns drop
-    values = np.column_stack(
-        [rng.normal(size=1000), (np.arange(1000) % 10 == 0), np.ones(1000)]
-    )
+    values = [rng.normal(size=1000), (np.arange(1000) % 10 == 0), np.ones(1000)]
+    values = np.column_stack(values)
     eig = np.array([1.0, 0.09])
     expected = eig.sum() ** 2 / (eig**2).sum()
     assert _effective_dimension(values, 1000) == pytest.approx(expected, rel=0.05)
 
 
 def test_dataframe_features_count_levels_and_missing_categories():
+    colour = pd.Categorical(["r", "g", "b", "r", "g", None])
     X = pd.DataFrame(
-        {
-            "a": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-            "colour": pd.Categorical(["r", "g", "b", "r", "g", None]),
-            "flag": [True, False, True, False, True, False],
-        }
+        {"a": np.arange(1.0, 7.0), "colour": colour, "flag": [True, False] * 3}
     )
-    report = check_identifiability(
-        [0, 0, 1, 1, 2, 2], [0.1, 0.1, 0.5, 0.5, 0.9, 0.9], X
-    )
+    bags = [0, 0, 1, 1, 2, 2]
+    report = check_identifiability(bags, [0.1, 0.1, 0.5, 0.5, 0.9, 0.9], X)
     assert report.n_features == 1 + 3 + 2  # a missing category: no level
     assert 1 < report.effective_dimension < np.inf
     ints = np.random.RandomState(1).randint(0, 5, (6, 2))
-    assert (
-        check_identifiability(
-            [0, 0, 1, 1, 2, 2], [0.1] * 2 + [0.5] * 4, ints
-        ).n_features
-        == 2
-    )
+    assert check_identifiability(bags, [0.1] * 2 + [0.5] * 4, ints).n_features == 2
 
 
 # --- verdicts
@@ -269,9 +258,8 @@ def test_report_is_frozen_and_readable():
     text = str(report)
     assert text.startswith(f"Identifiability report: {len(report.problems)} problem(s)")
     assert "canonical correlations" in text and "problem: " in text
-    assert repr(report).startswith(
-        f"IdentifiabilityReport({len(report.problems)} problem(s): n_bags=6"
-    )
+    start = f"IdentifiabilityReport({len(report.problems)} problem(s): n_bags=6"
+    assert repr(report).startswith(start)
     assert DEFAULT_DIMENSION == 10
 
 
@@ -312,13 +300,11 @@ def test_invariant_to_ids_row_order_props_form_and_equal_weights():
 def test_overlapping_bags():
     rows = [np.arange(0, 60), np.arange(40, 100), np.arange(90, 150)]
     props = [[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]]
-    report = check_identifiability(
-        rows, props, np.random.RandomState(0).normal(size=(150, 3))
-    )
+    X = np.random.RandomState(0).normal(size=(150, 3))
+    report = check_identifiability(rows, props, X)
     assert report.n_samples == 150 and report.n_bags == 3
-    assert report.effective_labels == pytest.approx(
-        180 * report.between_bag_share
-    )  # 180 (bag, row) pairs
+    pairs = 180  # (bag, row) pairs
+    assert report.effective_labels == pytest.approx(pairs * report.between_bag_share)
 
 
 # --- sample_weight
@@ -329,11 +315,8 @@ def test_integer_weights_act_as_copies_except_kish():
     weighted = check_identifiability(bags, table, X, sample_weight=weights)
     copies = np.repeat(np.arange(len(y)), weights)
     copied = check_identifiability(bags[copies], table, X[copies])
-    assert_same_report(
-        weighted,
-        copied,
-        skip=("n_samples", "effective_labels", "effective_dimension", "problems"),
-    )
+    skip = ("n_samples", "effective_labels", "effective_dimension", "problems")
+    assert_same_report(weighted, copied, skip=skip)
     kish = weights.sum() ** 2 / np.square(weights).sum()
     rho2 = np.square(weighted.canonical_correlations)
     assert weighted.effective_labels == pytest.approx(kish * rho2.sum() / 2)

@@ -71,9 +71,8 @@ def test_bags_hold_copies_of_the_callers_arrays():
 def test_with_props_and_with_weights_return_new_objects(data):
     _, _, bags, props, w = data
     plain = check_bags(bags)
-    with_props = plain.with_values(
-        np.eye(2)[np.arange(12) % 2], "classification", ["a", "b"]
-    )
+    values = np.eye(2)[np.arange(12) % 2]
+    with_props = plain.with_values(values, "classification", ["a", "b"])
     assert with_props is not plain and plain.props is None
     assert with_props.classes.tolist() == ["a", "b"]
     weighted = plain.with_weights(w)
@@ -123,12 +122,8 @@ def test_classes_given_with_a_bags_object_reorder_its_columns(data):
 
 @pytest.mark.parametrize(
     "props_form, classes",
-    [
-        ("array", [1, 0]),
-        ("array", ["a", "b"]),
-        ("frame", ["yes", "no"]),
-        ("table", [1, 0]),
-    ],
+    [("array", [1, 0]), ("array", ["a", "b"]), ("frame", ["yes", "no"])]
+    + [("table", [1, 0])],
 )
 def test_validating_twice_equals_validating_once(data, props_form, classes):
     _, y, bags, props, w = data
@@ -158,14 +153,9 @@ class _CountingMeanMap(MeanMapClassifier):
 def test_cross_val_predict_refuses_wrong_weights_before_fitting(data):
     X, _, bags, props, _ = data
     _CountingMeanMap.fits.clear()
+    short = {"sample_weight": np.ones(119)}
     with pytest.raises(ValueError, match=r"sample_weight has shape \(119,\)"):
-        cross_val_predict(
-            _CountingMeanMap(),
-            X,
-            bags,
-            props,
-            fit_params={"sample_weight": np.ones(119)},
-        )
+        cross_val_predict(_CountingMeanMap(), X, bags, props, fit_params=short)
     assert _CountingMeanMap.fits == []
 
 

@@ -36,9 +36,8 @@ def test_transition_matrix_rows_and_columns():
     # joint sigma_i p_ic of class and bag (sigma_i: the group's share in bag i)
     sigma = sizes / sizes.sum(1, keepdims=True)
     pi = np.einsum("gi,gic->gc", sigma, props)
-    np.testing.assert_allclose(
-        pi[:, :, None] * T, (sigma[:, :, None] * props).transpose(0, 2, 1)
-    )
+    joint = (sigma[:, :, None] * props).transpose(0, 2, 1)
+    np.testing.assert_allclose(pi[:, :, None] * T, joint)
 
 
 def test_absent_class_row_is_the_noisy_prior_and_singular_groups_are_kept():
@@ -50,9 +49,8 @@ def test_absent_class_row_is_the_noisy_prior_and_singular_groups_are_kept():
     bags = check_bags(np.repeat([0, 1, 2], [1, 2, 1]), np.repeat(props, [1, 2, 1], 0))
     method = LLPFC().prepare(bags, np.random.RandomState(0))
     assert method.n_singular_groups_ == 1
-    batch = BagBatch(
-        torch.tensor([0, 1, 1, 2]), torch.tensor(props), bag_index=torch.arange(3)
-    )
+    segments = torch.tensor([0, 1, 1, 2])
+    batch = BagBatch(segments, torch.tensor(props), bag_index=torch.arange(3))
     logits = torch.randn(4, 3, dtype=torch.float64)
     assert torch.isfinite(method.get_loss(None, None, logits, batch, 0, 1))
 
@@ -127,9 +125,8 @@ def test_groups_and_their_matrices_follow_the_papers_formula():
 
 
 def test_device_tensors_are_built_once_per_grouping():
-    bags = check_bags(
-        np.repeat(np.arange(6), 2), np.repeat(np.eye(3)[[0, 1, 2] * 2], 2, 0)
-    )
+    props = np.repeat(np.eye(3)[[0, 1, 2] * 2], 2, 0)
+    bags = check_bags(np.repeat(np.arange(6), 2), props)
     method = LLPFC(regroup_every=1).prepare(bags, np.random.RandomState(0))
     logits = torch.randn(5, 3, dtype=torch.float64)
     first = method.bag_tensor("transitions_", logits)

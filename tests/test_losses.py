@@ -41,14 +41,8 @@ def test_proportion_loss_by_hand():
 
 @pytest.mark.parametrize(
     "step, rampup_steps, expected",
-    [
-        (0, 100, math.exp(-5)),
-        (50, 100, math.exp(-1.25)),
-        (75, 100, math.exp(-5 / 16)),
-        (100, 100, 1.0),
-        (10_000, 100, 1.0),
-        (0, 0, 1.0),  # no ramp-up
-    ],
+    [(0, 100, math.exp(-5)), (50, 100, math.exp(-1.25)), (75, 100, math.exp(-5 / 16))]
+    + [(100, 100, 1.0), (10_000, 100, 1.0), (0, 0, 1.0)],  # last: no ramp-up
 )
 def test_the_consistency_weight_ramps_up_over_global_steps(
     step, rampup_steps, expected
@@ -82,9 +76,8 @@ def test_vat_perturbation_has_norm_eps_and_beats_a_random_direction():
         r = vat_perturbation(model, X, target, eps=eps)
         np.testing.assert_allclose(r.norm(dim=1).numpy(), eps, rtol=1e-5)
     adversarial = kl_divergence_with_logits(target, model(X + r / 4))
-    random = kl_divergence_with_logits(
-        target, model(X + l2_normalize(torch.randn_like(X)))
-    )
+    random = model(X + l2_normalize(torch.randn_like(X)))
+    random = kl_divergence_with_logits(target, random)
     assert adversarial > 2 * random
 
 
@@ -172,11 +165,8 @@ def test_vat_direction_matches_the_exact_hessian_vector_product(steps, scale):
 # --- Regression losses of subsampled bags (issue 32, case 2) ---
 @pytest.mark.parametrize(
     "method, expected",
-    [
-        (BagLoss(), 2 / 3),
-        (InstanceLoss(), 6 / 3),
-        (InterpolatingLoss(0.5), 2 / 3 + 0.5 * 6 / 3),
-    ],
+    [(BagLoss(), 2 / 3), (InstanceLoss(), 6 / 3)]
+    + [(InterpolatingLoss(0.5), 2 / 3 + 0.5 * 6 / 3)],
 )
 def test_a_subsampled_bag_weighs_its_full_size(method, expected):
     # bag "a": 4 rows, mean 2; bag "b": 2 rows, mean 5. The batch holds a
@@ -186,9 +176,8 @@ def test_a_subsampled_bag_weighs_its_full_size(method, expected):
     # Divided by the batch's 3 pairs (a training pair weighs 1 on average).
     # Weighting by the rows drawn (W 2 and 1) would give 1/3, 3/3 and 2/3.
     bags = check_bags(["a", "a", "a", "a", "b", "b"], targets={"a": 2.0, "b": 5.0})
-    batch = BagBatch(
-        torch.tensor([1, 1, 0]), torch.tensor([[5.0], [2.0]]), torch.tensor([1, 0])
-    )
+    segments, means = torch.tensor([1, 1, 0]), torch.tensor([[5.0], [2.0]])
+    batch = BagBatch(segments, means, torch.tensor([1, 0]))
     predictions = torch.tensor([[1.0], [3.0], [4.0]])
     loss = method.prepare(bags, None).get_loss(None, None, predictions, batch, 0, 1)
     assert loss.item() == pytest.approx(expected, rel=1e-6)
@@ -212,14 +201,11 @@ def test_llp_regressor_weighs_a_subsampled_bag_by_its_size():
         return solution[0][0]
 
     def fitted_slope(max_bag_size):
-        reg = LLPRegressor(
-            module__hidden_sizes=(),
-            max_bag_size=max_bag_size,
-            batch_size=10**6,  # one batch: the loss is the whole objective
-            **dict(max_epochs=100, lr=0.05, early_stopping=False, random_state=0),
-            n_threads=1,
-            verbose=0,
-        ).fit(x[:, None], ids, means[ids])
+        params = dict(max_epochs=100, lr=0.05, early_stopping=False, random_state=0)
+        params.update(n_threads=1, verbose=0, module__hidden_sizes=())
+        # one batch: the loss is the whole objective
+        reg = LLPRegressor(max_bag_size=max_bag_size, batch_size=10**6, **params)
+        reg.fit(x[:, None], ids, means[ids])
         return float(np.diff(reg.predict(np.array([[0.0], [1.0]])))[0])
 
     by_size = least_squares_slope(sizes)

@@ -130,9 +130,8 @@ def test_laplacian_mean_map_helps_on_adult_kmeans_bags(adult):
     """K-means bags: the Laplacian variant lets class means drift between
     bags (measured: hard L1 0.261 vs 0.272, AUC 0.890 vs 0.885)."""
     X_train, X_test, y_train, y_test = adult
-    preprocessor = _adult_pipeline()[:-1].set_params(
-        columntransformer__sparse_threshold=0
-    )
+    preprocessor = _adult_pipeline()[:-1]
+    preprocessor.set_params(columntransformer__sparse_threshold=0)
     A = preprocessor.fit_transform(X_train)
     B = preprocessor.transform(X_test)
     generator = KMeansBagGenerator(len(A) // 64, n_components=32, random_state=0)
@@ -218,20 +217,18 @@ def test_labels_give_logistic_regression_multiclass(digits_bags):
 def test_bags_of_one_row_give_logistic_regression():
     X, y = _breast_cancer()
     onehot = np.eye(2)[y]
-    theirs = LogisticRegression(C=0.1, tol=1e-10, max_iter=10_000).fit(X, y)
-    exact = MeanMapClassifier(
-        C=0.1, mean_alpha=0.0, tol=1e-10, max_iter=10_000, threshold="argmax"
-    )
+    common = dict(C=0.1, tol=1e-10, max_iter=10_000)
+    exact = MeanMapClassifier(mean_alpha=0.0, threshold="argmax", **common)
     exact.fit(X, np.arange(len(y)), onehot)
+    theirs = LogisticRegression(**common).fit(X, y)
     _assert_same_model(exact, theirs, X)
     # the default ridge moves the class means by a hair
-    ridged = MeanMapClassifier(C=0.1, tol=1e-10, max_iter=10_000)
+    ridged = MeanMapClassifier(**common)
     ridged.fit(X, np.arange(len(y)), onehot)
     np.testing.assert_allclose(ridged.coef_, theirs.coef_, atol=1e-2)
     # with bags of one row the score is the accuracy
-    assert exact.score(X, np.arange(len(y)), onehot) == pytest.approx(
-        theirs.score(X, y)
-    )
+    accuracy = pytest.approx(theirs.score(X, y))
+    assert exact.score(X, np.arange(len(y)), onehot) == accuracy
 
 
 @pytest.mark.slow
@@ -272,11 +269,9 @@ def adult():
 
 
 def _adult_pipeline(**params):
+    onehot = OneHotEncoder(handle_unknown="ignore", min_frequency=20)
     preprocessor = make_column_transformer(
-        (
-            OneHotEncoder(handle_unknown="ignore", min_frequency=20),
-            make_column_selector(dtype_include="category"),
-        ),
+        (onehot, make_column_selector(dtype_include="category")),
         (StandardScaler(), make_column_selector(dtype_include="number")),
     )
     return make_pipeline(preprocessor, MeanMapClassifier(**params))
@@ -307,11 +302,8 @@ def test_learns_adult_income_from_bags(adult, bagging, expected):
     positive = y_test == ">50K"
     proba = model.predict_proba(X_test)[:, list(model.classes_).index(">50K")]
     pred = model.predict(X_test) == ">50K"
-    measured = (
-        accuracy_score(positive, pred),
-        f1_score(positive, pred),
-        roc_auc_score(positive, proba),
-    )
+    measured = accuracy_score(positive, pred), f1_score(positive, pred)
+    measured += (roc_auc_score(positive, proba),)
     assert np.all(np.array(measured) >= expected), measured
     if bagging == "census":
         # 1 - hard L1 / 2 on the training groups: measured 0.871, predicting
@@ -343,14 +335,8 @@ def test_a_class_absent_from_every_bag_is_never_predicted(small_bags):
 
 @pytest.mark.parametrize(
     "params",
-    [
-        {"C": 0},
-        {"mean_alpha": -1},
-        {"bag_weights": "bags"},
-        {"max_iter": -1},
-        {"laplacian": -1.0},
-        {"n_neighbors": 0},
-    ],
+    [{"C": 0}, {"mean_alpha": -1}, {"bag_weights": "bags"}, {"max_iter": -1}]
+    + [{"laplacian": -1.0}, {"n_neighbors": 0}],
 )
 def test_bad_parameters_are_refused_in_fit(small_bags, params):
     X, bags, props, _ = small_bags

@@ -44,9 +44,8 @@ BAD_PARAMETERS = {
 #: accuracy every method reaches. Measured with these settings: pi 0.980, rot
 #: 0.981, hybrid 0.987 (VAT 0.985); llpfc 0.865 / 0.876 / 0.870 on seeds
 #: 0/1/2 (a transposed T, or noisy labels not matching the bags' columns,
-#: gave 0.09 to 0.19). DLLP and VAT
-#: learn in test_classifier.py ("auto" trains one of them), "noisy" from a
-#: noisy release in test_noisy_proportions.py.
+#: gave 0.09 to 0.19). DLLP and VAT learn in test_classifier.py ("auto" trains
+#: one of them), "noisy" from a noisy release in test_noisy_proportions.py.
 LEARNS = {
     "pi": ({}, 0.95),
     "rot": ({}, 0.95),
@@ -150,13 +149,11 @@ def test_register_method_files_a_class_under_its_task(monkeypatch):
 
 
 # --- Per-bag state ---
+TASKS = ("classification", "regression")
+
+
 @pytest.mark.parametrize(
-    "task, method",
-    [
-        (task, m)
-        for task in ("classification", "regression")
-        for m in available_methods(task)
-    ],
+    "task, method", [(t, m) for t in TASKS for m in available_methods(t)]
 )
 def test_a_batch_loss_does_not_depend_on_how_its_bags_are_numbered(task, method):
     """A method keeping per-bag state (sizes, groups, weights) looks a batch's

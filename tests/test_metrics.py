@@ -1,9 +1,5 @@
-"""Bag metrics and scorers of sklearn_llp.metrics, by hand.
-
-The metrics over random (overlapping) bags against a loop reference, their
-bounds, and their invariance to the form of the bags and props, are in
-``tests/test_equivalent_inputs.py`` and ``tests/test_conformance.py``.
-"""
+"""Bag metrics and scorers by hand (over random bags and every form:
+``test_equivalent_inputs.py``, ``test_conformance.py``)."""
 
 import math
 
@@ -22,6 +18,7 @@ from sklearn.metrics import (
 )
 from sklearn.utils.metadata_routing import get_routing_for_object
 
+from sklearn_llp import metrics
 from sklearn_llp.metrics import (
     BAG_METRICS,
     BagScorer,
@@ -30,29 +27,15 @@ from sklearn_llp.metrics import (
     bag_mean_squared_error,
     bag_r2_score,
     bag_table,
-    hard_kl_error,
-    hard_kl_scorer,
     hard_l1_error,
     hard_l1_scorer,
     make_bag_scorer,
-    soft_kl_error,
     soft_kl_scorer,
     soft_l1_error,
-    soft_l1_scorer,
 )
 
-FUNCTIONS = {
-    "hard_l1": hard_l1_error,
-    "soft_l1": soft_l1_error,
-    "hard_kl": hard_kl_error,
-    "soft_kl": soft_kl_error,
-}
-SCORERS = {
-    "hard_l1": hard_l1_scorer,
-    "soft_l1": soft_l1_scorer,
-    "hard_kl": hard_kl_scorer,
-    "soft_kl": soft_kl_scorer,
-}
+FUNCTIONS = {name: getattr(metrics, f"{name}_error") for name in BAG_METRICS}
+SCORERS = {name: getattr(metrics, f"{name}_scorer") for name in BAG_METRICS}
 
 
 def test_import_leaves_metadata_routing_off():
@@ -103,9 +86,8 @@ def test_hand_computed_values(metric):
     assert positive == pytest.approx(value, abs=1e-12)
     # bag_errors gives them all at once, or the ones asked for
     assert bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA)[metric] == value
-    assert bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA, metrics=[metric]) == {
-        metric: value
-    }
+    one = bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA, metrics=[metric])
+    assert one == {metric: value}
     assert list(bag_errors(HAND_BAGS, HAND_PROPS, HAND_PROBA)) == list(BAG_METRICS)
 
 
@@ -168,11 +150,8 @@ def test_scorer_is_minus_the_error_with_props_routed_in_any_form(metric, form):
 
 def test_scorers_request_props_under_routing():
     for scorer in SCORERS.values():
-        request = get_routing_for_object(scorer)
-        assert request.consumes("score", ["props", "sample_weight"]) == {
-            "props",
-            "sample_weight",
-        }
+        keys = ["props", "sample_weight"]
+        assert get_routing_for_object(scorer).consumes("score", keys) == set(keys)
     table_scorer = make_bag_scorer(bags=HAND_BAGS, props=HAND_PROPS)
     assert table_scorer.get_metadata_routing().consumes("score", ["props"]) == {"props"}
 
@@ -201,15 +180,11 @@ def test_table_scorer_scores_a_subset_of_bags_and_reports_unknown_bags():
 def test_table_scorer_matches_columns_to_classes_by_name():
     estimator = FixedProba(HAND_PROBA, classes=("neg", "pos")).fit(HAND_X)
     table = pd.DataFrame({"pos": [0.5, 0.0], "neg": [0.5, 1.0]}, index=["A", "B"])
-    scorer = BagScorer("soft_kl", table=table)
-    assert scorer(estimator, HAND_X, HAND_BAGS) == pytest.approx(
-        -HAND_EXPECTED["soft_kl"]
-    )
+    expected = pytest.approx(-HAND_EXPECTED["soft_kl"])
+    assert BagScorer("soft_kl", table=table)(estimator, HAND_X, HAND_BAGS) == expected
     # Routed sample-aligned DataFrame: matched by name too.
     frame = table.loc[HAND_BAGS].reset_index(drop=True)
-    assert soft_kl_scorer(estimator, HAND_X, HAND_BAGS, props=frame) == pytest.approx(
-        -HAND_EXPECTED["soft_kl"]
-    )
+    assert soft_kl_scorer(estimator, HAND_X, HAND_BAGS, props=frame) == expected
     wrong = table.rename(columns={"pos": "cat", "neg": "dog"})
     with pytest.raises(ValueError, match="do not match classes"):
         BagScorer("soft_kl", table=wrong)(estimator, HAND_X, HAND_BAGS)
@@ -255,9 +230,8 @@ def test_regression_metrics_by_hand_and_on_singletons():
     total = (2 * (2 - centre) ** 2 + 2 * (5 - centre) ** 2 + centre**2) / 5
     assert bag_r2_score(bags, targets, y_pred) == pytest.approx(1 - 3.5 / 5 / total)
     # sample weights: bag a weighs 4, its mean prediction (3 + 2) / 4
-    weighted = bag_mean_squared_error(
-        bags, targets, y_pred, sample_weight=[3, 1, 1, 1, 1]
-    )
+    w = [3, 1, 1, 1, 1]
+    weighted = bag_mean_squared_error(bags, targets, y_pred, sample_weight=w)
     assert weighted == pytest.approx((4 * (2 - 1.25) ** 2 + 2 + 1) / 7)
     # the scorer and early stopping's criterion share the weighting
     est = type("Fitted", (), {"predict": lambda self, X: np.asarray(y_pred)})()

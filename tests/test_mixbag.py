@@ -80,13 +80,9 @@ def _dataset(seed=0, n_bags=6, weights=None):
 
 
 def _epoch(dataset, seed, batch_size=40, max_bag_size=None, mixbag=None):
-    sampler = BagBatchSampler(
-        dataset.pair_bags,
-        batch_size,
-        max_bag_size=max_bag_size,
-        random_state=seed,
-        mixbag=MixBag(n_mixed=1.5) if mixbag is None else mixbag,
-    )
+    mixbag = MixBag(n_mixed=1.5) if mixbag is None else mixbag
+    kw = dict(max_bag_size=max_bag_size, random_state=seed, mixbag=mixbag)
+    sampler = BagBatchSampler(dataset.pair_bags, batch_size, **kw)
     return sampler, sampler.batches()
 
 
@@ -144,9 +140,8 @@ def test_mixed_bags_are_labelled_by_the_count_weighted_mix():
     batch = next(b for b in sampler.batches() if len(b.mixes))
     i, j, m_i, m_j = batch.mixes[0]
     label, half = mixed_bag_labels(dataset.values, np.bincount(ids), batch.mixes, 0.99)
-    np.testing.assert_allclose(
-        label[0], (m_i * dataset.values[i] + m_j * dataset.values[j]) / (m_i + m_j)
-    )
+    mix = (m_i * dataset.values[i] + m_j * dataset.values[j]) / (m_i + m_j)
+    np.testing.assert_allclose(label[0], mix)
     assert (half[0] > 0).all()
 
 
@@ -179,32 +174,25 @@ def test_mixbag_helps_a_fit_of_few_bags():
     X_test, _, _, y_test = _few_bags(seed=1)
     scores = {}
     for mixbag in (False, MixBag(n_mixed=4.0)):
-        clf = LLPClassifier(
-            method="dllp",
-            mixbag=mixbag,
-            max_epochs=30,
-            verbose=0,
-            random_state=0,
-            n_threads=1,
-            module__hidden_sizes=(16,),
-        ).fit(X, ids, props)
+        params = dict(max_epochs=30, verbose=0, random_state=0, n_threads=1)
+        clf = LLPClassifier(method="dllp", mixbag=mixbag, module__hidden_sizes=(16,))
+        clf.set_params(**params).fit(X, ids, props)
         scores[bool(mixbag)] = (clf.predict(X_test) == y_test).mean()
     assert scores[True] >= 0.68 and scores[True] > scores[False] + 0.1, scores
 
 
 def test_a_seeded_fit_with_mixbag_is_reproducible_in_every_form_and_differs_without():
     X, ids, props, _ = _few_bags()
-    params = dict(max_epochs=2, verbose=0, random_state=0, n_threads=1)
-    a = LLPClassifier(method="vat", mixbag=True, **params).fit(X, ids, props)
-    b = LLPClassifier(method="vat", mixbag=1.0, **params).fit(X, ids, props)
-    c = LLPClassifier(method="vat", mixbag=MixBag(), **params).fit(X, ids, props)
-    off = LLPClassifier(method="vat", **params).fit(X, ids, props)
-    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
-    np.testing.assert_array_equal(a.predict_proba(X), c.predict_proba(X))
-    d = LLPClassifier(method="vat", mixbag=2.0, **params).fit(X, ids, props)
-    e = LLPClassifier(method="vat", mixbag=MixBag(2.0), **params).fit(X, ids, props)
-    np.testing.assert_array_equal(d.predict_proba(X), e.predict_proba(X))
-    assert not np.array_equal(a.predict_proba(X), off.predict_proba(X))
+    params = dict(method="vat", max_epochs=2, verbose=0, random_state=0, n_threads=1)
+
+    def proba(**mixbag):
+        return LLPClassifier(**params, **mixbag).fit(X, ids, props).predict_proba(X)
+
+    a, off = proba(mixbag=True), proba()
+    np.testing.assert_array_equal(a, proba(mixbag=1.0))
+    np.testing.assert_array_equal(a, proba(mixbag=MixBag()))
+    np.testing.assert_array_equal(proba(mixbag=2.0), proba(mixbag=MixBag(2.0)))
+    assert not np.array_equal(a, off)
 
 
 @pytest.mark.parametrize("method", ["easyllp", "llpfc", "noisy"])

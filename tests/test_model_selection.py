@@ -1,8 +1,4 @@
-"""Model selection without instance labels: bag splitters, the bag scorers
-in ``GridSearchCV`` (metadata routing on and off), the real
-``LLPClassifier`` selected on bagged digits, ``BagShuffleSplit`` sizes, and
-the same search on a local Dask cluster (``cross_validate`` with routing on
-and off: ``tests/test_conformance.py``)."""
+"""Model selection without instance labels: splitters, scorers, searches."""
 
 import importlib.util
 import json
@@ -111,12 +107,10 @@ def test_splitters_never_split_a_bag(layout, shuffle):
 def test_grid_search_routing_on_with_groups_and_several_metrics():
     X, bags, props = make_bag_data()
     with sklearn.config_context(enable_metadata_routing=True):
+        scoring = {"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer}
+        cv = BagShuffleSplit(3, random_state=0)
         search = GridSearchCV(
-            MeanMapClassifier(),
-            GRID,
-            scoring={"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer},
-            refit="soft_kl",
-            cv=BagShuffleSplit(3, random_state=0),
+            MeanMapClassifier(), GRID, scoring=scoring, refit="soft_kl", cv=cv
         ).fit(X, bags, props=props, groups=bags)
         best_score = search.score(X, bags, props=props)
     for name in ("hard_l1", "soft_kl"):
@@ -126,12 +120,8 @@ def test_grid_search_routing_on_with_groups_and_several_metrics():
 
 
 BAG_SIZE = 16
-BENCHMARK = (
-    Path(__file__).resolve().parents[1]
-    / "benchmarks"
-    / "studies"
-    / "validation_correlation.py"
-)
+BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks/studies"
+BENCHMARK /= "validation_correlation.py"
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +136,7 @@ def digits():
 
 def small_llp(**params):
     """A small, fast, seeded LLPClassifier."""
-    defaults = {
-        "module__hidden_sizes": (32,),
-        "max_epochs": 4,
-        "verbose": 0,
-        "random_state": 0,
-    }
+    defaults = dict(module__hidden_sizes=(32,), max_epochs=4, verbose=0, random_state=0)
     return LLPClassifier(**{**defaults, **params})
 
 
@@ -165,27 +150,19 @@ def test_grid_search_routing_on_and_off_agree(digits):
     # (BagKFold's folds hold whole bags: test_splitters_never_split_a_bag)
     X, bags, props, _ = digits
     cv = BagKFold(3)
+
+    def search(**kw):
+        grid = GridSearchCV(small_llp(), GRID_model_selection_llp, cv=cv, **kw)
+        return grid.fit(X, bags, props=props)
+
     with sklearn.config_context(enable_metadata_routing=True):
         # no set_fit_request / set_score_request needed: props is requested
-        routed = GridSearchCV(
-            small_llp(),
-            GRID_model_selection_llp,
-            scoring=hard_l1_scorer,
-            cv=cv,
-            error_score="raise",
-        ).fit(X, bags, props=props)
+        routed = search(scoring=hard_l1_scorer, error_score="raise")
         # the default scoring, score = 1 - hard_L1 / 2: the same ranking
-        by_score = GridSearchCV(small_llp(), GRID_model_selection_llp, cv=cv)
-        by_score.fit(X, bags, props=props)
+        by_score = search()
     assert sklearn.get_config()["enable_metadata_routing"] is False
     table_scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
-    plain = GridSearchCV(
-        small_llp(),
-        GRID_model_selection_llp,
-        scoring=table_scorer,
-        cv=cv,
-        error_score="raise",
-    ).fit(X, bags, props=props)
+    plain = search(scoring=table_scorer, error_score="raise")
 
     assert routed.best_params_ == plain.best_params_ == by_score.best_params_
     assert routed.best_params_["lr"] == 1e-2
@@ -233,16 +210,12 @@ def test_validation_fraction_logs_bag_errors_to_stop_and_checkpoint_on(
     work on them."""
     X, bags, props, _ = digits
     recorder = ValidationRows()
+    # Checkpoint before EarlyStopping, which ends the fit inside on_epoch_end
+    checkpoint = Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path))
+    stop = EarlyStopping(monitor="valid_hard_l1", patience=2)
+    callbacks = [checkpoint, stop, recorder]
     clf = small_llp(
-        max_epochs=200,
-        lr=1e-2,
-        validation_fraction=0.2,
-        callbacks=[
-            # before EarlyStopping, which ends the fit inside on_epoch_end
-            Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path)),
-            EarlyStopping(monitor="valid_hard_l1", patience=2),
-            recorder,
-        ],
+        max_epochs=200, lr=1e-2, validation_fraction=0.2, callbacks=callbacks
     )
     clf.fit(X, bags, props)
     values = np.array(clf.history[:, "valid_hard_l1"])
@@ -284,9 +257,8 @@ def test_validation_fraction_logs_bag_errors_to_stop_and_checkpoint_on(
     assert saved[0] and values[np.flatnonzero(saved)[-1]] == values.min()
     restored = small_llp(max_epochs=0).fit(X, bags, props)
     restored.load_params(f_params=tmp_path / "params.pt")
-    assert hard_l1_error(
-        bags[rows], props[rows], restored.predict_proba(X[rows])
-    ) == pytest.approx(values.min(), abs=1e-9)
+    error = hard_l1_error(bags[rows], props[rows], restored.predict_proba(X[rows]))
+    assert error == pytest.approx(values.min(), abs=1e-9)
 
 
 # --- The validation correlation benchmark
@@ -336,10 +308,8 @@ def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(
     X, bags, props = digits_bags[:3]
     X, bags, props = X[:640], bags[:640], props[:640]
     search = GridSearchCV(
-        LLPClassifier(
-            module__hidden_sizes=(32,), max_epochs=5, verbose=0, random_state=0
-        ),
-        {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]},
+        small_llp(max_epochs=5),
+        GRID_model_selection_llp,
         scoring=make_bag_scorer("hard_l1", bags=bags, props=props),
         cv=BagKFold(2),
         error_score="raise",

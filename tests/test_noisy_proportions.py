@@ -24,6 +24,7 @@ from sklearn_llp.methods.functional import (
 from sklearn_llp.privacy import dp_noise_scale, noise_variance
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS, GUIDE = ROOT / "benchmarks/results", ROOT / "docs/user_guide"
 SHORT = dict(max_epochs=2, random_state=0, verbose=0)
 PROBS = np.array([[0.7, 0.3], [0.4, 0.6], [0.2, 0.8]])  # rows a1, b1, a2
 
@@ -50,10 +51,8 @@ def tiny_problem(sample_weight=None):
 )
 def test_loss_of_a_tiny_batch_by_hand(weighting, noise, scale):
     bags, logits, batch = tiny_problem()
-    method = NoisyProportions(
-        noise=noise, scale=scale, weighting=weighting, loss="shares"
-    )
-    method.prepare(bags, None)
+    kw = dict(noise=noise, scale=scale, weighting=weighting)
+    method = NoisyProportions(loss="shares", **kw).prepare(bags, None)
     # prior [0.5, 0.5]: tau 0.25; count variance 2 b^2 (Laplace) or b^2; sizes
     # 4 and 2; r = n tau / (n tau + (1 - 1/C) v) with (1 - 1/C) = 1/2
     v = (2.0 if noise == "laplace" else 1.0) * scale**2
@@ -80,11 +79,8 @@ def test_loss_uses_a_global_normaliser_not_the_batch_sum():
     bags, logits, _ = tiny_problem()
     method = NoisyProportions(scale=3.0, weighting="reliability", loss="shares")
     method.prepare(bags, None)
-    only_b = BagBatch(
-        segments=torch.tensor([0]),
-        bag_props=torch.tensor([[0.0, 1.0]], dtype=torch.float64),
-        bag_index=torch.tensor([1]),
-    )
+    props_b = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+    only_b = BagBatch(torch.tensor([0]), props_b, bag_index=torch.tensor([1]))
     loss = method.get_loss(None, None, logits[1:2], only_b, 0, 1)
     w, ce_b = method.bag_weights_, -np.log(PROBS[1, 1])
     assert w[1] < w[0]
@@ -116,13 +112,9 @@ def test_zero_noise_fit_is_the_dllp_fit(small_bags):
     dllp = LLPClassifier(method="dllp", **kwargs).fit(X, bags, props)
     # both weightings; bags of equal size (10 each) for "likelihood"
     for weighting in ("reliability", "likelihood"):
-        noisy = LLPClassifier(
-            method="noisy",
-            method__scale=0.0,
-            method__weighting=weighting,
-            method__loss="shares",
-            **kwargs,
-        ).fit(X, bags, props)
+        method = dict(method__scale=0.0, method__weighting=weighting)
+        noisy = LLPClassifier(method="noisy", method__loss="shares", **method, **kwargs)
+        noisy.fit(X, bags, props)
         np.testing.assert_array_equal(dllp.predict_proba(X), noisy.predict_proba(X))
 
 
@@ -330,9 +322,8 @@ def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_pa
     assert {r["min_bag_size"] for r in suppression} == {1, 10}
     sizes = np.array(meta["sizes"])
     for r in suppression:  # the rows of the withheld bags were dropped
-        assert r["rows_kept"] == pytest.approx(
-            sizes[sizes >= r["min_bag_size"]].sum() / sizes.sum()
-        )
+        kept = sizes[sizes >= r["min_bag_size"]].sum() / sizes.sum()
+        assert r["rows_kept"] == pytest.approx(kept)
     assert {r["method"] for r in digits["epsilon_sweep"]} == {"dllp", "size", "noisy"}
     assert (tmp_path / "noisy_proportions.digits.png").stat().st_size > 0
     tables = {}
@@ -354,12 +345,11 @@ def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_pa
     ids = np.repeat(np.arange(5), 20)
     y = np.random.RandomState(0).randint(0, 3, 100)
     counts = pd.crosstab(ids, y).to_numpy(dtype=float)
-    _, noisy = dp_proportions(
-        ids, y, 0.2, classes=[0, 1, 2], return_counts=True, random_state=1
-    )
+    kw = dict(classes=[0, 1, 2], return_counts=True, random_state=1)
+    _, noisy = dp_proportions(ids, y, 0.2, **kw)
     old_release = counts + np.random.RandomState(1).laplace(0, 1 / 0.1, counts.shape)
     np.testing.assert_allclose(noisy.to_numpy(), old_release, rtol=1e-12)
-    committed = ROOT / "benchmarks" / "results" / "noisy_proportions.json"
+    committed = RESULTS / "noisy_proportions.json"
     payload = json.loads(committed.read_text())
     payload["meta"].pop("sensitivity", None)  # as written before the fix
     payload["meta"].pop("relabelled_from_sensitivity", None)
@@ -377,10 +367,8 @@ def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_pa
 
 def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
     """The user guide quotes every cell of the committed digits study."""
-    payload = json.loads(
-        (ROOT / "benchmarks" / "results" / "noisy_proportions.digits.json").read_text()
-    )
-    guide = (ROOT / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
+    payload = json.loads((RESULTS / "noisy_proportions.digits.json").read_text())
+    guide = (GUIDE / "noisy_proportions.rst").read_text()
 
     def cell(row):
         return f"{row['accuracy']:.3f} ± {row['accuracy_std']:.3f}"
@@ -391,14 +379,11 @@ def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
 
 def test_noisy_cells_numbers_quoted_in_the_docs_are_the_committed_ones():
     """The guide and README quote the committed noisy-cells study."""
-    payload = json.loads(
-        (ROOT / "benchmarks" / "results" / "noisy_cells.json").read_text()
-    )
-    guide = (ROOT / "docs" / "user_guide" / "noisy_proportions.rst").read_text()
+    payload = json.loads((RESULTS / "noisy_cells.json").read_text())
+    guide = (GUIDE / "noisy_proportions.rst").read_text()
     readme = " ".join((ROOT / "README.md").read_text().split())
     for row in payload["summary"]:
         assert f"{row['roc_auc']:.3f} ± {row['roc_auc_std']:.3f}" in guide, row
-    for row in payload["summary"]:
         if row["method"] == "noisy (counts)" and row["epsilon"] in (0.3, 1.0):
             assert f"{row['roc_auc']:.3f}" in readme, row
 

@@ -12,10 +12,9 @@ from sklearn_llp.neural._data import BagBatchSampler, BagDataset, as_tensor
 
 def _random_overlapping(n_samples, n_bags, seed):
     rng = np.random.RandomState(seed)
-    lists = [
+    return [
         rng.choice(n_samples, rng.randint(1, 12), replace=False) for _ in range(n_bags)
     ]
-    return lists
 
 
 def test_batch_bag_means_equal_a_loop_over_memberships():
@@ -31,9 +30,9 @@ def test_batch_bag_means_equal_a_loop_over_memberships():
     seen_bags = 0
     for pairs in sampler:
         rows, target = dataset[pairs]
-        means = segment_mean(
-            rows[target["members"]], target["segments"], len(target["bag_props"])
-        ).numpy()
+        n_bags = len(target["bag_props"])
+        means = segment_mean(rows[target["members"]], target["segments"], n_bags)
+        means = means.numpy()
         bag_of_pair = dataset.pair_bags[pairs]
         first = np.sort(np.unique(bag_of_pair, return_index=True)[1])
         for local, bag in enumerate(bag_of_pair[first]):  # numbered as they come
@@ -55,9 +54,8 @@ def test_membership_forms_agree():
     from_lists = check_bags(lists, props, n_samples=5)
     from_matrix = check_bags(matrix.tocsr(), props, n_samples=5)
     for name in ("indptr", "members", "ids", "props", "classes"):
-        np.testing.assert_array_equal(
-            getattr(from_lists, name), getattr(from_matrix, name)
-        )
+        expected = getattr(from_matrix, name)
+        np.testing.assert_array_equal(getattr(from_lists, name), expected)
 
 
 @pytest.mark.slow
@@ -66,9 +64,8 @@ def test_overlapping_bags_learn_digits(digits_bags):
     rng = np.random.RandomState(1)
     n = len(X_train)
     # Two independent partitions into bags of 32: every image is in 2 bags.
-    lists = [
-        chunk for _ in range(2) for chunk in np.array_split(rng.permutation(n), n // 32)
-    ]
+    split = lambda: np.array_split(rng.permutation(n), n // 32)  # noqa: E731
+    lists = [*split(), *split()]
     onehot = np.eye(10)[y_train]
     props = np.stack([onehot[rows].mean(0) for rows in lists])
     clf = LLPClassifier(method="vat", random_state=0, verbose=0)

@@ -85,9 +85,8 @@ def offsets(collection):
 
 
 def test_calibration_points_match_hand_computation():
-    ax = plot_bag_calibration(
-        CAL_BAGS, CAL_PROPS, CAL_PROBA, classes=["no", "yes"], show_hard=True
-    )
+    kw = dict(classes=["no", "yes"], show_hard=True)
+    ax = plot_bag_calibration(CAL_BAGS, CAL_PROPS, CAL_PROBA, **kw)
     assert isinstance(ax, matplotlib.axes.Axes)
     soft, hard = ax.collections
     # one point per bag, in the order of the sorted bag ids: (given, predicted)
@@ -98,9 +97,8 @@ def test_calibration_points_match_hand_computation():
     assert area[1] > area[0] > area[2] > 0
     np.testing.assert_allclose(area[:2] / area[1], [2 / 3, 1.0])
     # the title's errors are the library's bag errors, and the hand values
-    assert ax.get_title() == (
-        f"3 bags: soft L1 {CAL_SOFT_L1:.3f}, hard L1 {CAL_HARD_L1:.3f}"
-    )
+    title = f"3 bags: soft L1 {CAL_SOFT_L1:.3f}, hard L1 {CAL_HARD_L1:.3f}"
+    assert ax.get_title() == title
     assert f"{soft_l1_error(CAL_BAGS, CAL_PROPS, CAL_PROBA):.3f}" in ax.get_title()
     assert f"{hard_l1_error(CAL_BAGS, CAL_PROPS, CAL_PROBA):.3f}" in ax.get_title()
     assert "yes" in ax.get_xlabel() and "yes" in ax.get_ylabel()
@@ -111,18 +109,13 @@ def test_calibration_points_match_hand_computation():
 
 
 def test_calibration_class_label_and_table_props():
-    table = pd.DataFrame(
-        {"no": [0.5, 2 / 3, 0.0], "yes": [0.5, 1 / 3, 1.0]},
-        index=pd.Index(["a", "b", "c"], name="bag"),
-    )
-    ax = plot_bag_calibration(
-        CAL_BAGS, table, CAL_PROBA, classes=["no", "yes"], class_index="no"
-    )
-    (soft,) = ax.collections
-    np.testing.assert_allclose(
-        offsets(soft), np.c_[[0.5, 2 / 3, 0.0], 1 - np.array(CAL_SOFT)]
-    )
-    assert "no" in ax.get_xlabel()
+    index = pd.Index(["a", "b", "c"], name="bag")
+    table = pd.DataFrame({"no": [0.5, 2 / 3, 0.0], "yes": [0.5, 1 / 3, 1.0]}, index)
+    kw = dict(classes=["no", "yes"], class_index="no")
+    (soft,) = plot_bag_calibration(CAL_BAGS, table, CAL_PROBA, **kw).collections
+    expected = np.c_[[0.5, 2 / 3, 0.0], 1 - np.array(CAL_SOFT)]
+    np.testing.assert_allclose(offsets(soft), expected)
+    assert "no" in soft.axes.get_xlabel()
     # a positive-class fraction and 1-D probabilities: classes 0 and 1
     ax = plot_bag_calibration(CAL_BAGS, CAL_YES, CAL_P_YES, ax=plt.subplots()[1])
     np.testing.assert_allclose(offsets(ax.collections[0])[:, 1], CAL_SOFT)
@@ -130,9 +123,8 @@ def test_calibration_class_label_and_table_props():
 
 def test_calibration_sample_weight():
     weight = np.array([3.0, 1.0, 1.0, 1.0, 2.0, 5.0])
-    ax = plot_bag_calibration(
-        CAL_BAGS, CAL_PROPS, CAL_PROBA, sample_weight=weight, show_hard=True
-    )
+    kw = dict(sample_weight=weight, show_hard=True)
+    ax = plot_bag_calibration(CAL_BAGS, CAL_PROPS, CAL_PROBA, **kw)
     soft, hard = ax.collections
     # bag a: (3 * 0.8 + 0.4) / 4 = 0.7; bag b: (0.1 + 0.7 + 2 * 0.4) / 4 = 0.4
     np.testing.assert_allclose(offsets(soft)[:, 1], [0.7, 0.4, 0.3])
@@ -146,24 +138,19 @@ def test_calibration_multiclass_and_overlapping_bags():
     # overlapping bags as row lists with one row of proportions per bag
     lists = [np.array([0, 1]), np.array([1, 2, 3])]
     props = np.array([[0.5, 0.5, 0.0], [0.0, 1 / 3, 2 / 3]])
-    proba = np.array(
-        [[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8], [0.1, 0.3, 0.6]]
-    )
+    proba = [[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8], [0.1, 0.3, 0.6]]
+    proba = np.array(proba)
     ax = plot_bag_calibration(lists, props, proba, classes=["x", "y", "z"])
     # every class of every bag: one scatter per class, one point per bag
     assert len(ax.collections) == 3
-    expected_soft = np.array(
-        [[0.4, 0.4, 0.2], [(0.2 + 0.1 + 0.1) / 3, 1.0 / 3, (0.2 + 0.8 + 0.6) / 3]]
-    )
+    expected = [[0.4, 0.4, 0.2], [(0.2 + 0.1 + 0.1) / 3, 1 / 3, (0.2 + 0.8 + 0.6) / 3]]
     for k, collection in enumerate(ax.collections):
-        np.testing.assert_allclose(
-            offsets(collection), np.c_[props[:, k], expected_soft[:, k]]
-        )
+        expected_k = np.c_[props[:, k], np.array(expected)[:, k]]
+        np.testing.assert_allclose(offsets(collection), expected_k)
     labels = [text.get_text() for text in ax.get_legend().get_texts()]
     assert labels == ["x", "y", "z"]
-    ax = plot_bag_calibration(
-        lists, props, proba, classes=["x", "y", "z"], class_index="z"
-    )
+    kw = dict(classes=["x", "y", "z"], class_index="z")
+    ax = plot_bag_calibration(lists, props, proba, **kw)
     assert len(ax.collections) == 1
 
 
@@ -173,9 +160,8 @@ def test_calibration_hard_estimates_from_given_labels():
     y_proba = [[0.6, 0.4]] * 6  # argmax: class 0 everywhere
     ax = plot_bag_calibration(bags, props, y_proba, show_hard=True)
     assert ax.get_title().endswith("hard L1 1.000")
-    ax = plot_bag_calibration(
-        bags, props, y_proba, show_hard=True, y_pred=[0, 1, 1, 1, 0, 0]
-    )
+    y_pred = [0, 1, 1, 1, 0, 0]
+    ax = plot_bag_calibration(bags, props, y_proba, show_hard=True, y_pred=y_pred)
     # bag 0: 2/3 predicted 1 (error 1/3), bag 1: 1/3 (error 1/3)
     assert ax.get_title().endswith("hard L1 0.333")
     with pytest.raises(ValueError, match="y_pred must hold one label"):

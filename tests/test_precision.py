@@ -28,15 +28,9 @@ def test_the_proportion_loss_is_float32_for_half_logits():
 def test_only_float16_fits_scale_the_gradients(small_bags, precision):
     # (float32 weights and outputs for every network: tests/test_conformance.py)
     X, bags, props, _ = small_bags
-    clf = LLPClassifier(
-        method="vat",
-        precision=precision,
-        module__hidden_sizes=(8,),
-        max_epochs=2,
-        verbose=0,
-        random_state=0,
-        device="cpu",
-    ).fit(X, bags, props)
+    params = dict(module__hidden_sizes=(8,), max_epochs=2, verbose=0, random_state=0)
+    clf = LLPClassifier(method="vat", precision=precision, device="cpu", **params)
+    clf.fit(X, bags, props)
     assert np.isfinite(clf.history[:, "train_loss"]).all()
     assert hasattr(clf, "grad_scaler_") == (precision == "float16")
 
@@ -47,13 +41,8 @@ def test_bfloat16_learns_digits_in_bags_of_16():
     X = StandardScaler().fit_transform(X)
     bags, props = UniformBagGenerator(16, random_state=0).make_bags(X, y)
     keep = bags >= 0
-    clf = LLPClassifier(
-        method="dllp",
-        precision="bfloat16",
-        max_epochs=40,
-        verbose=0,
-        random_state=0,
-        device="cpu",
-    ).fit(X[keep], bags[keep], props[keep])
+    params = dict(max_epochs=40, verbose=0, random_state=0, device="cpu")
+    clf = LLPClassifier(method="dllp", precision="bfloat16", **params)
+    clf.fit(X[keep], bags[keep], props[keep])
     accuracy = np.mean(clf.predict(X) == y)
     assert accuracy >= 0.93, accuracy

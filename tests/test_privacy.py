@@ -1,10 +1,4 @@
-"""The noise mechanisms and their privacy accounting, exactly and empirically.
-
-Sensitivities by enumeration of neighbours under both relations (replace:
-L1 2k, L2 sqrt(2) k; add/remove: k, k; one count of two: k, k); calibrations,
-the integer samplers, the noise scale (to its standard error), the privacy
-loss of counts, and the public label domain.
-"""
+"""The noise mechanisms and their privacy accounting, exactly and empirically."""
 
 import functools
 import itertools
@@ -136,12 +130,10 @@ def test_every_mechanism_is_calibrated_to_the_replace_one_sensitivity():
         assert dp_noise_scale(epsilon, sensitivity=1.0) == 1.0 / epsilon
         assert dp_noise_scale(epsilon, neighbours="add_remove") == 1.0 / epsilon
     for epsilon, delta in ((0.1, 1e-6), (0.5, 1e-5), (0.9, 1e-3)):
-        assert dp_noise_scale(epsilon, "gaussian", delta=delta) == pytest.approx(
-            SQRT2 * math.sqrt(2 * math.log(1.25 / delta)) / epsilon, rel=1e-14
-        )
-        assert dp_noise_scale(
-            epsilon, "gaussian", delta=delta, neighbours="add_remove"
-        ) == pytest.approx(math.sqrt(2 * math.log(1.25 / delta)) / epsilon)
+        unit = math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+        gaussian = functools.partial(dp_noise_scale, epsilon, "gaussian", delta=delta)
+        assert gaussian() == pytest.approx(SQRT2 * unit, rel=1e-14)
+        assert gaussian(neighbours="add_remove") == pytest.approx(unit)
     for epsilon in (0.1, 1.0, 5.0):
         sigma = dp_noise_scale(epsilon, "analytic_gaussian", delta=1e-5)
         # Balle & Wang (2018), Theorem 8, with L2 sensitivity sqrt(2)
@@ -188,13 +180,11 @@ def test_release_records_its_relation_and_refuses_a_smaller_sensitivity(
         assert table.attrs["neighbours"] == relation
         assert table.attrs["noise_scale"] == scale
         assert scale == pytest.approx(k * dp_noise_scale(0.5, **kw), rel=1e-9)
-        assert table.attrs["noise_variance"] == noise_variance(
-            table.attrs["noise"], scale
-        )
+        variance = noise_variance(table.attrs["noise"], scale)
+        assert table.attrs["noise_variance"] == variance
         if mechanism == "discrete_gaussian":  # zCDP, rho = Delta_2**2 / (2 sigma**2)
-            assert table.attrs["rho"] == pytest.approx(
-                (k * per_row) ** 2 / (2 * scale**2)
-            )
+            rho = (k * per_row) ** 2 / (2 * scale**2)
+            assert table.attrs["rho"] == pytest.approx(rho)
         # below k per_row is not DP here (1, add/remove's, under replace)
         refused = f"sensitivity=.*neighbours='{relation}'" + (
             ".*label" * (relation == "replace")
@@ -253,9 +243,8 @@ def test_noise_variance_of_every_noise_and_errors():
     assert noise_variance("laplace", 3.0) == 18.0
     assert noise_variance("gaussian", 3.0) == 9.0
     assert noise_variance("discrete_laplace", 0.0) == 0.0
-    np.testing.assert_allclose(
-        noise_variance("discrete_gaussian", [0.0, 2.0, 2.0, 30.0]), [0, 4, 4, 900]
-    )
+    variances = noise_variance("discrete_gaussian", [0.0, 2.0, 2.0, 30.0])
+    np.testing.assert_allclose(variances, [0, 4, 4, 900])
     # huge scales: finite, continuous limit
     assert noise_variance("discrete_laplace", 1e9) == pytest.approx(2e18, rel=1e-6)
     bad = [("laplace", scale, "scale") for scale in (-1.0, np.nan, np.inf, "a")]
@@ -310,9 +299,8 @@ def test_rows_on_the_simplex_accepted_as_props_and_seeded(post_processing, epsil
     assert np.all(values >= 0)
     np.testing.assert_allclose(values.sum(axis=1), 1.0, atol=1e-12)
     bags = check_bags(ids, table)  # a per-bag props table
-    pd.testing.assert_frame_equal(
-        dp_proportions(ids, y, epsilon, random_state=0, **kw), table
-    )
+    again = dp_proportions(ids, y, epsilon, random_state=0, **kw)
+    pd.testing.assert_frame_equal(again, table)
     if np.isinf(epsilon):
         exact = counts_of(ids, y)
         np.testing.assert_allclose(bags.props, exact / exact.sum(1, keepdims=True))
@@ -418,9 +406,8 @@ def test_pure_privacy_loss_is_at_most_epsilon_and_reaches_it(
 ):
     ids, y = neighbour_pairs(100_000)
     kw = dict(neighbours=relation, one_count=one_count, classes=[0, 1])
-    _, noisy = privacy.dp_proportions(
-        ids, y, epsilon, mechanism=mechanism, return_counts=True, random_state=1, **kw
-    )
+    kw.update(mechanism=mechanism, return_counts=True, random_state=1)
+    _, noisy = privacy.dp_proportions(ids, y, epsilon, **kw)
     b, released = noisy.attrs["noise_scale"], noisy.to_numpy()[:, int(one_count) :]
     other = np.array(other)[int(one_count) :]
     # log p(release | D) - log p(release | D')
@@ -465,10 +452,8 @@ def exact_hockey_stick(sigma, shift, epsilon):
     counts moved by (-shift, +shift): sum over outputs of (P - e^eps P')_+."""
     support = np.arange(-int(30 * sigma) - 3 * shift, int(30 * sigma) + 3 * shift + 1)
     p = discrete_gaussian_pmf(support, sigma)
-    there = np.outer(
-        discrete_gaussian_pmf(support + shift, sigma),
-        discrete_gaussian_pmf(support - shift, sigma),
-    )
+    moved = [discrete_gaussian_pmf(support + s, sigma) for s in (shift, -shift)]
+    there = np.outer(*moved)
     return float(np.maximum(np.outer(p, p) - math.exp(epsilon) * there, 0).sum())
 
 
@@ -478,9 +463,8 @@ def test_discrete_gaussian_release_is_within_its_delta_exactly(k):
     classes): the exact delta of the released counts is at most the delta
     asked, and not absurdly below it."""
     epsilon, delta = 1.0, 1e-3
-    sigma = dp_noise_scale(
-        epsilon, "discrete_gaussian", delta=delta, max_contributions=k
-    )
+    kw = dict(delta=delta, max_contributions=k)
+    sigma = dp_noise_scale(epsilon, "discrete_gaussian", **kw)
     assert delta / 20 < exact_hockey_stick(sigma, k, epsilon) <= delta
     # sigma / sqrt(2) (the L2 sensitivity taken as 1) would leak more
     assert exact_hockey_stick(sigma / SQRT2, k, epsilon) > delta
@@ -501,17 +485,9 @@ def test_small_but_representable_epsilon_gives_a_valid_release():
 
 def test_projection_of_huge_values_stays_on_the_simplex():
     big = np.finfo(np.float64).max
-    rows = np.array(
-        [
-            [1e300, 1e300, -1e300],
-            [big, -big, 0.0],
-            [big, big, big],
-            [-big, -big, -big],
-            [1e300, 1e300 * (1 + 1e-15), 3.0],
-            [-1e308, 5.0, 5.0],
-            [1e-300, 0.0, -1e-300],
-        ]
-    )
+    rows = [[1e300, 1e300, -1e300], [big, -big, 0.0], [big, big, big]]
+    rows += [[-big, -big, -big], [1e300, 1e300 * (1 + 1e-15), 3.0], [-1e308, 5.0, 5.0]]
+    rows = np.array(rows + [[1e-300, 0.0, -1e-300]])
     projected = project_to_simplex(rows)
     assert np.all(np.isfinite(projected)) and np.all(projected >= 0)
     np.testing.assert_allclose(projected.sum(axis=1), 1.0, atol=1e-12)
@@ -565,16 +541,13 @@ def test_projection_keeps_simplex_rows_and_shapes():
     on_simplex = rng.dirichlet([0.5, 1.0, 2.0], 100)
     np.testing.assert_allclose(project_to_simplex(on_simplex), on_simplex, atol=1e-15)
     stack = rng.normal(size=(4, 6, 3))
-    np.testing.assert_array_equal(
-        project_to_simplex(stack),
-        project_to_simplex(stack.reshape(-1, 3)).reshape(4, 6, 3),
-    )
+    flat = project_to_simplex(stack.reshape(-1, 3)).reshape(4, 6, 3)
+    np.testing.assert_array_equal(project_to_simplex(stack), flat)
     np.testing.assert_allclose(project_to_simplex([0.7, 0.5]), [0.6, 0.4])
     raw = pd.DataFrame([[1.2, -0.4], [0.3, 0.3]], [0, 1], ["no", "yes"])
     projected = project_to_simplex(raw)
-    pd.testing.assert_frame_equal(
-        projected, pd.DataFrame([[1.0, 0.0], [0.5, 0.5]], [0, 1], ["no", "yes"])
-    )
+    expected = pd.DataFrame([[1.0, 0.0], [0.5, 0.5]], [0, 1], ["no", "yes"])
+    pd.testing.assert_frame_equal(projected, expected)
     # the result is accepted by check_bags (negative shares, rows not summing
     # to 1 are not)
     with pytest.raises(ValueError):

@@ -44,22 +44,14 @@ def _parameter_table():
 
 def _signature():
     parameters = inspect.signature(LLPClassifier.__init__).parameters
-    return {
-        name: p.default
-        for name, p in parameters.items()
-        if name != "self" and p.kind is not p.VAR_KEYWORD
-    }
+    keep = [n for n, p in parameters.items() if p.kind is not p.VAR_KEYWORD]
+    return {name: parameters[name].default for name in keep if name != "self"}
 
 
 def _docstring_parameters():
     doc = LLPClassifier.__doc__
     section = doc.split("Parameters\n    ----------\n")[1].split("\n    Attributes")[0]
-    names = set()
-    for line in section.splitlines():
-        match = re.match(r"    ([a-z_]+) :", line)
-        if match:
-            names.add(match.group(1))
-    return names
+    return set(re.findall(r"^    ([a-z_]+) :", section, flags=re.M))
 
 
 def test_every_parameter_is_in_the_guide_table_and_the_docstring():

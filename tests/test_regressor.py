@@ -1,9 +1,5 @@
-"""``LLPRegressor``: learning from bag means.
-
-Losses against hand computations, learning on a nonlinear and a linear
-target, warm starts, bad targets and generated bag means. The equivalences
-shared with classification are in ``tests/test_conformance.py``.
-"""
+"""``LLPRegressor`` beyond what it shares with classification
+(``test_conformance.py``)."""
 
 import warnings
 
@@ -58,11 +54,8 @@ def linear_bags():
 
 
 def _small(**kwargs):
-    params = dict(
-        module__hidden_sizes=(16,), max_epochs=5, lr=0.01, verbose=0, random_state=0
-    )
-    params.update(kwargs)
-    return LLPRegressor(**params)
+    params = dict(module__hidden_sizes=(16,), max_epochs=5, lr=0.01, verbose=0)
+    return LLPRegressor(**{**params, "random_state": 0, **kwargs})
 
 
 # --- the losses, by hand
@@ -90,11 +83,9 @@ def test_losses_match_a_hand_computation():
         assert float(loss) == pytest.approx(9.5 / 6 + lam * 17 / 6)
     # the method objects compute the same
     batch = BagBatch(SEGMENTS, MEANS[:, None], torch.arange(2), weights=WEIGHTS)
-    for method, expected in [
-        (BagLoss(), 9.5 / 6),
-        (InstanceLoss(), 17 / 6),
-        (InterpolatingLoss(lam=0.5), 9.5 / 6 + 0.5 * 17 / 6),
-    ]:
+    cases = [(BagLoss(), 9.5 / 6), (InstanceLoss(), 17 / 6)]
+    cases += [(InterpolatingLoss(lam=0.5), 9.5 / 6 + 0.5 * 17 / 6)]
+    for method, expected in cases:
         loss = method.get_loss(None, None, PRED[:, None], batch, 0, 1)
         assert float(loss) == pytest.approx(expected)
     # bags of one row: both are the mean squared error
@@ -272,11 +263,8 @@ def test_bad_input_is_refused_before_training(linear_bags, change, error, match)
 # --- bag generators: means of a continuous y
 @pytest.mark.parametrize(
     "generator",
-    [
-        UniformBagGenerator(4, random_state=0),
-        KMeansBagGenerator(3, random_state=0),
-        FeatureBagGenerator([0], n_bins=3),
-    ],
+    [UniformBagGenerator(4, random_state=0), KMeansBagGenerator(3, random_state=0)]
+    + [FeatureBagGenerator([0], n_bins=3)],
 )
 def test_generators_give_bag_means_and_never_guess_the_task(generator):
     X = np.random.RandomState(0).normal(size=(30, 2))
@@ -306,9 +294,8 @@ def test_per_bag_sums_and_sizes_are_the_means():
     ids = np.array(["a", "a", "b", "b", "b", "c"])
     means = {"a": 2.5, "b": -1.0, "c": 4.0}
     table = pd.DataFrame({"mean": means.values(), "size": [2, 3, 1]}, index=list("abc"))
-    np.testing.assert_array_equal(
-        check_bags(ids, targets=table).props, check_bags(ids, targets=means).props
-    )
+    expected = check_bags(ids, targets=means).props
+    np.testing.assert_array_equal(check_bags(ids, targets=table).props, expected)
     sums = pd.DataFrame({"sum": [5.0, -3.0, 4.0], "size": [2, 3, 1]}, index=list("abc"))
     sampled = check_bags(ids, targets=sums.assign(size=[4, 6, 2]))
     np.testing.assert_allclose(sampled.props[:, 0], [1.25, -0.5, 2.0])

@@ -42,13 +42,9 @@ def write_fake_cifar10(root, n_per_batch=64, n_test=64, seed=0):
 def write_fake_svhn(root, n_train=320, n_test=64, seed=1):
     rng = np.random.default_rng(seed)
     for name, n in (("train", n_train), ("test", n_test)):
-        savemat(
-            root / f"{name}_32x32.mat",
-            {
-                "X": rng.integers(0, 256, (32, 32, 3, n), dtype=np.uint8),
-                "y": rng.integers(1, 11, (n, 1)).astype(np.uint8),  # 10 is digit 0
-            },
-        )
+        X = rng.integers(0, 256, (32, 32, 3, n), dtype=np.uint8)
+        y = rng.integers(1, 11, (n, 1)).astype(np.uint8)  # 10 is digit 0
+        savemat(root / f"{name}_32x32.mat", {"X": X, "y": y})
 
 
 TINY = ["--epochs", "2", "--wrn-depth", "10", "--wrn-width", "1", "--device", "cpu"]
@@ -68,10 +64,8 @@ def test_cifar10_and_svhn_cells_end_to_end(tmp_path):
     rp.main([*common, "--dataset", "svhn", "--bagging", "kmeans:8", "--method", "dllp"])
 
     report = json.loads((out / "reproduce_paper.json").read_text())
-    cells = {
-        (c["dataset"], c["bagging"], c["value"], c["method"]): c
-        for c in report["cells"]
-    }
+    keys = ("dataset", "bagging", "value", "method")
+    cells = {tuple(c[k] for k in keys): c for c in report["cells"]}
     assert set(cells) == {
         ("cifar10", "uniform", 16, "vat"),
         ("svhn", "kmeans", 8, "vanilla"),
@@ -98,9 +92,7 @@ def test_cifar10_and_svhn_cells_end_to_end(tmp_path):
     table = (out / "reproduce_paper.md").read_text()
     assert "## Table 1: uniform bags" in table
     assert "| Dataset | Method | Bag size 16 | Bag size 32 | Bag size 64 |" in table
-    row = next(
-        line for line in table.splitlines() if line.startswith("| CIFAR10 | LLP-VAT")
-    )
+    row = next(ln for ln in table.splitlines() if ln.startswith("| CIFAR10 | LLP-VAT"))
     assert row.split("|")[3].strip() == f"{100 * vat['test_acc']:.2f} (89.30)"
     assert "| CIFAR10 | vanilla | — (88.77) |" in table
     assert "## Tables 2-3: K-means bags" in table
@@ -129,14 +121,10 @@ def test_loaders_read_the_released_layouts_and_name_missing_files(tmp_path):
 
 
 def test_plan_expands_rows_and_full():
-    args = rp.parse_args(
-        ["--data-dir", ".", "--dataset", "svhn", "--bagging", "kmeans"]
-    )
-    assert rp.plan(args) == [
-        ("svhn", "kmeans", k, m)
-        for k in rp.KMEANS_K["svhn"]
-        for m in ("vanilla", "vat")
-    ]
+    svhn = ["--dataset", "svhn", "--bagging", "kmeans"]
+    args = rp.parse_args(["--data-dir", ".", *svhn])
+    pairs = [(k, m) for k in rp.KMEANS_K["svhn"] for m in ("vanilla", "vat")]
+    assert rp.plan(args) == [("svhn", "kmeans", k, m) for k, m in pairs]
     args = rp.parse_args(["--data-dir", ".", "--full"])
     assert len(rp.plan(args)) == 3 * (5 * 3 + 5 * 2)
     args = rp.parse_args(["--data-dir", "."])
@@ -181,9 +169,8 @@ def test_flip_is_a_horizontal_flip():
 
 
 def test_classifier_augments_training_batches_only():
-    clf = rp.AugmentedLLPClassifier(
-        module=WideResNet, crop_padding=4, flip=False, module__depth=10
-    )
+    kw = dict(crop_padding=4, flip=False, module__depth=10)
+    clf = rp.AugmentedLLPClassifier(module=WideResNet, **kw)
     X = _distinct_images(n=8)
     out = clf.augment_batch(X)
     assert out.shape == X.shape and not torch.equal(out, X)

@@ -104,9 +104,7 @@ def test_random_state_instances_follow_scikit_learn(small_bags):
 def unstructured():
     """Rows without cluster structure, so K-means depends on its seed."""
     rng = np.random.RandomState(0)
-    X = rng.uniform(size=(300, 3))
-    y = rng.randint(0, 3, 300)
-    return X, y
+    return rng.uniform(size=(300, 3)), rng.randint(0, 3, 300)
 
 
 @pytest.mark.parametrize(
@@ -162,9 +160,8 @@ def test_segment_sum_equals_index_add_with_gradients(
     expected = index_add_sum(values, segments, 40)
     torch.testing.assert_close(result, expected, **tol)
     (grad,) = torch.autograd.grad((result * weights).sum(), values, create_graph=True)
-    (grad_ref,) = torch.autograd.grad(
-        (expected * weights).sum(), values, create_graph=True
-    )
+    loss = (expected * weights).sum()
+    (grad_ref,) = torch.autograd.grad(loss, values, create_graph=True)
     torch.testing.assert_close(grad, grad_ref, **tol)
     # differentiable twice, as index_add_ was
     (second,) = torch.autograd.grad((grad**3).sum(), weights)
@@ -172,16 +169,10 @@ def test_segment_sum_equals_index_add_with_gradients(
     torch.testing.assert_close(second, second_ref, **tol)
 
 
-@pytest.mark.parametrize(
+@pytest.mark.parametrize(  # sorted of equal sizes, with empty segments, unsorted
     "segments, n_segments",
-    [
-        ([0, 0, 1, 1, 2, 2], 3),  # sorted, equal sizes
-        ([0, 0, 0, 2, 2, 3], 5),  # sorted, empty segments
-        ([2, 0, 2, 1, 0, 1], 3),  # unsorted
-        ([1], 2),
-        ([], 0),
-        ([], 3),
-    ],
+    [([0, 0, 1, 1, 2, 2], 3), ([0, 0, 0, 2, 2, 3], 5), ([2, 0, 2, 1, 0, 1], 3)]
+    + [([1], 2), ([], 0), ([], 3)],
 )
 def test_the_gpu_plan_agrees_with_the_cpu_plan(segments, n_segments, device):
     # the torch code path that CUDA takes, run on the test device
@@ -210,9 +201,8 @@ def test_gather_gradient_equals_indexing(device):
     source = torch.randn(5, 4, dtype=torch.float64, device=device)  # 4: none
     source.requires_grad_()
     upstream = torch.randn(7, 4, dtype=torch.float64, device=device)
-    (grad,) = torch.autograd.grad(
-        (gather_rows(source, members) * upstream).sum(), source
-    )
+    loss = (gather_rows(source, members) * upstream).sum()
+    (grad,) = torch.autograd.grad(loss, source)
     (ref,) = torch.autograd.grad((source[members] * upstream).sum(), source)
     torch.testing.assert_close(grad, ref)
     assert not grad[4].any()
@@ -220,27 +210,12 @@ def test_gather_gradient_equals_indexing(device):
 
 # --- every method's training step
 #: Autograd nodes whose backward is an (atomic, on CUDA) scatter-add.
-SCATTER_NODES = {
-    "IndexBackward0",
-    "IndexSelectBackward0",
-    "GatherBackward0",
-    "IndexAddBackward0",
-    "ScatterAddBackward0",
-    "IndexPutBackward0",
-    "EmbeddingBackward0",
-    "TakeBackward0",
-}
+SCATTER = "Index IndexSelect Gather IndexAdd ScatterAdd IndexPut Embedding Take"
+SCATTER_NODES = {f"{name}Backward0" for name in SCATTER.split()}
 #: Python-level calls that accumulate with atomic adds on CUDA.
-ATOMIC_CALLS = [
-    (torch.Tensor, "index_add_"),
-    (torch.Tensor, "index_add"),
-    (torch, "index_add"),
-    (torch.Tensor, "scatter_add_"),
-    (torch.Tensor, "scatter_add"),
-    (torch, "scatter_add"),
-    (torch.Tensor, "index_reduce_"),
-    (torch, "bincount"),
-]
+ATOMIC_CALLS = [(torch, name) for name in ("index_add", "scatter_add", "bincount")]
+ATOMIC = ("index_add_", "index_add", "scatter_add_", "scatter_add", "index_reduce_")
+ATOMIC_CALLS += [(torch.Tensor, name) for name in ATOMIC]
 
 
 class GraphNodes(Callback):
@@ -267,18 +242,9 @@ def _fit_every_step(method, small_bags, overlapping, device="cpu"):
     if overlapping:
         bags, props = _overlapping(y)
     nodes = GraphNodes()
-    clf = LLPClassifier(
-        method=method,
-        module__hidden_sizes=(8,),
-        module__dropout=0.2,
-        max_epochs=2,
-        batch_size=32,
-        validation_fraction=0.25,
-        random_state=0,
-        device=device,
-        verbose=0,
-        callbacks=[nodes],
-    )
+    params = dict(module__hidden_sizes=(8,), module__dropout=0.2, max_epochs=2)
+    params.update(batch_size=32, validation_fraction=0.25, random_state=0, verbose=0)
+    clf = LLPClassifier(method=method, device=device, callbacks=[nodes], **params)
     fail = mock.Mock(side_effect=AssertionError("atomic accumulation in a step"))
     patches = [mock.patch.object(owner, name, fail) for owner, name in ATOMIC_CALLS]
     for patch in patches:

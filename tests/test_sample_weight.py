@@ -1,9 +1,5 @@
-"""Sample weights (e.g. survey weights): weighted means inside bags.
-
-An integer weight acts as that many copies of the row in the proportion
-loss, the bag metrics and scorers, a supervised fit and ROT's pseudo-labels;
-every estimator's fit is covered in ``tests/test_conformance.py``.
-"""
+"""Sample weights: an integer weight is that many copies of the row (every
+estimator's fit: ``test_conformance.py``)."""
 
 import numpy as np
 import pytest
@@ -47,10 +43,8 @@ def test_weighted_proportion_loss_equals_repeated_rows():
     bag1 = (3 * p[3] + p[4] + p[5]) / 5
     expected = -(props[0] * bag0.log()).sum() / 2 - (props[1] * bag1.log()).sum() / 2
     torch.testing.assert_close(weighted, expected, atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(
-        segment_mean(p, segments, 2, torch.full((6,), 2.5)),
-        segment_mean(p, segments, 2),
-    )
+    constant = segment_mean(p, segments, 2, torch.full((6,), 2.5))
+    torch.testing.assert_close(constant, segment_mean(p, segments, 2))
 
 
 def test_weighted_bag_errors_equal_repeated_rows(weighted):
@@ -84,9 +78,8 @@ def test_integer_weights_fit_like_repeated_rows(weighted, on):
     else:
         weighted_fit = clone(clf).fit(X, bags, props, sample_weight=w)
         repeated_fit = clone(clf).fit(rep_X, rep_bags, props)
-    np.testing.assert_allclose(
-        weighted_fit.predict_proba(X), repeated_fit.predict_proba(X), atol=1e-4
-    )
+    expected = repeated_fit.predict_proba(X)
+    np.testing.assert_allclose(weighted_fit.predict_proba(X), expected, atol=1e-4)
 
 
 @pytest.mark.filterwarnings("error::sklearn_llp.exceptions.BagLeakageWarning")

@@ -44,10 +44,9 @@ def test_uniform_bags_fill_batches_exactly():
 
 def test_epochs_are_reshuffled_and_seeded():
     codes = _codes([5] * 30)
-    first, second = list(BagBatchSampler(codes, 20, random_state=3)), None
+    first = list(BagBatchSampler(codes, 20, random_state=3))
     sampler = BagBatchSampler(codes, 20, random_state=3)
-    second = list(sampler)
-    third = list(sampler)
+    second, third = list(sampler), list(sampler)
     assert all(np.array_equal(a, b) for a, b in zip(first, second))
     assert not all(np.array_equal(a, b) for a, b in zip(second, third))
 
