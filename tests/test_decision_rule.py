@@ -371,3 +371,18 @@ def test_hard_errors_with_prior_decisions(rare):
     assert prior[0] < prior[1]
     with pytest.raises(ValueError, match="decision must be"):
         hard_l1_error(groups, table, proba, decision="median")
+
+
+@pytest.mark.parametrize("name", ["meanmap", "llp"])
+@pytest.mark.parametrize("size, rule", [(511, "argmax"), (512, "prior")])
+def test_auto_matches_the_prior_of_many_classes_from_bags_of_512_rows(name, size, rule):
+    # decision_ceiling.md: prior matching lifts ten classes in bags of 512
+    # and 1,024 rows and costs a little in bags of 256
+    rng = np.random.RandomState(0)
+    y = rng.randint(3, size=4 * size)
+    X = rng.normal(size=(len(y), 3)) + np.eye(3)[y]
+    bags = np.repeat(np.arange(4), size)
+    props = np.eye(3)[y].reshape(4, size, 3).mean(axis=1)[bags]
+    est = _fit(name, "auto", X, bags, props)
+    assert est._decision_rule() == rule
+    assert est.decision_offsets_.any() == (rule == "prior")

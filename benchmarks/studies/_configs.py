@@ -16,6 +16,9 @@ import torch
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp.core import check_bags
+from sklearn_llp.core._decision import decide
+from sklearn_llp.core._errors import decision_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,7 +53,23 @@ def run(cell, config, seed, params, estimator=LLPClassifier, data=cell_data):
         record["f1"] = float(f1_score(y_test, pred, pos_label=clf.classes_[1]))
         record["auc"] = float(roc_auc_score(positive, score))
         record.update(best_threshold_scores(positive, score))
+    else:  # the other rule on the same network: argmax <-> prior matching
+        record.update(both_rules(clf, X, bags, props, X_test, y_test))
     return record
+
+
+def both_rules(clf, X, bags, props, X_test, y_test):
+    """Test accuracy of many classes at argmax and at prior matching fitted
+    on the training bags (``predict_proba`` is the same for both)."""
+    proba = clf.predict_proba(X_test)
+    offsets, threshold = decision_of(
+        check_bags(bags, props), clf.predict_proba(X), "prior"
+    )
+    rules = {"argmax": proba.argmax(1), "prior": decide(proba, offsets, threshold)}
+    return {
+        f"accuracy_{rule}": float(np.mean(clf.classes_[pred] == y_test))
+        for rule, pred in rules.items()
+    }
 
 
 def best_threshold_scores(positive, score):

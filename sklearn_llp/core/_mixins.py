@@ -150,16 +150,26 @@ _SCORE_WORDS = {
 }
 
 
+#: ``threshold="auto"`` matches the class prior with more than two classes
+#: from this median bag size on (Fashion-MNIST: +0.7 to +3.2 points in bags
+#: of 512 and 1,024, -0.3 in bags of 256; ``decision_ceiling.md``).
+PRIOR_MATCHING_BAG_SIZE = 512
+
+
 class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
     """The label-free decision rule of ``threshold`` (:ref:`threshold`) and
     ``score`` on bags."""
 
-    def _decision_rule(self):
-        """``threshold`` with "auto" resolved (:ref:`threshold`)."""
+    def _decision_rule(self, bags=None):
+        """``threshold`` with "auto" resolved (:ref:`threshold`) for ``bags``
+        (default: the training bags)."""
         if self.threshold != "auto":
             return self.threshold
-        from_bags = not getattr(self, "_singleton_bags_", self._fit_on_labels_)
-        return "prior" if len(self.classes_) == 2 and from_bags else "argmax"
+        prior = not getattr(self, "_singleton_bags_", self._fit_on_labels_)
+        if len(self.classes_) > 2:  # large bags leave the class rates off
+            sizes = [getattr(self, "_median_bag_", 0)] if bags is None else bags.sizes
+            prior = prior and np.median(sizes) >= PRIOR_MATCHING_BAG_SIZE
+        return "prior" if prior else "argmax"
 
     def _check_threshold(self, classes):
         """Refuse a float ``threshold`` unless there are two classes."""
@@ -173,6 +183,7 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
     def _fit_decision(self, bags, proba_of_rows):
         """Fit ``decision_offsets_`` and ``threshold_`` on the training ``bags``."""
         self._singleton_bags_ = bool(bags.sizes.max(initial=0) <= 1)
+        self._median_bag_ = float(np.median(bags.sizes)) if bags.n_bags else 0.0
         rule = self._decision_rule()
         if rule != "prior":
             proba = np.zeros((0, len(self.classes_)))

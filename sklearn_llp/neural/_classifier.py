@@ -63,9 +63,9 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         How ``predict`` turns probabilities into labels: ``"argmax"``,
         ``"prior"`` (prior matching: the class rates over the training rows
         equal the bags', without instance labels), or a probability
-        threshold of ``classes_[1]``. ``"auto"``: prior matching for two
-        classes learned from bags of several rows, else argmax. See
-        :ref:`threshold`.
+        threshold of ``classes_[1]``. ``"auto"``: prior matching learned
+        from bags of several rows with two classes, or with more in bags of
+        512 rows or more (median); else argmax. See :ref:`threshold`.
     mixbag : bool, float or MixBag, default=False
         Add mixed bags to every epoch, scored by their confidence-interval
         loss (:class:`~sklearn_llp.methods.MixBag`, :ref:`mixbag`): True is
@@ -249,7 +249,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
             return dict.fromkeys(BAG_METRICS)
         # in float32, as predict_proba
         proba = torch.softmax(logits, dim=1).numpy().astype(np.float64)
-        pred = decide(proba, *decision_of(bags, proba, self._decision_rule()))
+        pred = decide(proba, *decision_of(bags, proba, self._decision_rule(bags)))
         return bag_errors_of(bags, proba, BAG_METRICS, pred=pred)
 
     def _after_training(self, dataset):
