@@ -152,7 +152,7 @@ _SCORE_WORDS = {
 
 #: ``threshold="auto"`` matches the class prior with more than two classes
 #: from this median bag size on (Fashion-MNIST: +0.7 to +3.2 points in bags
-#: of 512 and 1,024, -0.3 in bags of 256; ``decision_ceiling.md``).
+#: of 512 and 1,024, -0.2 and -0.3 in bags of 256; ``decision_ceiling.md``).
 PRIOR_MATCHING_BAG_SIZE = 512
 
 
