@@ -23,7 +23,7 @@ from sklearn_llp.core._errors import decision_of
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS_DIR, machine_info  # noqa: E402
-from default_method import _read, cell_data, column_cells  # noqa: E402
+from default_method import _read, by_cell, cell_data, column_cells  # noqa: E402
 
 
 def run(cell, config, seed, params, estimator=LLPClassifier, data=cell_data):
@@ -47,21 +47,20 @@ def run(cell, config, seed, params, estimator=LLPClassifier, data=cell_data):
         "n_bags": int(len(np.unique(bags))),
         "accuracy": float(accuracy_score(y_test, pred)),
     }
+    proba = clf.predict_proba(X_test)
     if len(clf.classes_) == 2:
         positive = y_test == clf.classes_[1]
-        score = clf.predict_proba(X_test)[:, 1]
         record["f1"] = float(f1_score(y_test, pred, pos_label=clf.classes_[1]))
-        record["auc"] = float(roc_auc_score(positive, score))
-        record.update(best_threshold_scores(positive, score))
+        record["auc"] = float(roc_auc_score(positive, proba[:, 1]))
+        record.update(best_threshold_scores(positive, proba[:, 1]))
     else:  # the other rule on the same network: argmax <-> prior matching
-        record.update(both_rules(clf, X, bags, props, X_test, y_test))
+        record.update(both_rules(clf, X, bags, props, proba, y_test))
     return record
 
 
-def both_rules(clf, X, bags, props, X_test, y_test):
-    """Test accuracy of many classes at argmax and at prior matching fitted
-    on the training bags (``predict_proba`` is the same for both)."""
-    proba = clf.predict_proba(X_test)
+def both_rules(clf, X, bags, props, proba, y_test):
+    """Test accuracy of many classes (test probabilities ``proba``) at argmax
+    and at prior matching fitted on the training bags."""
     offsets, threshold = decision_of(
         check_bags(bags, props), clf.predict_proba(X), "prior"
     )
@@ -110,10 +109,7 @@ def markdown(records, cells, configs, heading):
         "| cell | seeds | " + " | ".join(configs) + " |",
         "|---|---|" + "---|" * len(configs),
     ]
-    for cell in cells:
-        rows = [r for r in records if r["cell"] == cell]
-        if not rows:
-            continue
+    for cell, rows in by_cell(records, cells):
         seeds = sorted({r["seed"] for r in rows})
         text = functools.partial(_config_cell, seeds=seeds)
         cells_ = column_cells(rows, "config", configs, text)
@@ -122,12 +118,9 @@ def markdown(records, cells, configs, heading):
         )
     lines += ["", "Optimizer steps of a fit:", ""]
     lines += ["| cell | " + " | ".join(configs) + " |", "|---|" + "---|" * len(configs)]
-    for cell in cells:
+    for cell, rows in by_cell(records, cells):
         steps = [
-            sorted(
-                {r["steps"] for r in records if (r["cell"], r["config"]) == (cell, c)}
-            )
-            for c in configs
+            sorted({r["steps"] for r in rows if r["config"] == c}) for c in configs
         ]
         if any(steps):
             text = ["/".join(map(str, s)) or "–" for s in steps]

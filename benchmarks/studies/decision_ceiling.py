@@ -60,13 +60,11 @@ def _seeds(runs, key):
 def _rows(records, cells, key, row):
     """A table row of every cell whose records hold ``key``."""
     lines = []
-    for cell in cells:
-        runs = [r for r in records if r["cell"] == cell and key in r]
-        runs.sort(key=lambda r: r["seed"])
-        if runs:
-            trained = "/".join(sorted({r["trained"] for r in runs}))
-            seeds = ",".join(str(r["seed"]) for r in runs)
-            lines.append(f"| {cell} | {trained} | {seeds} | " + row(runs) + " |")
+    for cell, rows in _configs.by_cell([r for r in records if key in r], cells):
+        runs = sorted(rows, key=lambda r: r["seed"])
+        trained = "/".join(sorted({r["trained"] for r in runs}))
+        seeds = ",".join(str(r["seed"]) for r in runs)
+        lines.append(f"| {cell} | {trained} | {seeds} | " + row(runs) + " |")
     return lines
 
 

@@ -105,6 +105,14 @@ def _read(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
+def by_cell(records, cells):
+    """``(cell, its records)`` for every cell of ``cells`` that has any."""
+    for cell in cells:
+        rows = [r for r in records if r["cell"] == cell]
+        if rows:
+            yield cell, rows
+
+
 def column_cells(rows, key, columns, text):
     """A markdown row's cells: ``text(column, runs)`` of the records whose
     ``key`` is the column, "–" for a column without any."""
@@ -138,10 +146,7 @@ def markdown(records):
         "| cell | bags | rows a bag | seeds | " + " | ".join(METHODS) + " |",
         "|---|---|---|---|" + "---|" * len(METHODS),
     ]
-    for cell in CELLS:
-        rows = [r for r in records if r["cell"] == cell]
-        if not rows:
-            continue
+    for cell, rows in by_cell(records, CELLS):
         cells = column_cells(rows, "method", METHODS, _method_cell)
         if cells[0] == "–" and "f1" not in rows[0]:  # many classes: auto is VAT
             cells[0] = "= vat (VAT, the same fit)"

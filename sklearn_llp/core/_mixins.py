@@ -167,8 +167,11 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
             return self.threshold
         prior = not getattr(self, "_singleton_bags_", self._fit_on_labels_)
         if len(self.classes_) > 2:  # large bags leave the class rates off
-            sizes = [getattr(self, "_median_bag_", 0)] if bags is None else bags.sizes
-            prior = prior and np.median(sizes) >= PRIOR_MATCHING_BAG_SIZE
+            if bags is None:  # the training bags' median, kept by _fit_decision
+                median = getattr(self, "_median_bag_", 0)
+            else:
+                median = np.median(bags.sizes)
+            prior = prior and median >= PRIOR_MATCHING_BAG_SIZE
         return "prior" if prior else "argmax"
 
     def _check_threshold(self, classes):
