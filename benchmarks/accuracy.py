@@ -432,6 +432,12 @@ def _row(*cells):
     return "| " + " | ".join(map(str, cells)) + " |"
 
 
+def _header(*cells):
+    """A table's header row and its separator (a cell may hold several)."""
+    row = _row(*cells)
+    return [row, "|" + "---|" * (row.count("|") - 1)]
+
+
 def _group(records):
     groups = {}
     for r in records:
@@ -511,8 +517,8 @@ def bagging_label(bagging, recs):
 
 
 def _metric_table(records, metric, title):
-    header = _row("data set", "bags", *METHOD_LABELS.values(), "supervised (same MLP)")
-    lines = [title, "", header, "|---|---|" + "---|" * (len(LLP_METHODS) + 1)]
+    header = ("data set", "bags", *METHOD_LABELS.values(), "supervised (same MLP)")
+    lines = [title, "", *_header(*header)]
     for (dataset, n_train), recs in _group(records).items():
         sup = _select(recs, SUPERVISED, SUPERVISED, metric)
         for bagging in _baggings(recs) or ([None] if sup else []):
@@ -541,8 +547,7 @@ def _few_bags_table(records):
         lines += [
             f"## {DATASET_LABELS[dataset]} ({n_train:,} train) in few large bags (%)",
             "",
-            _row("method", *header, "fit s"),
-            "|---|" + "---|" * (len(columns) + 1),
+            *_header("method", *header, "fit s"),
         ]
         for method in LLP_METHODS:
             runs = [r for b in counts for r in _select(recs, b, method)]
@@ -581,13 +586,9 @@ def _decision_table(records):
         'threshold of `threshold="auto"`) / of argmax of `predict_proba` '
         "(the rule before), means over seeds.",
         "",
-        _row(
-            "data set",
-            "bags",
-            *[f"{m} acc." for m in labels],
-            *[f"{m} F1" for m in labels],
+        *_header(
+            "data set", "bags", *[f"{m} {k}" for k in ("acc.", "F1") for m in labels]
         ),
-        "|---|---|" + "---|" * (2 * len(methods)),
     ]
 
     def pair(recs, bagging, method, metric):
@@ -646,19 +647,16 @@ def _variants_table(records, kind):
         return []
     title, lead, column, setting = VARIANT_TABLES[kind]
     metrics = _metrics([r for r in records if r["method"] in kinds])
-    names = [METRIC_NAMES[m] for m in metrics]
-    names = [f"{n} variant | {n} main | Δ" for n in names]
-    header = _row(
-        "data set", "bags", "variant", column, *names, "fit s (variant / main)"
-    )
+    names = [f"{n} variant | {n} main | Δ" for n in map(METRIC_NAMES.get, metrics)]
     lines = [
         title,
         "",
         lead + " % (mean ± std over seeds); Δ = main − variant, "
         "mean over seeds; fit seconds are means.",
         "",
-        header,
-        "|---|---|---|---|" + "---|---|---|" * len(metrics) + "---|",
+        *_header(
+            "data set", "bags", "variant", column, *names, "fit s (variant / main)"
+        ),
     ]
     for (dataset, _), recs in _group(records).items():
         for bagging in _baggings(recs):
@@ -694,19 +692,14 @@ def _fit_time_table(records):
     lines = [
         "## Fit time (s, mean over seeds)",
         "",
-        _row("data set", "bags", *[METHOD_LABELS.get(m, m) for m in methods]),
-        "|---|---|" + "---|" * len(methods),
+        *_header("data set", "bags", *[METHOD_LABELS.get(m, m) for m in methods]),
     ]
     for (dataset, _), recs in _group(records).items():
         for bagging in [*_baggings(recs), SUPERVISED]:
-            cells = [
-                _mean(_select(recs, bagging, m, "fit_seconds"), ".1f", "")
-                for m in methods
-            ]
+            times = [_select(recs, bagging, m, "fit_seconds") for m in methods]
+            cells = [_mean(t, ".1f", "") for t in times]
+            label = "labels" if bagging == SUPERVISED else bagging_label(bagging, recs)
             if any(cells):
-                label = (
-                    "labels" if bagging == SUPERVISED else bagging_label(bagging, recs)
-                )
                 lines.append(_row(DATASET_LABELS[dataset], label, *cells))
     return lines + [""]
 
@@ -715,10 +708,11 @@ def _settings_table(records):
     lines = [
         "## Settings",
         "",
-        "| data set | train / test rows | features | seeds | epochs | lr | schedule "
-        "| batch used | hidden | VAT α / ε / ξ | Π α / noise | ROT α "
-        "| LLPFC regroup | EasyLLP loss | Mean Map C | mean fit time (s) |",
-        "|" + "---|" * 16,
+        *_header(
+            "data set | train / test rows | features | seeds | epochs | lr | schedule",
+            "batch used | hidden | VAT α / ε / ξ | Π α / noise | ROT α",
+            "LLPFC regroup | EasyLLP loss | Mean Map C | mean fit time (s)",
+        ),
     ]
     for (dataset, n_train), recs in _group(records).items():
         hps = [r["hyperparameters"] for r in recs]

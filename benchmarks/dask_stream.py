@@ -224,7 +224,6 @@ def fit_one(cfg):
         keep = (times >= marks[begin]) & (times <= marks[end])
         return float(rss[keep].max() / 2**20) if keep.any() else None
 
-    step = max(1, len(times) // 800)
     out = {
         "rows": n_rows,
         "mode": cfg["mode"],
@@ -248,7 +247,6 @@ def fit_one(cfg):
         "loadavg_at_start": load_avg,
         "loadavg_at_end": os.getloadavg(),
         "marks": marks,
-        "rss_trace": [[round(t, 2), round(r / 2**20)] for t, r in trace[::step]],
         **extra,
     }
     print(json.dumps(out))
