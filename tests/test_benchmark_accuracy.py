@@ -13,13 +13,6 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "accuracy.py"
 COMMITTED = SCRIPT.parent / "results" / "accuracy.json"
 
 
-def old_batch(bagging):
-    """The batch the grid set by hand before ``batch_size="auto"`` (digits):
-    random bags of 128 rows or more packed 8 to a batch, else 128 rows."""
-    size = int(bagging.split("-")[1]) if bagging.startswith("uniform-") else 0
-    return 8 * size if size >= 128 else 128
-
-
 @pytest.fixture(scope="module")
 def accuracy_module():
     spec = importlib.util.spec_from_file_location("benchmark_accuracy", SCRIPT)
@@ -92,7 +85,8 @@ def test_quick_run_resume_and_markdown_only(accuracy_module, tmp_path, monkeypat
         else:
             # "auto": 8 bags of 256 a step, 128 rows for smaller bags
             assert hp["batch_size"] == "auto"
-            assert record["batch_size_"] == old_batch(record["bagging"])
+            expected = 8 * 256 if record["bagging"] == "uniform-256" else 128
+            assert record["batch_size_"] == expected
     # the recorded cosine schedule is the one applied: every fit ends at lr ~0
     networks = [r for r in records if "error" not in r and "meanmap" not in r["method"]]
     assert len(fitted) == len(networks)
