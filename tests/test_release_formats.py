@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
+import _releases
+
 from sklearn_llp import LLPClassifier, LLPRegressor, privacy
 from sklearn_llp.core import check_bags
 from sklearn_llp.methods import NoisyProportions
@@ -20,7 +22,7 @@ from sklearn_llp.privacy import (
     released_rows,
 )
 
-dp_proportions = functools.partial(privacy.dp_proportions, classes=[0, 1, 2])
+dp_proportions = functools.partial(_releases.dp_proportions, classes=[0, 1, 2])
 
 
 def census(n_bags=60, low=5, high=80, n_classes=3, seed=0):
@@ -109,7 +111,7 @@ def test_noisy_method_reads_the_release(mechanism, delta, relation):
     1 - 2/C + sum p_c**2 at the released shares (add_remove, delta method)."""
     ids, y, sizes = census(n_bags=20, n_classes=2)
     kw = dict(mechanism=mechanism, delta=delta, neighbours=relation)
-    table = privacy.dp_proportions(ids, y, 0.3, classes=[0, 1], **kw)
+    table = _releases.dp_proportions(ids, y, 0.3, classes=[0, 1], **kw)
     method = NoisyProportions(release=table).prepare(check_bags(ids, table), None)
     v = table.attrs["noise_variance"]
     np.testing.assert_allclose(method.count_variance_, v, rtol=1e-12)
@@ -195,7 +197,8 @@ def test_bag_sum_sensitivity_by_enumeration(relation):
     np.testing.assert_allclose(largest, [expected, relation == "add_remove"])
     for k, mechanism, delta in ((1, "laplace", None), (3, "analytic_gaussian", 1e-5)):
         eps, kw = 1.0, dict(mechanism=mechanism, delta=delta, max_contributions=k)
-        release = dp_bag_means(ids, base, 1.0, bounds=bounds, neighbours=relation, **kw)
+        kw.update(_releases.with_domain(ids, dict(neighbours=relation)))
+        release = dp_bag_means(ids, base, 1.0, bounds=bounds, **kw)
         if relation == "add_remove":  # half the budget on the sums
             eps, delta = 0.5, delta and delta / 2
         assert release.attrs["sensitivity"] == pytest.approx(k * expected)
@@ -241,8 +244,9 @@ def test_add_remove_bag_means_noise_has_the_stated_delta_method_scale():
     ids = np.repeat(np.arange(40), rng.randint(500, 1000, 40))
     y, kw = rng.normal(5.0, 3.0, len(ids)), dict(bounds=(0.0, 10.0))
     exact = dp_bag_means(ids, y, np.inf, **kw)["mean"].to_numpy()
+    kw["neighbours"] = "add_remove"
     releases = (
-        dp_bag_means(ids, y, 1.0, neighbours="add_remove", random_state=s, **kw)
+        dp_bag_means(ids, y, 1.0, **_releases.with_domain(ids, kw), random_state=s)
         for s in range(150)
     )
     z = np.concatenate([(t["mean"].to_numpy() - exact) / t["std"] for t in releases])

@@ -259,9 +259,10 @@ default=None
         """Raw noisy counts of the training bags, and the released classes."""
         props = np.asarray(bags.props, dtype=np.float64)
         counts = props * sizes[:, None]  # exact shares: their counts
-        raw = bags.released_counts()
-        found = np.zeros(len(counts), bool) if raw is None else ~np.isnan(raw).any(1)
-        counts[found] = raw[found]
+        raw, found = bags.released_counts(), np.zeros(len(counts), dtype=bool)
+        if raw is not None:
+            found = ~np.isnan(raw).any(axis=1)
+            counts[found] = raw[found]
         missing = ~found & (self.count_variance_ > 0)
         if self.loss == "counts" and missing.any():
             raise ValueError(
