@@ -263,6 +263,21 @@ def test_count_loss_reads_the_release_counts_noise_and_one_count():
     np.testing.assert_allclose(method.noisy_counts_, counts.to_numpy()[3:])
 
 
+def test_the_learner_reads_the_noise_of_the_table_it_is_given(small_bags):
+    """Issue 49 item 2: a table of epsilon 0.1 (scale 10) given to fit is
+    read, not trained on at a default scale; a scale set otherwise is refused."""
+    X, bags, _, y = small_bags
+    table = dp_proportions(bags, y, 0.1, one_count=False, random_state=0)
+    assert table.attrs["noise_scale"] == 20.0
+    clf = LLPClassifier(method="noisy", **SHORT).fit(X, bags, table)
+    np.testing.assert_allclose(clf.method_.count_variance_, 2 * 20.0**2)
+    clf.set_params(method__scale=20.0, method__noise="laplace").fit(X, bags, table)
+    for name, value in (("scale", 1.0), ("noise", "gaussian"), ("scale", {0: 20.0})):
+        with pytest.raises(ValueError, match=f"method__{name}=.*disagrees.*=None"):
+            clf.set_params(**{f"method__{name}": value}).fit(X, bags, table)
+        clf.set_params(**{f"method__{name}": None})
+
+
 @pytest.mark.filterwarnings("ignore::sklearn_llp.exceptions.IdentifiabilityWarning")
 def test_suppressed_cells_leave_the_counts_of_the_others_aligned():
     ids = np.repeat(np.arange(5), [1, 2, 12, 15, 30])

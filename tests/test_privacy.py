@@ -4,12 +4,11 @@ import functools
 import itertools
 import math
 
+import _releases
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import ndtr
-
-import _releases
 
 from sklearn_llp import privacy
 from sklearn_llp.core import check_bags

@@ -3,12 +3,11 @@
 import functools
 import math
 
+import _releases
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-
-import _releases
 
 from sklearn_llp import LLPClassifier, LLPRegressor, privacy
 from sklearn_llp.core import check_bags
@@ -125,6 +124,34 @@ def test_noisy_method_reads_the_release(mechanism, delta, relation):
     np.testing.assert_allclose(method.reliability_, r, rtol=1e-9)
     with pytest.raises(ValueError, match="method__release has no"):
         NoisyProportions(release={}).prepare(check_bags(ids, table), None)
+
+
+def test_add_remove_releases_every_id_of_its_domain_and_the_learner_reads_it():
+    """Issue 46 case 15: the ids released do not depend on who is in the
+    data (removing a bag's only person keeps its row); empty bags are noise,
+    named in the table but absent from X, and the learner reads the rest."""
+    ids, y = np.r_[0, 0, 0, 1, 2, 2, 2, 2], np.r_[0, 1, 1, 0, 1, 0, 1, 1]
+    kw = dict(neighbours="add_remove", random_state=0)
+    release = functools.partial(privacy.dp_proportions, classes=[0, 1], **kw)
+    domain = [0, 1, 2, 3, 4]
+    full = release(ids, y, 1.0, domain=domain)
+    alone = release(ids[ids != 1], y[ids != 1], 1.0, domain=domain)
+    means = dp_bag_means(ids, y, 1.0, bounds=(0, 1), domain=domain, **kw)
+    assert full.index.tolist() == alone.index.tolist() == means.index.tolist() == domain
+    with pytest.raises(ValueError, match="needs domain=.*who is in it"):
+        release(ids, y, 1.0)
+    with pytest.raises(ValueError, match="needs domain="):
+        dp_bag_means(ids, y, 1.0, bounds=(0, 1), **kw)
+    with pytest.raises(ValueError, match=r"lacks \[2\]"):
+        release(ids, y, 1.0, domain=[0, 1])
+    with pytest.raises(ValueError, match="domain is for neighbours='add_remove'"):
+        privacy.dp_proportions(ids, y, 1.0, classes=[0, 1], domain=domain)
+    X = np.c_[y, 1 - y].astype(np.float32)
+    clf = LLPClassifier(method="noisy", max_epochs=1, random_state=0, verbose=0)
+    clf.set_params(early_stopping=False).fit(X, ids, full)
+    np.testing.assert_allclose(
+        clf.method_.noisy_counts_, full.attrs["counts"]["values"][:3]
+    )
 
 
 # --- Bag means for regression
@@ -292,6 +319,11 @@ def test_noise_aware_bag_weights_by_hand():
     rows = noise_aware_bag_weights(table, ids, target_variance=tau)
     per_row = (expected / sizes)[ids]
     np.testing.assert_allclose(rows, per_row / per_row.mean())
+    # add_remove: the size column is a noisy count (a 6-row bag released as
+    # 1); per row, the sizes are the bags' rows: two 6-row bags, equal weights
+    released = pd.DataFrame({"size": [1.0, 6.0], "std": [0.5, 0.5]})
+    rows = noise_aware_bag_weights(released, np.repeat([0, 1], 6), target_variance=1)
+    np.testing.assert_allclose(rows, 1.0)  # before: 6.37 times as much in bag 0
     # without noise, proportional to the sizes
     exact = dp_bag_means(ids, y, np.inf, bounds=(0.0, 10.0))
     weights = noise_aware_bag_weights(exact, target_variance=tau)
