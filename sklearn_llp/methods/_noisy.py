@@ -163,16 +163,13 @@ default=None
 
     def _noise(self, release):
         """Noise, scale(s) and relation: the release's, checked against ours."""
-        noise, scale = (
-            self.noise or "laplace",
-            0.0 if self.scale is None else self.scale,
-        )
         if release is None:
-            return noise, scale, None
+            scale = 0.0 if self.scale is None else self.scale
+            return self.noise or "laplace", scale, None
         keys = ("noise", "noise_scale", "neighbours", "one_count")
         if not set(keys) <= set(release):
             raise ValueError(
-                f"the release's attrs lack {keys}: pass a dp_proportions table."
+                f"method__release has no {keys}: pass a dp_proportions table."
             )
         for name, ours, theirs in (
             ("noise", self.noise, release["noise"]),
@@ -200,13 +197,8 @@ default=None
         return release["noise"], release["noise_scale"], release["neighbours"]
 
     def prepare(self, bags, random_state):
-        given = None if self.release is None else release_of(self.release)
-        if self.release is not None and given is None:
-            raise ValueError(
-                "method__release has no noise_scale: pass a dp_proportions table "
-                "or its attrs."
-            )
-        bags = bags if given is None else replace(bags, release=given)
+        if self.release is not None:  # replaces the proportions' release
+            bags = replace(bags, release=release_of(self.release) or {})
         super().prepare(bags, random_state)  # the prior: from raw counts
         sizes, prior = self.bag_sizes_, self.class_prior_
         self.label_variance_ = float(np.mean(prior * (1.0 - prior)))
