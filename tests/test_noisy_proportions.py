@@ -272,6 +272,10 @@ def test_the_learner_reads_the_noise_of_the_table_it_is_given(small_bags):
     clf = LLPClassifier(method="noisy", **SHORT).fit(X, bags, table)
     np.testing.assert_allclose(clf.method_.count_variance_, 2 * 20.0**2)
     clf.set_params(method__scale=20.0, method__noise="laplace").fit(X, bags, table)
+    # the counts follow the classes' order, as the shares do
+    method = NoisyProportions().prepare(check_bags(bags, table, classes=[2, 0, 1]), 0)
+    counts = np.array(table.attrs["counts"]["values"])
+    np.testing.assert_allclose(method.noisy_counts_, counts[:, [2, 0, 1]])
     for name, value in (("scale", 1.0), ("noise", "gaussian"), ("scale", {0: 20.0})):
         with pytest.raises(ValueError, match=f"method__{name}=.*disagrees.*=None"):
             clf.set_params(**{f"method__{name}": value}).fit(X, bags, table)

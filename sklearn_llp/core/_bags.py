@@ -55,8 +55,12 @@ def release_of(values):
     if not attrs or "noise_scale" not in attrs:
         return None
     columns = getattr(values, "columns", None)
-    default = isinstance(columns, pd.RangeIndex) and columns.start == 0
-    if attrs.get("counts") is not None and columns is not None and not default:
+    named = columns is not None and not (  # unnamed as _read._is_default_index
+        isinstance(columns, pd.RangeIndex)
+        and columns.start == 0
+        and columns.name is None
+    )
+    if attrs.get("counts") is not None and named:
         return {**attrs, "counts": {**attrs["counts"], "columns": list(columns)}}
     return dict(attrs)
 
