@@ -91,7 +91,7 @@ def test_loss_uses_a_global_normaliser_not_the_batch_sum():
 def test_weights_use_total_sample_weights_and_reduce_to_dllp_without_noise():
     weights = np.array([2.0, 1.0, 2.0, 2.0, 1.0, 2.0])
     bags, logits, batch = tiny_problem(weights)
-    method = NoisyProportions(scale=1.0).prepare(bags, None)
+    method = NoisyProportions(scale=1.0, loss="shares").prepare(bags, None)
     # bag a weighs 8, bag b 2: prior (8 [.75, .25] + 2 [0, 1]) / 10 = [.6, .4]
     sizes = np.array([8.0, 2.0])
     r = sizes * 0.24 / (sizes * 0.24 + 1.0)
@@ -136,17 +136,19 @@ def test_weights_follow_the_sizes():
     # through prepare: a bag's weight depends on its size, not its order
     ids = np.repeat([0, 1, 2, 3], [30, 3, 300, 10])
     props = np.array([[0.4, 0.6], [1 / 3, 2 / 3], [0.5, 0.5], [0.6, 0.4]])
-    method = NoisyProportions(scale=2.0).prepare(check_bags(ids, props[ids]), None)
+    method = NoisyProportions(scale=2.0, loss="shares")
+    method.prepare(check_bags(ids, props[ids]), None)
     assert list(np.argsort(method.bag_weights_)) == [1, 3, 0, 2]
     assert list(np.argsort(method.reliability_)) == [1, 3, 0, 2]
 
 
 def test_per_bag_scales_are_looked_up_by_bag_id(small_bags):
     bags, *_ = tiny_problem()
-    method = NoisyProportions(scale={"b": 2.0, "a": 0.0}).prepare(bags, None)
+    method = NoisyProportions(scale={"b": 2.0, "a": 0.0}, loss="shares")
+    method.prepare(bags, None)
     np.testing.assert_allclose(method.count_variance_, [0.0, 8.0])
     assert method.reliability_[0] == 1.0 and method.reliability_[1] < 1.0
-    method = NoisyProportions(scale=pd.Series({"a": 1.0, "b": 1.0, "c": 5.0}))
+    method = NoisyProportions(scale=pd.Series({"a": 1, "b": 1, "c": 5}), loss="shares")
     np.testing.assert_allclose(method.prepare(bags, None).count_variance_, [2.0, 2.0])
     with pytest.raises(ValueError, match=r"method__scale.*1 training bag.*'b'"):
         NoisyProportions(scale={"a": 1.0}).prepare(bags, None)
@@ -156,6 +158,7 @@ def test_per_bag_scales_are_looked_up_by_bag_id(small_bags):
     X, bags, props, _ = small_bags
     scales = {b: 1.0 + b for b in range(12)}
     clf = LLPClassifier(method="noisy", method__scale=scales, **SHORT)
+    clf.set_params(method__loss="shares")
     clf.set_params(validation_fraction=0.25).fit(X, bags, props)
     assert len(clf.method_.bag_weights_) == 9  # 3 of 12 bags held out
     assert np.isfinite(clf.history[-1, "valid_loss"])
@@ -177,9 +180,15 @@ def test_count_loss_of_a_tiny_batch_by_hand():
     one = noisy_count_loss(logits, batch.segments, counts, var, mask)
     b1, a1 = (1.5 - 0.6) ** 2 / (2 * v_b), (2.0 - 1.1) ** 2 / (2 * v_a)
     assert one.item() == pytest.approx((a1 + b1) / 2, rel=1e-6)
-    # through the method: counts = shares x sizes without a release; noise from scale
-    method = NoisyProportions(scale=1.0).prepare(bags, None)
-    np.testing.assert_allclose(method.noisy_counts_, [[3.0, 1.0], [0.0, 2.0]])
+    # through the method: a release from elsewhere (its counts, noise and scale)
+    counts = dict(ids=["b", "a"], values=[[0.0, 2.0], [3.0, 1.0]])
+    release = dict(noise="laplace", noise_scale=1.0, neighbours="replace")
+    method = NoisyProportions(release=dict(release, one_count=False, counts=counts))
+    np.testing.assert_allclose(
+        method.prepare(bags, None).noisy_counts_, [[3.0, 1.0], [0.0, 2.0]]
+    )
+    with pytest.raises(ValueError, match="no raw noisy counts for 2 .*'shares'"):
+        NoisyProportions(scale=1.0).prepare(bags, None)  # shares x sizes: biased
     loss = method.get_loss(None, None, logits, batch, 0, 1)
     # a has 2 of its 4 rows in the batch, b 1 of 2 (subsampled): sums count twice
     v_b, v_a = 2 * 0.24 + 2.0, 2 * 0.37 + 2.0
@@ -252,6 +261,25 @@ def test_count_loss_reads_the_release_counts_noise_and_one_count():
     bags = check_bags(ids[ids > 2], table.to_numpy()[ids[ids > 2]])
     method = NoisyProportions(release=dict(table.attrs)).prepare(bags, None)
     np.testing.assert_allclose(method.noisy_counts_, counts.to_numpy()[3:])
+
+
+def test_the_learner_reads_the_noise_of_the_table_it_is_given(small_bags):
+    """Issue 49 item 2: a table of epsilon 0.1 (scale 10) given to fit is
+    read, not trained on at a default scale; a scale set otherwise is refused."""
+    X, bags, _, y = small_bags
+    table = dp_proportions(bags, y, 0.1, one_count=False, random_state=0)
+    assert table.attrs["noise_scale"] == 20.0
+    clf = LLPClassifier(method="noisy", **SHORT).fit(X, bags, table)
+    np.testing.assert_allclose(clf.method_.count_variance_, 2 * 20.0**2)
+    clf.set_params(method__scale=20.0, method__noise="laplace").fit(X, bags, table)
+    # the counts follow the classes' order, as the shares do
+    method = NoisyProportions().prepare(check_bags(bags, table, classes=[2, 0, 1]), 0)
+    counts = np.array(table.attrs["counts"]["values"])
+    np.testing.assert_allclose(method.noisy_counts_, counts[:, [2, 0, 1]])
+    for name, value in (("scale", 1.0), ("noise", "gaussian"), ("scale", {0: 20.0})):
+        with pytest.raises(ValueError, match=f"method__{name}=.*disagrees.*=None"):
+            clf.set_params(**{f"method__{name}": value}).fit(X, bags, table)
+        clf.set_params(**{f"method__{name}": None})
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_llp.exceptions.IdentifiabilityWarning")

@@ -4,6 +4,7 @@ import functools
 import itertools
 import math
 
+import _releases
 import numpy as np
 import pandas as pd
 import pytest
@@ -34,7 +35,7 @@ MECHANISMS = [  # mechanism, delta, sensitivity of one row
 ]
 
 
-dp_proportions = functools.partial(privacy.dp_proportions, classes=[0, 1, 2])
+dp_proportions = functools.partial(_releases.dp_proportions, classes=[0, 1, 2])
 
 
 def counts_of(ids, y, n_classes=3):
@@ -113,6 +114,7 @@ def test_sensitivity_of_the_table_by_enumeration(relation, k, one_count, l1, l2)
     assert max(seen)[0] == l1 and max(d for _, d in seen) == pytest.approx(l2)
     kw = dict(neighbours=relation, max_contributions=k, one_count=one_count)
     kw["classes"] = [0, 1] if one_count else [0, 1, 2]
+    kw["domain"] = [0, 1] if relation == "add_remove" else None
     ids, y = np.repeat([0, 1], 4), np.tile([0, 1], 4)
     for mechanism, delta, norm in (("laplace", None, l1), ("gaussian", 1e-5, l2)):
         release = privacy.dp_proportions(
@@ -407,7 +409,7 @@ def test_pure_privacy_loss_is_at_most_epsilon_and_reaches_it(
     ids, y = neighbour_pairs(100_000)
     kw = dict(neighbours=relation, one_count=one_count, classes=[0, 1])
     kw.update(mechanism=mechanism, return_counts=True, random_state=1)
-    _, noisy = privacy.dp_proportions(ids, y, epsilon, **kw)
+    _, noisy = _releases.dp_proportions(ids, y, epsilon, **kw)
     b, released = noisy.attrs["noise_scale"], noisy.to_numpy()[:, int(one_count) :]
     other = np.array(other)[int(one_count) :]
     # log p(release | D) - log p(release | D')

@@ -3,6 +3,7 @@
 import functools
 import math
 
+import _releases
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,7 +21,7 @@ from sklearn_llp.privacy import (
     released_rows,
 )
 
-dp_proportions = functools.partial(privacy.dp_proportions, classes=[0, 1, 2])
+dp_proportions = functools.partial(_releases.dp_proportions, classes=[0, 1, 2])
 
 
 def census(n_bags=60, low=5, high=80, n_classes=3, seed=0):
@@ -109,7 +110,7 @@ def test_noisy_method_reads_the_release(mechanism, delta, relation):
     1 - 2/C + sum p_c**2 at the released shares (add_remove, delta method)."""
     ids, y, sizes = census(n_bags=20, n_classes=2)
     kw = dict(mechanism=mechanism, delta=delta, neighbours=relation)
-    table = privacy.dp_proportions(ids, y, 0.3, classes=[0, 1], **kw)
+    table = _releases.dp_proportions(ids, y, 0.3, classes=[0, 1], **kw)
     method = NoisyProportions(release=table).prepare(check_bags(ids, table), None)
     v = table.attrs["noise_variance"]
     np.testing.assert_allclose(method.count_variance_, v, rtol=1e-12)
@@ -123,6 +124,34 @@ def test_noisy_method_reads_the_release(mechanism, delta, relation):
     np.testing.assert_allclose(method.reliability_, r, rtol=1e-9)
     with pytest.raises(ValueError, match="method__release has no"):
         NoisyProportions(release={}).prepare(check_bags(ids, table), None)
+
+
+def test_add_remove_releases_every_id_of_its_domain_and_the_learner_reads_it():
+    """Issue 46 case 15: the ids released do not depend on who is in the
+    data (removing a bag's only person keeps its row); empty bags are noise,
+    named in the table but absent from X, and the learner reads the rest."""
+    ids, y = np.r_[0, 0, 0, 1, 2, 2, 2, 2], np.r_[0, 1, 1, 0, 1, 0, 1, 1]
+    kw = dict(neighbours="add_remove", random_state=0)
+    release = functools.partial(privacy.dp_proportions, classes=[0, 1], **kw)
+    domain = [0, 1, 2, 3, 4]
+    full = release(ids, y, 1.0, domain=domain)
+    alone = release(ids[ids != 1], y[ids != 1], 1.0, domain=domain)
+    means = dp_bag_means(ids, y, 1.0, bounds=(0, 1), domain=domain, **kw)
+    assert full.index.tolist() == alone.index.tolist() == means.index.tolist() == domain
+    with pytest.raises(ValueError, match="needs domain=.*who is in it"):
+        release(ids, y, 1.0)
+    with pytest.raises(ValueError, match="needs domain="):
+        dp_bag_means(ids, y, 1.0, bounds=(0, 1), **kw)
+    with pytest.raises(ValueError, match=r"lacks \[2\]"):
+        release(ids, y, 1.0, domain=[0, 1])
+    with pytest.raises(ValueError, match="domain is for neighbours='add_remove'"):
+        privacy.dp_proportions(ids, y, 1.0, classes=[0, 1], domain=domain)
+    X = np.c_[y, 1 - y].astype(np.float32)
+    clf = LLPClassifier(method="noisy", max_epochs=1, random_state=0, verbose=0)
+    clf.set_params(early_stopping=False).fit(X, ids, full)
+    np.testing.assert_allclose(
+        clf.method_.noisy_counts_, full.attrs["counts"]["values"][:3]
+    )
 
 
 # --- Bag means for regression
@@ -195,7 +224,8 @@ def test_bag_sum_sensitivity_by_enumeration(relation):
     np.testing.assert_allclose(largest, [expected, relation == "add_remove"])
     for k, mechanism, delta in ((1, "laplace", None), (3, "analytic_gaussian", 1e-5)):
         eps, kw = 1.0, dict(mechanism=mechanism, delta=delta, max_contributions=k)
-        release = dp_bag_means(ids, base, 1.0, bounds=bounds, neighbours=relation, **kw)
+        kw.update(_releases.with_domain(ids, dict(neighbours=relation)))
+        release = dp_bag_means(ids, base, 1.0, bounds=bounds, **kw)
         if relation == "add_remove":  # half the budget on the sums
             eps, delta = 0.5, delta and delta / 2
         assert release.attrs["sensitivity"] == pytest.approx(k * expected)
@@ -241,8 +271,9 @@ def test_add_remove_bag_means_noise_has_the_stated_delta_method_scale():
     ids = np.repeat(np.arange(40), rng.randint(500, 1000, 40))
     y, kw = rng.normal(5.0, 3.0, len(ids)), dict(bounds=(0.0, 10.0))
     exact = dp_bag_means(ids, y, np.inf, **kw)["mean"].to_numpy()
+    kw["neighbours"] = "add_remove"
     releases = (
-        dp_bag_means(ids, y, 1.0, neighbours="add_remove", random_state=s, **kw)
+        dp_bag_means(ids, y, 1.0, **_releases.with_domain(ids, kw), random_state=s)
         for s in range(150)
     )
     z = np.concatenate([(t["mean"].to_numpy() - exact) / t["std"] for t in releases])
@@ -288,6 +319,11 @@ def test_noise_aware_bag_weights_by_hand():
     rows = noise_aware_bag_weights(table, ids, target_variance=tau)
     per_row = (expected / sizes)[ids]
     np.testing.assert_allclose(rows, per_row / per_row.mean())
+    # add_remove: the size column is a noisy count (a 6-row bag released as
+    # 1); per row, the sizes are the bags' rows: two 6-row bags, equal weights
+    released = pd.DataFrame({"size": [1.0, 6.0], "std": [0.5, 0.5]})
+    rows = noise_aware_bag_weights(released, np.repeat([0, 1], 6), target_variance=1)
+    np.testing.assert_allclose(rows, 1.0)  # before: 6.37 times as much in bag 0
     # without noise, proportional to the sizes
     exact = dp_bag_means(ids, y, np.inf, bounds=(0.0, 10.0))
     weights = noise_aware_bag_weights(exact, target_variance=tau)

@@ -4,6 +4,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
@@ -47,6 +48,23 @@ def _check_weights(sample_weight, n_samples):
     return weights
 
 
+def release_of(values):
+    """A privacy release's ``attrs`` (of a table, or given as a dict) with its
+    class columns if named, or None when ``values`` are no release."""
+    attrs = values if isinstance(values, dict) else getattr(values, "attrs", None)
+    if not attrs or "noise_scale" not in attrs:
+        return None
+    columns = getattr(values, "columns", None)
+    named = columns is not None and not (  # unnamed as _read._is_default_index
+        isinstance(columns, pd.RangeIndex)
+        and columns.start == 0
+        and columns.name is None
+    )
+    if attrs.get("counts") is not None and named:
+        return {**attrs, "counts": {**attrs["counts"], "columns": list(columns)}}
+    return dict(attrs)
+
+
 def _frozen(array):
     """A freshly computed array, made read-only in place."""
     array.flags.writeable = False
@@ -72,7 +90,8 @@ class Bags:
     :meth:`select` and :meth:`restrict` return new objects). Bag ``j`` holds
     rows ``members[indptr[j]:indptr[j + 1]]``; ``values`` are class
     proportions (columns ``classes``) or bag means, by ``task``; ``weights``
-    weigh rows, ``bag_weights`` bags.
+    weigh rows, ``bag_weights`` bags; ``release``, the ``attrs`` of the
+    privacy release the values were read from (its noise and raw counts).
 
     Examples
     --------
@@ -96,6 +115,7 @@ class Bags:
     weights: np.ndarray | None = None
     bag_weights: np.ndarray | None = None
     positional_classes: bool = False
+    release: dict | None = None
 
     def __post_init__(self):
         # frozen: the converted values go in through object.__setattr__
@@ -209,6 +229,20 @@ class Bags:
         """Weight of every bag in a loss: total sample weight x ``bag_weights``."""
         totals = self.total_weights() if totals is None else np.asarray(totals, float)
         return totals if self.bag_weights is None else totals * self.bag_weights
+
+    def released_counts(self):
+        """The release's raw noisy class counts of every bag, in the order of
+        ``classes`` (NaN where it has none); None without released counts."""
+        counts = (self.release or {}).get("counts")
+        if counts is None or self.task != CLASSIFICATION:
+            return None
+        index = pd.Index(counts["ids"], tupleize_cols=False)
+        frame = pd.DataFrame(counts["values"], index=index, dtype=np.float64)
+        if counts.get("columns") is not None:  # named: matched by name
+            frame = frame.set_axis(counts["columns"], axis=1).reindex(
+                columns=self.classes
+            )
+        return frame.reindex(pd.Index(self.ids, tupleize_cols=False)).to_numpy()
 
     def membership(self):
         """Sparse ``(n_samples, n_bags)`` indicator matrix (CSC)."""

@@ -10,7 +10,9 @@ _TOL = 1e-9  # Newton stops at a class-total residual of 1e-9 of the weight
 
 
 def class_prior(bags):
-    """Class proportions of the rows of ``bags``: the size-weighted mean of ``props``.
+    """Class proportions of the rows of ``bags``: the size-weighted mean of
+    ``props``, or of a privacy release's raw shares ``counts / n_B`` where
+    ``bags`` carry them (unbiased; projected shares are pulled toward 1/C).
 
     Examples
     --------
@@ -19,8 +21,14 @@ def class_prior(bags):
     >>> class_prior(bags).round(3).tolist()
     [0.667, 0.333]
     """
-    totals = bags.total_weights()
-    return totals @ bags.props / totals.sum()
+    totals, props = bags.total_weights(), np.asarray(bags.props, dtype=np.float64)
+    raw = bags.released_counts()
+    if raw is not None:
+        props = np.where(np.isnan(raw), props, raw / bags.sizes[:, None])
+    prior = np.maximum(totals @ props, 0.0)  # a noisy total may fall below 0
+    if not prior.sum() > 0:
+        prior = totals @ np.asarray(bags.props, dtype=np.float64)
+    return prior / prior.sum()
 
 
 def prior_threshold(proba_1, prior_1, weights=None):

@@ -16,7 +16,7 @@ from sklearn.utils import column_or_1d
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples
 
-from ._bags import CLASSIFICATION, REGRESSION, Bags
+from ._bags import CLASSIFICATION, REGRESSION, Bags, release_of
 
 #: Rows of ``props`` may sum to 1 within this absolute tolerance (rounded
 #: published percentages); they are then renormalised exactly.
@@ -759,6 +759,9 @@ def check_bags(
             "bag id per row (-1 for none), or a membership matrix of at most one "
             "nonzero per row."
         )
+    release = release_of(values) if isinstance(values, pd.DataFrame) else None
+    if release is not None:  # a privacy release: its noise and raw counts
+        validated = replace(validated, release=release)
     return _weighted_enough(validated, sample_weight, min_bags, name)
 
 

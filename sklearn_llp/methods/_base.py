@@ -10,6 +10,7 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
+from ..core import class_prior
 from . import _segments as ops
 
 
@@ -98,8 +99,7 @@ class LLPMethod(BaseEstimator):
         """See the training bags once per fit: ``bag_sizes_``, ``class_prior_``."""
         self.bag_sizes_ = bags.total_weights()
         if bags.n_classes is not None:
-            prior = self.bag_sizes_ @ np.asarray(bags.props, dtype=np.float64)
-            self.class_prior_ = prior / prior.sum()
+            self.class_prior_ = class_prior(bags)
         self._device_cache = {}
         return self
 

@@ -57,12 +57,16 @@ def _effective_sizes(bags):
 def bag_spread(props, sizes, prior=None):
     """How many times more bags' proportions vary than random bags', and the p-value.
 
+    The chi-square statistic of the bags' class counts over its degrees of
+    freedom ``(n_bags - 1)(C - 1)``, its expectation for random bags around
+    the pooled ``prior``.
+
     Examples
     --------
     >>> from sklearn_llp.methods.functional import bag_spread
     >>> ratio, p = bag_spread([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [10, 10, 10])
     >>> round(ratio, 1), p < 1e-3  # bags sorted by class
-    (10.0, True)
+    (15.0, True)
     """
     props = np.asarray(props, dtype=np.float64)
     sizes = np.asarray(sizes, dtype=np.float64)
@@ -74,8 +78,8 @@ def bag_spread(props, sizes, prior=None):
     n_bags, n_classes = len(props), int(present.sum())
     if n_bags < 2 or n_classes < 2:
         return 1.0, 1.0
-    ratio = statistic / (n_bags * (n_classes - 1))
-    return ratio, float(chi2.sf(statistic, (n_bags - 1) * (n_classes - 1)))
+    dof = (n_bags - 1) * (n_classes - 1)
+    return statistic / dof, float(chi2.sf(statistic, dof))
 
 
 class EasyLLP(LLPMethod):

@@ -1,6 +1,7 @@
 """DLLP for noisy (privacy-protected) proportions."""
 
 from collections.abc import Mapping
+from dataclasses import replace
 from numbers import Real
 
 import numpy as np
@@ -8,6 +9,7 @@ import pandas as pd
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..core._bags import release_of
 from ..privacy import NOISE_NORMS, noise_variance
 from ._base import LLPMethod
 from ._segments import _full_size_scale, at_least_float32, proportion_loss, segment_sum
@@ -102,22 +104,29 @@ def noisy_count_loss(
 class NoisyProportions(LLPMethod):
     """DLLP, bags weighed by what their noisy counts tell (:ref:`noisy_proportions`).
 
+    Reads a :func:`~sklearn_llp.privacy.dp_proportions` release given as the
+    proportions (``fit(X, bags, table)``) or as ``release``: its noise, scale
+    and raw noisy counts. Refuses a clamped release, one suppressed under
+    add_remove, and (``loss="counts"``) noisy counts rebuilt from shares.
+
     Parameters
     ----------
     noise : {"laplace", "gaussian", "discrete_laplace", "discrete_gaussian"}, \
-default="laplace"
-        Noise on every count (``attrs["noise"]`` of a release).
-    scale : float or dict or Series, default=1.0
-        Its scale (``attrs["noise_scale"]``), or one per bag id.
+default=None
+        Noise on every count; None: the release's (``attrs["noise"]``), else
+        ``"laplace"``.
+    scale : float or dict or Series, default=None
+        Its scale, or one per bag id; None: the release's
+        (``attrs["noise_scale"]``), else 0 (proportions without a release
+        are exact). Set, it must agree with the release's.
     loss : {"counts", "shares"}, default="counts"
-        :func:`noisy_count_loss` on the released noisy counts (read from
-        ``release``; else shares times sizes), or DLLP on the released shares
-        with bag weights (``weighting``, the loss before issue 34).
+        :func:`noisy_count_loss` on the release's raw noisy counts (shares
+        times sizes only without noise), or DLLP on the released shares
+        with bag weights (``weighting``, the loss before issue 34; biased).
     weighting : {"likelihood", "reliability"}, default="likelihood"
         ``loss="shares"``: ``w_B = n_B r_B`` or ``w_B = r_B``.
     release : DataFrame or dict, default=None
-        A :func:`~sklearn_llp.privacy.dp_proportions` release (or its
-        ``attrs``): its noise, scale and relation replace ``noise`` and ``scale``.
+        A release (or its ``attrs``), when the proportions are not the table.
 
     Attributes
     ----------
@@ -127,12 +136,12 @@ default="laplace"
     Examples
     --------
     >>> from sklearn_llp import LLPClassifier
-    >>> clf = LLPClassifier(method="noisy", method__scale=20.0)  # epsilon = 0.1
+    >>> clf = LLPClassifier(method="noisy")  # fit(X, bags, dp_proportions(...))
     """
 
     _parameter_constraints = {
-        "noise": [StrOptions(set(NOISE_NORMS))],
-        "scale": [Interval(Real, 0, np.inf, closed="left"), Mapping, pd.Series],
+        "noise": [StrOptions(set(NOISE_NORMS)), None],
+        "scale": [Interval(Real, 0, np.inf, closed="left"), Mapping, pd.Series, None],
         "loss": [StrOptions({"counts", "shares"})],
         "weighting": [StrOptions({"likelihood", "reliability"})],
         "release": [None, Mapping, pd.DataFrame],
@@ -140,8 +149,8 @@ default="laplace"
 
     def __init__(
         self,
-        noise="laplace",
-        scale=1.0,
+        noise=None,
+        scale=None,
         loss="counts",
         weighting="likelihood",
         release=None,
@@ -152,36 +161,54 @@ default="laplace"
         self.weighting = weighting
         self.release = release
 
-    def _release_attrs(self):
-        """The release's ``attrs`` (a table's, or the dict given), or {}."""
-        if self.release is None:
-            return {}
-        return getattr(self.release, "attrs", self.release)
-
-    def _noise(self, bags):
-        """Noise, scale(s) and the factor of a share's noise (``factor``)."""
-        if self.release is None:
-            return self.noise, self.scale, None
-        attrs = self._release_attrs()
+    def _noise(self, release):
+        """Noise, scale(s) and relation: the release's, checked against ours."""
+        if release is None:
+            scale = 0.0 if self.scale is None else self.scale
+            return self.noise or "laplace", scale, None
         keys = ("noise", "noise_scale", "neighbours", "one_count")
-        if not set(keys) <= set(attrs):
+        if not set(keys) <= set(release):
             raise ValueError(
-                f"method__release has no {keys}: pass a dp_proportions release."
+                f"method__release has no {keys}: pass a dp_proportions table."
             )
-        noise, scale, relation, one = (attrs[k] for k in keys)
-        p = np.asarray(bags.props, dtype=np.float64)  # add_remove: delta method
-        factor = 1 - 2 / p.shape[1] + (p**2).sum(axis=1)  # share = c / sum(c)
-        return (
-            noise,
-            scale,
-            1.0 if one else factor if relation == "add_remove" else None,
-        )
+        for name, ours, theirs in (
+            ("noise", self.noise, release["noise"]),
+            ("scale", self.scale, release["noise_scale"]),
+        ):
+            if ours is not None and not (
+                isinstance(ours, (str, Real)) and ours == theirs
+            ):
+                raise ValueError(
+                    f"method__{name}={ours!r} disagrees with the release's "
+                    f"{theirs!r} (its attrs): leave method__{name}=None to read it."
+                )
+        if release.get("clamp"):
+            raise ValueError(
+                "the release is clamped (clamp=True): its counts are biased (a true "
+                "count of 1 in a bag of 5 averages 1.84 at epsilon=0.2), which "
+                "method='noisy' does not model. Release with clamp=False."
+            )
+        if release["neighbours"] == "add_remove" and release.get("min_bag_size"):
+            raise ValueError(
+                "the release withholds bags of small noisy size (add_remove with "
+                "min_bag_size): the kept bags are those whose noise was high, so "
+                "their counts are biased. Release with min_bag_size=None."
+            )
+        return release["noise"], release["noise_scale"], release["neighbours"]
 
     def prepare(self, bags, random_state):
-        super().prepare(bags, random_state)
+        if self.release is not None:  # replaces the proportions' release
+            bags = replace(bags, release=release_of(self.release) or {})
+        super().prepare(bags, random_state)  # the prior: from raw counts
         sizes, prior = self.bag_sizes_, self.class_prior_
         self.label_variance_ = float(np.mean(prior * (1.0 - prior)))
-        noise, scales, factor = self._noise(bags)
+        noise, scales, relation = self._noise(bags.release)
+        factor = None  # of a share's noise: (1 - 1/C) by default
+        if relation == "add_remove":  # share = c / sum(c): the delta method
+            p = np.asarray(bags.props, dtype=np.float64)
+            factor = 1 - 2 / p.shape[1] + (p**2).sum(axis=1)
+        elif relation is not None and bags.release["one_count"]:
+            factor = 1.0
         if isinstance(scales, (Mapping, pd.Series)):  # looked up by bag id
             table = pd.Series(scales)
             rows = table.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
@@ -221,18 +248,26 @@ default="laplace"
         return self
 
     def _counts(self, bags, sizes):
-        """Noisy counts of the training bags, and the released classes."""
+        """Raw noisy counts of the training bags, and the released classes."""
         props = np.asarray(bags.props, dtype=np.float64)
-        counts = props * sizes[:, None]
+        counts = props * sizes[:, None]  # exact shares: their counts
+        raw, found = bags.released_counts(), np.zeros(len(counts), dtype=bool)
+        if raw is not None:
+            found = ~np.isnan(raw).any(axis=1)
+            counts[found] = raw[found]
+        missing = ~found & (self.count_variance_ > 0)
+        if self.loss == "counts" and missing.any():
+            raise ValueError(
+                f"method='noisy' has no raw noisy counts for {int(missing.sum())} "
+                f"training bag(s) (e.g. {bags.ids[missing][:3].tolist()}); counts "
+                "rebuilt from shares on the simplex are biased (pulled toward "
+                "1/C). Fit on the dp_proportions table itself (fit(X, bags, "
+                "table)) or pass method__release=table (a release from elsewhere: "
+                "a dict of noise, noise_scale, neighbours, one_count and "
+                "counts=dict(ids=..., values=...)), or method__loss='shares'."
+            )
         released = np.ones(props.shape[1], dtype=bool)
-        attrs = self._release_attrs()  # checked by _noise
-        table = attrs.get("counts")
-        if table is not None:
-            known = pd.DataFrame(table["values"], index=table["ids"])
-            rows = known.index.get_indexer(pd.Index(bags.ids, tupleize_cols=False))
-            found = rows >= 0
-            counts[found] = known.to_numpy(dtype=np.float64)[rows[found]]
-        if attrs.get("one_count") and props.shape[1] == 2:
+        if (bags.release or {}).get("one_count") and props.shape[1] == 2:
             released[0] = False  # the other count is the public size minus it
         return counts, released
 

@@ -108,6 +108,19 @@ def _check_sensitivity(
     return float(sensitivity)
 
 
+def _one_count(one_count, n_classes, relation, mechanism):
+    """Whether two classes release one count (:ref:`privacy_accounting`)."""
+    two = n_classes == 2 and relation == "replace"
+    if one_count is None:
+        return two and _norm(mechanism) == "L1"
+    if one_count not in (True, False) or (one_count and not two):
+        raise ValueError(
+            "one_count must be None, True or False, and True only for two "
+            f"classes with neighbours='replace'; got {one_count!r}."
+        )
+    return bool(one_count)
+
+
 def _discrete_laplace(rng, scale, size):
     """``P(k) ∝ exp(-|k| / scale)``: a difference of two geometric draws."""
     if scale == 0:
@@ -299,6 +312,8 @@ def dp_noise_scale(
     epsilon,
     mechanism="laplace",
     *,
+    n_classes=None,
+    one_count=None,
     delta=None,
     sensitivity=None,
     max_contributions=1,
@@ -306,8 +321,9 @@ def dp_noise_scale(
 ):
     """Scale of the noise a mechanism adds to each count for (epsilon, delta)-DP.
 
-    By default calibrated as :func:`dp_proportions` is
-    (:ref:`privacy_accounting`); ``sensitivity`` calibrates another release.
+    The scale :func:`dp_proportions` uses for a table of ``n_classes``
+    classes (:ref:`privacy_accounting`); ``sensitivity`` calibrates another
+    release.
 
     Parameters
     ----------
@@ -316,6 +332,12 @@ def dp_noise_scale(
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
         The mechanism (``"gaussian"``: for ``epsilon < 1`` only).
+    n_classes : int, default=None
+        Classes of the table; 2 (with ``one_count``) releases one count of
+        sensitivity ``k``; None: every count released (more than two).
+    one_count : bool, default=None
+        As in :func:`dp_proportions`: None is True for two classes under
+        "replace" with the Laplace mechanisms.
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
     sensitivity : float, default=None
@@ -336,16 +358,19 @@ def dp_noise_scale(
     >>> from sklearn_llp.privacy import dp_noise_scale
     >>> dp_noise_scale(0.5), dp_noise_scale(0.5, max_contributions=3)  # 2 / eps
     (4.0, 12.0)
-    >>> dp_noise_scale(0.5, neighbours="add_remove")  # 1 / eps
-    2.0
+    >>> dp_noise_scale(0.5, n_classes=2), dp_noise_scale(0.5, neighbours="add_remove")
+    (2.0, 2.0)
     """
     mechanism, epsilon, delta, contributions, _ = _check_arguments(
         mechanism, epsilon, delta, max_contributions
     )
+    relation = _check_neighbours(neighbours)
+    n_classes = _check_count(n_classes, "n_classes", none_ok=True)
+    one = _one_count(one_count, n_classes, relation, mechanism)
     sensitivity = _check_sensitivity(
         sensitivity,
         mechanism,
         contributions=contributions,
-        relation=_check_neighbours(neighbours),
+        relation="one_count" if one else relation,
     )
     return _checked_scale(epsilon, mechanism, delta, sensitivity)

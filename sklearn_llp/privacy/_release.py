@@ -16,7 +16,7 @@ from ._mechanisms import (
     _check_sensitivity,
     _checked_scale,
     _draw,
-    _norm,
+    _one_count,
     noise_variance,
 )
 from ._simplex import project_to_simplex
@@ -64,6 +64,45 @@ def _noisy(totals, checked, sensitivity, rng, prefix=""):
     return totals + _draw(rng, noise, scale, totals.shape), attrs
 
 
+def _domain(validated, domain, relation):
+    """The ids a release names, and the position of every bag among them."""
+    if relation == "replace":
+        if domain is not None:
+            raise ValueError(
+                "domain is for neighbours='add_remove'; under 'replace' the bags "
+                "and their sizes are public: the table names the ids of bags."
+            )
+        return validated.ids, np.arange(validated.n_bags)
+    if domain is None:
+        raise ValueError(
+            "neighbours='add_remove' needs domain=, every bag id the release may "
+            "name, fixed in advance (e.g. every cell of a public grid): a row for "
+            "each id present in the private data would reveal who is in it "
+            "(remove a bag's only person and its row goes), whatever epsilon. "
+            "Every id of domain gets a row; an empty bag's is pure noise."
+        )
+    try:
+        ids = pd.Index(list(domain), tupleize_cols=False)
+    except TypeError:
+        raise ValueError(f"domain must be a list of bag ids; got {domain!r}.") from None
+    where = ids.get_indexer(pd.Index(validated.ids, tupleize_cols=False))
+    if ids.has_duplicates or np.any(where < 0):
+        outside = validated.ids[where < 0][:5].tolist()
+        raise ValueError(
+            "domain must list every bag id the release may name once; it "
+            f"{'repeats ids' if ids.has_duplicates else 'lacks'} "
+            f"{'' if ids.has_duplicates else outside} of bags."
+        )
+    return ids.to_numpy(), where
+
+
+def _spread(values, where, n_ids):
+    """Per-bag ``values`` at their positions among ``n_ids`` ids, 0 elsewhere."""
+    full = np.zeros((n_ids,) + values.shape[1:], dtype=values.dtype)
+    full[where] = values
+    return full
+
+
 def _kept(sizes, min_bag_size, ids):
     """Bags of at least ``min_bag_size``, their index and the ``attrs``."""
     kept = sizes >= (min_bag_size or -np.inf)
@@ -87,6 +126,7 @@ def dp_proportions(
     delta=None,
     sensitivity=None,
     max_contributions=1,
+    domain=None,
     one_count=None,
     min_bag_size=None,
     clamp=False,
@@ -112,7 +152,7 @@ def dp_proportions(
         taken from the private ``y`` would leak.
     neighbours : {"replace", "add_remove"}, default="replace"
         One person's labels changed (sizes public), or one person added or
-        removed (sizes private).
+        removed (sizes and membership private: needs ``domain``).
     mechanism : {"laplace", "gaussian", "analytic_gaussian", \
 "discrete_laplace", "discrete_gaussian"}, default="laplace"
     delta : float, default=None
@@ -121,6 +161,9 @@ def dp_proportions(
         None: the table's under ``neighbours``; less is refused.
     max_contributions : int, default=1
         Most rows one person has.
+    domain : array-like, default=None
+        Under "add_remove", required: every bag id the release may name, fixed
+        in advance; every one gets a row (an empty bag's is pure noise).
     one_count : bool, default=None
         Two classes, "replace": one noisy count, the other ``n_B`` minus it
         (half the share variance); None: True there for the Laplace ones.
@@ -165,8 +208,9 @@ def dp_proportions(
     y = np.asarray(y)
     validated = read_bags(bags, rows=len(y) if y.ndim == 1 else None, release=True)
     public = relation == "replace"
+    ids, where = _domain(validated, domain, relation)
     if public:  # the sizes are public: so is the rule
-        kept, index, suppressed = _kept(validated.sizes, min_bag_size, validated.ids)
+        kept, index, suppressed = _kept(validated.sizes, min_bag_size, ids)
     if classes is None:
         raise ValueError(
             "classes is required: the public label domain (e.g. classes=[0, 1]). "
@@ -176,15 +220,8 @@ def dp_proportions(
     exact = label_proportions(validated.codes, y, classes=classes)
     columns, exact = exact.columns, exact.to_numpy()
     sizes = validated.sizes.astype(np.float64)[:, None]
-    counts = np.rint(exact * sizes)
-    two = len(columns) == 2 and public
-    if one_count is None:
-        one_count = two and _norm(mechanism) == "L1"
-    elif one_count not in (True, False) or (one_count and not two):
-        raise ValueError(
-            "one_count must be None, True or False, and True only for two "
-            f"classes with neighbours='replace'; got {one_count!r}."
-        )
+    counts = _spread(np.rint(exact * sizes), where, len(ids))  # add_remove: domain
+    one_count = _one_count(one_count, len(columns), relation, mechanism)
     key = "one_count" if one_count else relation
     sensitivity = _check_sensitivity(
         sensitivity, mechanism, release=True, contributions=checked[3], relation=key
@@ -199,7 +236,7 @@ def dp_proportions(
         noisy = np.clip(noisy, 0, sizes.astype(noisy.dtype) if public else None)
     if not public:  # the noisy size, floored at 1 (post-processing)
         sizes = np.maximum(noisy.sum(axis=1, keepdims=True), 1.0)
-        kept, index, suppressed = _kept(sizes[:, 0], min_bag_size, validated.ids)
+        kept, index, suppressed = _kept(sizes[:, 0], min_bag_size, ids)
     noisy, sizes = noisy[kept], sizes[kept]
     shares = project_to_simplex(noisy / sizes)
     if post_processing == "clip":  # uniform where every count is <= 0
@@ -237,6 +274,7 @@ def dp_bag_means(
     mechanism="laplace",
     delta=None,
     max_contributions=1,
+    domain=None,
     min_bag_size=None,
     clamp=False,
     random_state=None,
@@ -257,12 +295,15 @@ def dp_bag_means(
     bounds : (float, float)
         ``(lo, hi)``, finite with ``lo < hi``, fixed before seeing the data.
     neighbours : {"replace", "add_remove"}, default="replace"
-        One person's values changed, or one person added or removed.
+        One person's values changed, or one person added or removed (needs
+        ``domain``).
     mechanism : {"laplace", "gaussian", "analytic_gaussian"}, default="laplace"
     delta : float, default=None
         In ``(0, 1)`` for the Gaussian mechanisms; None for Laplace.
     max_contributions : int, default=1
         Most rows one person has.
+    domain : array-like, default=None
+        As in :func:`dp_proportions`: every bag id, under "add_remove".
     min_bag_size : int, default=None
         Bags of smaller (under add_remove: noisy) size are withheld.
     clamp : bool, default=False
@@ -319,7 +360,9 @@ def dp_bag_means(
         weights=np.clip(values[bagged], lo, hi),
         minlength=validated.n_bags,
     )
+    ids, where = _domain(validated, domain, neighbours)
     m, rng, sizes = checked[3], check_random_state(random_state), validated.sizes
+    sums, sizes = _spread(sums, where, len(ids)), _spread(sizes, where, len(ids))
     if public:  # one changed row moves a sum by hi - lo at most
         noisy, attrs = _noisy(sums, checked, m * (hi - lo), rng)
         std = attrs["noise_std"] / sizes
@@ -332,7 +375,7 @@ def dp_bag_means(
         mean = np.clip(noisy / sizes, lo, hi)  # delta-method sd of sum / count
         std = np.sqrt(attrs["noise_variance"] + mean**2 * attrs["count_noise_variance"])
         std = std / sizes
-    kept, index, suppressed = _kept(sizes, min_bag_size, validated.ids)
+    kept, index, suppressed = _kept(sizes, min_bag_size, ids)
     means = noisy / sizes
     means = np.clip(means, lo, hi) if checked[4] else means
     attrs.update(

@@ -29,7 +29,9 @@ def noise_aware_bag_weights(
         One row per bag id with the columns ``"size"`` and ``"std"``, as
         :func:`dp_bag_means` returns.
     bags : array-like, sparse matrix, list of arrays or Bags, default=None
-        Disjoint bags, every row in a released bag: weights per row.
+        Disjoint bags, every row in a released bag: weights per row, and the
+        sizes ``n_B`` counted from the rows (not the column ``"size"``, under
+        add_remove a noisy count).
     target_variance : float
         Variance ``s**2`` of a row's target around the model; required (0
         keeps only the noise, right only when the noise dominates).
@@ -67,6 +69,20 @@ def noise_aware_bag_weights(
             "of a row's target around the model (e.g. of a first fit's residuals; "
             f"(hi - lo)**2 / 4 bounds it); got {target_variance!r}."
         )
+    validated = None if bags is None else read_bags(bags, n_samples)
+    if validated is not None:  # the bags' rows give the sizes (add_remove: noisy)
+        positions = released.index.get_indexer(
+            pd.Index(validated.ids, tupleize_cols=False)
+        )
+        outside = np.append(positions, -1)[validated.codes] < 0  # code -1: no bag
+        if outside.any():
+            raise ValueError(
+                f"bags has {int(outside.sum())} row(s) in no bag or in a bag not "
+                f"in released ({validated.ids[positions < 0][:5].tolist()} are "
+                "not): drop them first, keep = released_rows(bags, released)."
+            )
+        sizes = sizes.copy()
+        sizes[positions] = validated.sizes
     variance = target_variance / sizes + std**2
     if np.any(variance == 0):
         raise ValueError(
@@ -75,16 +91,7 @@ def noise_aware_bag_weights(
             "(weights proportional to the bag sizes without noise)."
         )
     weights = 1.0 / variance
-    if bags is None:
+    if validated is None:
         return pd.Series(weights / weights.mean(), index=released.index, name="weight")
-    validated = read_bags(bags, n_samples)
-    positions = released.index.get_indexer(pd.Index(validated.ids, tupleize_cols=False))
-    rows = np.append(positions, -1)[validated.codes]  # code -1: in no bag
-    if np.any(rows < 0):
-        raise ValueError(
-            f"bags has {int(np.sum(rows < 0))} row(s) in no bag or in a bag not in "
-            f"released ({validated.ids[positions < 0][:5].tolist()} are not): drop "
-            "them first, keep = released_rows(bags, released)."
-        )
-    per_row = (weights / sizes)[rows]
+    per_row = (weights / sizes)[positions][validated.codes]
     return per_row / per_row.mean()
