@@ -184,7 +184,7 @@ class EpochTable(PrintLog):
     """skorch's epoch table; best values marked ``*`` off a terminal."""
 
     def on_train_begin(self, net, **kwargs):
-        reason = getattr(net, "_method_reason_", None)
+        reason = net.fit_plan_.reason
         if reason and net.verbose:
             name = type(net.method_).__name__
             self.sink(f"method='auto' trains {name}: {reason}.")
@@ -244,7 +244,7 @@ class CallbackGuard(Callback):
                 not isinstance(callback, BagEarlyStopping)
                 and isinstance(monitor, str)
                 and monitor.startswith("valid_")
-                and not net._held_out_fraction()
+                and not net.fit_plan_.held_out
             ):
                 raise ValueError(
                     f"callbacks: {type(callback).__name__} ({name!r}) monitors "

@@ -84,8 +84,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     ----------
     target_mean_, target_scale_ : float
         The standardisation of the targets (size-weighted over bags).
-    module_, method_, batch_size_, best_epoch_, do_early_stopping_
-        As for :class:`~sklearn_llp.LLPClassifier`.
+    module_, method_, batch_size_, best_epoch_, do_early_stopping_, fit_plan_
+        As for :class:`~sklearn_llp.LLPClassifier` (``fit_plan_.refit``:
+        whether a fit that never stopped refits on every bag).
     stopping_history_ : History or None
         After a refit on every bag (``history``): the history of the fit that
         chose ``best_epoch_`` on held-out bags; else None.
@@ -122,6 +123,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     # an MLP overfits instance targets too (Adult's weekly hours: test R^2
     # -0.118 after 100 epochs, 0.23 with early stopping)
     _early_stopping_supervised = True
+    _refits = True  # :ref:`regression_early_stopping`
     # early stopping stops on a rise beyond 3 noise scales of the held-out
     # curve (BagEarlyStopping); see :ref:`regression_early_stopping`
     _stopping_noise = 3.0
@@ -153,29 +155,25 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         """
         self._fit(X, y, targets, sample_weight, fit_params, partial=False)
         self.stopping_history_ = None
-        if self._refits_on_all_bags():
+        stopping = dict(self.callbacks_).get("early_stopping")
+        stopped = getattr(stopping, "stopped_", True)
+        if self.fit_plan_.refit and self.best_epoch_ and not stopped:
             self._refit(X, y, targets, sample_weight, fit_params)
         return self
 
-    def _refits_on_all_bags(self):
-        """Whether an ``"auto"`` early stopping that never stopped refits."""
-        stopping = dict(self.callbacks_).get("early_stopping")
-        return bool(
-            self.do_early_stopping_
-            and self.early_stopping == "auto"
-            and self.validation_fraction is None
-            and not self.warm_start
-            and self.best_epoch_
-            and not getattr(stopping, "stopped_", True)
-        )
-
     def _refit(self, X, y, targets, sample_weight, fit_params):
-        history = deepcopy(self.history)
+        """Fit afresh on every bag for the epochs the held-out bags chose."""
+        history, plan = deepcopy(self.history), self.fit_plan_
         epochs = lowest_window_epoch(history[:, f"valid_{self._stopping_metric}"])
         if self.verbose:
-            print(f"Refitting on all bags for the {epochs} epochs chosen.")
+            print(
+                f"Early stopping never stopped: refitting afresh on every bag, "
+                f"the held-out ones too, for {epochs} epochs (the middle of the "
+                f"5 with the lowest mean valid_{self._stopping_metric})."
+            )
         saved = {"early_stopping": self.early_stopping, "max_epochs": self.max_epochs}
-        self.early_stopping, self.max_epochs = False, epochs
+        saved["warm_start"] = self.warm_start  # a refit starts afresh
+        self.early_stopping, self.max_epochs, self.warm_start = False, epochs, False
         try:
             with warnings.catch_warnings():  # the first fit gave them
                 warnings.simplefilter("ignore")
@@ -183,7 +181,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         finally:
             for name, value in saved.items():
                 setattr(self, name, value)
-        self.do_early_stopping_, self.best_epoch_ = True, epochs
+        self.fit_plan_, self.best_epoch_ = plan, epochs
         self.stopping_history_ = history
 
     def partial_fit(
