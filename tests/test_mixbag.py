@@ -193,6 +193,9 @@ def test_a_seeded_fit_with_mixbag_is_reproducible_in_every_form_and_differs_with
     np.testing.assert_array_equal(a, proba(mixbag=MixBag()))
     np.testing.assert_array_equal(proba(mixbag=2.0), proba(mixbag=MixBag(2.0)))
     assert not np.array_equal(a, off)
+    # NumPy's bools (a grid over np.array([False, True])) are bools
+    np.testing.assert_array_equal(a, proba(mixbag=np.True_))
+    np.testing.assert_array_equal(off, proba(mixbag=np.False_))
 
 
 @pytest.mark.parametrize("method", ["easyllp", "llpfc", "noisy"])

@@ -60,12 +60,25 @@ class MixBag(BaseEstimator):
         return np.stack([first, second, from_first, rows - from_first], axis=1)
 
 
-def mixed_bag_labels(props, sizes, mixes, confidence):
+def mix_shares(sizes, mixes, totals=None):
+    """Each part's share of its mixed bag's weight, ``(n_mixed, 2)``: the
+    rows taken times their bag's mean row weight (``totals / sizes``, the
+    bags' total sample weights; default: unweighted)."""
+    taken = np.asarray(mixes, dtype=np.int64)[:, 2:].astype(np.float64)
+    if totals is not None:
+        bags = np.asarray(mixes, dtype=np.int64)[:, :2]
+        taken = taken * (np.asarray(totals, float) / np.asarray(sizes, float))[bags]
+    return taken / taken.sum(1, keepdims=True)
+
+
+def mixed_bag_labels(props, sizes, mixes, confidence, totals=None):
     """Labels and interval half-widths of mixed bags, ``(n_mixed, n_classes)`` each.
 
     The label of ``m_i`` rows from bag ``i`` and ``m_j`` from bag ``j`` is
-    ``(m_i p_i + m_j p_j) / m``; the half-width adds the parts' ``z``
-    hypergeometric standard errors, weighted by their shares (the paper's).
+    ``(w_i p_i + w_j p_j) / (w_i + w_j)``, ``w_i`` the part's expected weight
+    (:func:`mix_shares`; ``m_i`` unweighted): the weighted mean a loss
+    scores. The half-width adds the parts' ``z`` hypergeometric standard
+    errors, weighted by their shares (the paper's).
 
     Examples
     --------
@@ -81,8 +94,7 @@ def mixed_bag_labels(props, sizes, mixes, confidence):
     mixes = np.asarray(mixes, dtype=np.int64)
     z = norm.isf((1.0 - confidence) / 2.0)
     bags, taken = mixes[:, :2], mixes[:, 2:].astype(np.float64)
-    total = taken.sum(1, keepdims=True)
-    share = taken / total  # (n, 2)
+    share = mix_shares(sizes, mixes, totals)
     p = props[bags]  # (n, 2, k)
     label = (share[:, :, None] * p).sum(1)
     n = sizes[bags]

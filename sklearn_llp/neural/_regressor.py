@@ -105,12 +105,11 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     -----
     Early stopping stops on a rise of the held-out ``valid_mse`` beyond 3
     scales of its epoch-to-epoch noise, after ``n_iter_no_change`` such
-    epochs, and restores the best epoch; a fit that reaches ``max_epochs``
-    keeps its last epoch within that band of the best. With
+    epochs; stopped or not, it keeps the middle epoch of the 5 consecutive
+    epochs with the lowest mean held-out error (``best_epoch_``). With
     ``early_stopping="auto"`` (and no ``validation_fraction``) a fit that
-    never stopped is then refit on every bag, for the middle epoch of the 5
-    consecutive epochs with the lowest mean held-out error (``best_epoch_``).
-    See :ref:`regression_early_stopping`.
+    never stopped is then refit on every bag for that many epochs. See
+    :ref:`regression_early_stopping`.
 
     """
 
