@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (
     Interval,
@@ -35,8 +35,15 @@ from ..core import (
     refuse_meaningless_cv,
     restore_on_error,
 )
-from ..exceptions import ModelResetWarning
-from ..methods import BagBatch, LLPMethod, make_method, method_params
+from ..exceptions import FewBagsWarning, ModelResetWarning
+from ..methods import (
+    AutoMethod,
+    BagBatch,
+    LLPMethod,
+    MixBag,
+    make_method,
+    method_params,
+)
 from ..model_selection import BagShuffleSplit
 from ..modules import MLP
 from ._callbacks import (
@@ -54,7 +61,6 @@ from ._data import (
     array_loader,
     as_tensor,
 )
-from ._plan import plan_fit
 from ._runtime import (
     RuntimeMixin,
     check_device,
@@ -72,6 +78,10 @@ _UNUSED_SKORCH_PARAMS = (
 ).split()
 # set by a fit from the data; restored if that fit is refused
 _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "_input_shape_")
+#: held-out fraction of early stopping, and the fewest held-out groups for "auto"
+_STOPPING_FRACTION, _MIN_HELD_OUT_GROUPS = 0.1, 5
+#: batch_size="auto": fewest rows a step, widest CPU step, bags a step
+_MIN_BATCH_ROWS, _MAX_CPU_BATCH, _BAGS_PER_STEP = 128, 2048, 8
 _POSITIVE = Interval(Integral, 1, None, closed="left")
 
 MODULE_PARAMETER = """
@@ -158,6 +168,94 @@ class TrainValid(NamedTuple):
 
     train: BagDataset
     valid: BagDataset | None
+
+
+class FitPlan(NamedTuple):
+    """Every ``"auto"`` of a fit, decided from its bags before the first step
+    (``fit_plan_``; ``method_``, ``batch_size_`` and ``do_early_stopping_``
+    read it). ``reason``: why ``method="auto"`` chose ``method``;
+    ``held_out``: the fraction of rows held out in whole bags; ``refit``:
+    whether a fit that never stops refits on every bag (the regressor's)."""
+
+    method: LLPMethod
+    reason: str | None
+    mixbag: MixBag | None
+    early_stopping: bool
+    held_out: float | None
+    batch_size: int
+    refit: bool
+
+
+def plan_fit(net, bags, method, continuing, every):
+    """The :class:`FitPlan` of ``net`` for validated ``bags`` (the held-out
+    split's; ``every``: all of a streamed fit's) and ``method`` as built; a
+    continued fit keeps its method and batch size."""
+    kept = getattr(net, "fit_plan_", None) if continuing else None
+    reason = None
+    if isinstance(method, AutoMethod):
+        method, reason = (clone(kept.method), None) if kept else method.choose(every)
+    mixbag = _mixbag(getattr(net, "mixbag", False), method, net.method)
+    fraction, early = net.validation_fraction or _STOPPING_FRACTION, net.early_stopping
+    if early == "auto":
+        supervised = bags.sizes.max(initial=0) <= 1  # labels, in any form
+        early = getattr(method, "early_stopping_default", False) and (
+            net._early_stopping_supervised or not supervised
+        )
+        if early and bags.n_groups * fraction < _MIN_HELD_OUT_GROUPS:
+            groups = f"{bags.n_groups} bags"
+            if bags.overlapping:  # a split holds out connected groups whole
+                groups = f"{bags.n_groups} group(s) of overlapping bags"
+            warnings.warn(
+                f"early_stopping='auto' stays off: {groups} are too few to hold "
+                f"out {_MIN_HELD_OUT_GROUPS} at validation_fraction={fraction}, "
+                f"and method={net.method!r} can overfit its bag loss without it. "
+                "Keep max_epochs small, or pass early_stopping=False to fit "
+                "without this warning.",
+                FewBagsWarning,
+                stacklevel=5,  # fit -> _fit -> _validate_and_train -> here
+            )
+            early = False
+    early, auto = bool(early), net.early_stopping == "auto"
+    refit = early and auto and not net.validation_fraction and not continuing
+    refit = refit and net._refits
+    held_out = net.validation_fraction or (fraction if early else None)
+    batch_size = kept.batch_size if kept else _batch_size(net, every)
+    return FitPlan(method, reason, mixbag, early, held_out, batch_size, refit)
+
+
+def _mixbag(value, method, name):
+    """``mixbag`` (a bool, NumPy's too, a number or a MixBag): a MixBag or None."""
+    if isinstance(value, (bool, np.bool_)):
+        mixbag = MixBag() if value else None
+    else:
+        mixbag = value if isinstance(value, MixBag) else MixBag(n_mixed=float(value))
+    if mixbag is None:
+        return None
+    mixbag._validate_params()
+    if not method.labels_mini_bags:
+        name = name if isinstance(name, str) else type(method)
+        raise ValueError(
+            f"mixbag={value!r} adds mixed bags, which only the methods of bag "
+            f"means take (dllp, vat, pi, rot, hybrid); method={name!r} "
+            f"({type(method).__name__}) reads whole bags. Pass mixbag=False or "
+            "one of those methods."
+        )
+    return mixbag
+
+
+def _batch_size(net, bags):
+    """``batch_size="auto"`` (see :ref:`gpu_scaling`)."""
+    if net.batch_size != "auto":
+        return net.batch_size
+    sizes = bags.sizes
+    if net.max_bag_size is not None:
+        sizes = np.minimum(sizes, net.max_bag_size)
+    typical, rows = int(np.median(sizes)), int(sizes.sum())
+    if device_type(net._resolved_device()) != "cpu":
+        minimum = int(np.clip(rows // 32, _MIN_BATCH_ROWS, 1024))
+    else:  # at least 512 steps an epoch
+        minimum = int(np.clip(rows // 512, _MIN_BATCH_ROWS, _MAX_CPU_BATCH))
+    return minimum if typical < minimum else _BAGS_PER_STEP * typical
 
 
 def declare_parameters(head):
@@ -346,9 +444,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """The body of :meth:`_fit`."""
         refuse_meaningless_cv(self, values, self._task)
         self._check_params()
-        previous_method = vars(self).get("method_")
-        self.initialize_method()  # a bad method__* value fails here
-        method, self.method_ = self.method_, previous_method
+        # a bad method__* value fails here
+        method = make_method(self.method, self.get_params_for("method"), self._task)
         continuing = self.__sklearn_is_fitted__() and (partial or self.warm_start)
         source = None
         with restore_on_error(self, _DATA_ATTRIBUTES):
