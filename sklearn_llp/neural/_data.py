@@ -12,7 +12,7 @@ import torch
 from sklearn.utils import check_random_state
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler
 
-from ..methods._mixbag import mix_shares, mixed_bag_labels
+from ..methods import mixed_bag_labels
 from ..methods.functional import attach_plan
 
 
@@ -265,10 +265,8 @@ class EpochBatches:
         data, mixes, where = self.dataset, plan["mixes"], plan["mixed"]
         # a mixed bag's loss scores its rows' weighted mean: weight the mix so
         totals = None if data.weights is None else data.bags.total_weights()
-        values, sizes = np.asarray(data.values, dtype=np.float64), data.bags.sizes
-        labels, half = mixed_bag_labels(
-            values, sizes, mixes, plan["confidence"], totals
-        )
+        props, sizes = np.asarray(data.values, dtype=np.float64), data.bags.sizes
+        labels, half = mixed_bag_labels(props, sizes, mixes, plan["confidence"], totals)
         device = bag_props.device
         at = torch.from_numpy(np.flatnonzero(where)).to(device)
         bag_props = bag_props.clone()
@@ -276,8 +274,8 @@ class EpochBatches:
         margins = torch.full_like(bag_props, -1.0)
         margins[at] = torch.from_numpy(half).to(margins)
         if bag_weights is not None:
-            share = mix_shares(sizes, mixes, totals)
-            mixed = (share * data.bag_weights.numpy()[mixes[:, :2]]).sum(1)
+            by_share = data.bag_weights.numpy()[:, None]  # mixed as the labels
+            mixed = mixed_bag_labels(by_share, sizes, mixes, 0.5, totals)[0][:, 0]
             bag_weights = bag_weights.clone()
             bag_weights[at] = torch.from_numpy(mixed).to(bag_weights)
         return bag_props, bag_weights, margins

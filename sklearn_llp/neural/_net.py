@@ -172,10 +172,8 @@ class TrainValid(NamedTuple):
 
 class FitPlan(NamedTuple):
     """Every ``"auto"`` of a fit, decided from its bags before the first step
-    (``fit_plan_``; ``method_``, ``batch_size_`` and ``do_early_stopping_``
-    read it). ``reason``: why ``method="auto"`` chose ``method``;
-    ``held_out``: the fraction of rows held out in whole bags; ``refit``:
-    whether a fit that never stops refits on every bag (the regressor's)."""
+    (``fit_plan_``; ``method_``, ``batch_size_``, ``do_early_stopping_`` read
+    it); ``held_out``: the fraction of rows held out in whole bags."""
 
     method: LLPMethod
     reason: str | None
@@ -187,9 +185,8 @@ class FitPlan(NamedTuple):
 
 
 def plan_fit(net, bags, method, continuing, every):
-    """The :class:`FitPlan` of ``net`` for validated ``bags`` (the held-out
-    split's; ``every``: all of a streamed fit's) and ``method`` as built; a
-    continued fit keeps its method and batch size."""
+    """The :class:`FitPlan` for validated ``bags`` (``every``: a streamed
+    fit's all); a continued fit keeps its method and batch size."""
     kept = getattr(net, "fit_plan_", None) if continuing else None
     reason = None
     if isinstance(method, AutoMethod):
@@ -202,25 +199,22 @@ def plan_fit(net, bags, method, continuing, every):
             net._early_stopping_supervised or not supervised
         )
         if early and bags.n_groups * fraction < _MIN_HELD_OUT_GROUPS:
-            groups = f"{bags.n_groups} bags"
-            if bags.overlapping:  # a split holds out connected groups whole
-                groups = f"{bags.n_groups} group(s) of overlapping bags"
+            groups = "groups of overlapping bags" if bags.overlapping else "bags"
             warnings.warn(
-                f"early_stopping='auto' stays off: {groups} are too few to hold "
-                f"out {_MIN_HELD_OUT_GROUPS} at validation_fraction={fraction}, "
-                f"and method={net.method!r} can overfit its bag loss without it. "
-                "Keep max_epochs small, or pass early_stopping=False to fit "
-                "without this warning.",
+                f"early_stopping='auto' stays off: {bags.n_groups} {groups} are "
+                f"too few to hold out {_MIN_HELD_OUT_GROUPS} at validation_fraction"
+                f"={fraction}, and method={net.method!r} can overfit its bag loss "
+                "without it. Keep max_epochs small, or pass early_stopping=False "
+                "to fit without this warning.",
                 FewBagsWarning,
                 stacklevel=5,  # fit -> _fit -> _validate_and_train -> here
             )
             early = False
-    early, auto = bool(early), net.early_stopping == "auto"
-    refit = early and auto and not net.validation_fraction and not continuing
-    refit = refit and net._refits
+    auto = net.early_stopping == "auto" and not net.validation_fraction
+    refit = bool(net._refits and early and auto and not continuing)
     held_out = net.validation_fraction or (fraction if early else None)
     batch_size = kept.batch_size if kept else _batch_size(net, every)
-    return FitPlan(method, reason, mixbag, early, held_out, batch_size, refit)
+    return FitPlan(method, reason, mixbag, bool(early), held_out, batch_size, refit)
 
 
 def _mixbag(value, method, name):
@@ -229,10 +223,9 @@ def _mixbag(value, method, name):
         mixbag = MixBag() if value else None
     else:
         mixbag = value if isinstance(value, MixBag) else MixBag(n_mixed=float(value))
-    if mixbag is None:
-        return None
-    mixbag._validate_params()
-    if not method.labels_mini_bags:
+    if mixbag is not None:
+        mixbag._validate_params()
+    if mixbag is not None and not method.labels_mini_bags:
         name = name if isinstance(name, str) else type(method)
         raise ValueError(
             f"mixbag={value!r} adds mixed bags, which only the methods of bag "
@@ -247,9 +240,7 @@ def _batch_size(net, bags):
     """``batch_size="auto"`` (see :ref:`gpu_scaling`)."""
     if net.batch_size != "auto":
         return net.batch_size
-    sizes = bags.sizes
-    if net.max_bag_size is not None:
-        sizes = np.minimum(sizes, net.max_bag_size)
+    sizes = np.minimum(bags.sizes, net.max_bag_size or np.inf)
     typical, rows = int(np.median(sizes)), int(sizes.sum())
     if device_type(net._resolved_device()) != "cpu":
         minimum = int(np.clip(rows // 32, _MIN_BATCH_ROWS, 1024))
@@ -316,8 +307,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
     _stopping_metric = None
     #: Whether "auto" early stopping also holds out rows on instance targets.
     _early_stopping_supervised = False
-    #: Whether "auto" early stopping that never stopped refits on every bag.
-    _refits = False
+    _refits = False  # whether "auto" early stopping that never stopped refits
 
     _parameter_constraints = {
         "module": [callable, None],

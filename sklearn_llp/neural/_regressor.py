@@ -11,6 +11,7 @@ from ..core import (
     REGRESSION_METRICS,
     LLPRegressorMixin,
     bag_errors_of,
+    bag_means,
     over_dask_partitions,
 )
 from ..exceptions import IdentifiabilityWarning
@@ -27,18 +28,8 @@ def constant_bag_mean_features(bags, X):
     """Features of 2-D ``X`` that vary but have the same mean in every bag."""
     if X.ndim != 2 or bags.n_bags < 2:
         return np.zeros(0, dtype=np.int64)
-    weights = (
-        np.ones(len(bags.members))
-        if bags.weights is None
-        else (bags.weights[bags.members])
-    )
-    averaging = sp.csr_matrix(
-        (weights, (bags.pair_bags, bags.members)), shape=(bags.n_bags, bags.n_samples)
-    )
-    averaging = sp.diags(1.0 / np.asarray(averaging.sum(axis=1)).ravel()) @ averaging
     X = X.astype(np.float64)
-    means = averaging @ X
-    means = means.toarray() if sp.issparse(means) else np.asarray(means)
+    means = bag_means(bags, X)
     rows = X[bags.distinct_rows()]
     if sp.issparse(rows):
         centre = np.asarray(rows.mean(axis=0)).ravel()
