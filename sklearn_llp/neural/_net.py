@@ -119,7 +119,8 @@ MORE_PARAMETERS = """
         ``n_iter_no_change`` epochs and restore the best epoch
         (``best_epoch_``). ``"auto"``: on for the methods that overfit their
         loss (``early_stopping_default``) when bags hold several rows and at
-        least 5 bags are held out; too few bags keep it off, with a warning.
+        least 5 bags (groups of overlapping ones) are held out; else off, with
+        a warning. Decided before training, in ``fit_plan_``.
         ``LLPRegressor`` stops on a rise beyond the held-out curve's noise
         and refits (its Notes).
     n_iter_no_change : int, default=10
@@ -434,8 +435,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """The body of :meth:`_fit`."""
         refuse_meaningless_cv(self, values, self._task)
         self._check_params()
-        # a bad method__* value fails here
-        method = make_method(self.method, self.get_params_for("method"), self._task)
+        previous_method = vars(self).get("method_")
+        self.initialize_method()  # a bad method__* value fails here
+        method, self.method_ = self.method_, previous_method
         continuing = self.__sklearn_is_fitted__() and (partial or self.warm_start)
         source = None
         with restore_on_error(self, _DATA_ATTRIBUTES):
