@@ -241,7 +241,9 @@ def _batch_size(net, bags):
     """``batch_size="auto"`` (see :ref:`gpu_scaling`)."""
     if net.batch_size != "auto":
         return net.batch_size
-    sizes = np.minimum(bags.sizes, net.max_bag_size or np.inf)
+    sizes = bags.sizes
+    if net.max_bag_size is not None:
+        sizes = np.minimum(sizes, net.max_bag_size)
     typical, rows = int(np.median(sizes)), int(sizes.sum())
     if device_type(net._resolved_device()) != "cpu":
         minimum = int(np.clip(rows // 32, _MIN_BATCH_ROWS, 1024))
