@@ -1,5 +1,7 @@
 """``method="auto"``: the method it chooses by bag regime, and what it trains."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -8,6 +10,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import expand_proportions, label_proportions
 from sklearn_llp.core import check_bags
+from sklearn_llp.exceptions import FewBagsWarning
 from sklearn_llp.methods import DLLP, VAT, AutoMethod, EasyLLP
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -45,6 +48,21 @@ def test_auto_chooses_by_classes_bag_size_number_of_bags_and_spread():
     assert chosen(many, np.tile([0.7, 0.3], (len(many), 1))) is DLLP
     small = np.repeat(np.arange(10), 511)
     assert chosen(small, np.tile([0.7, 0.3], (len(small), 1))) is VAT
+
+
+def test_overlapping_bags_count_as_the_groups_early_stopping_holds_out():
+    """300 random bags sharing rows are one group, too few for EasyLLP's
+    early stopping: "auto" trains VAT, without a FewBagsWarning."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(1000, 4)).astype(np.float32)
+    members = [rng.choice(1000, 16, replace=False) for _ in range(300)]
+    rate = np.array([(X[m, 0] > 0).mean() for m in members])
+    props = np.c_[1 - rate, rate]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FewBagsWarning)
+        clf = LLPClassifier(max_epochs=0, verbose=0).fit(X, members, props)
+    assert type(clf.method_) is VAT and clf.fit_plan_.held_out is None
+    assert chosen(np.repeat(np.arange(300), 16), np.repeat(props, 16, 0)) is EasyLLP
 
 
 def test_auto_chooses_easyllp_for_many_random_bags_of_two_classes():

@@ -166,17 +166,24 @@ def test_defaults_learn_a_noisy_nonlinear_target():
     assert r2_score(y_test, reg.predict(X_test)) > 0.38
 
 
-def test_auto_early_stopping_refits_on_every_bag_for_the_chosen_epochs():
+def test_auto_early_stopping_refits_on_every_bag_for_the_chosen_epochs(capsys):
     """early_stopping="auto" holds bags out only to choose the epochs: a fit
     that never stopped (its held-out error never rose beyond its noise) is
     then the fit on every bag for ``best_epoch_`` epochs, and the stopping
-    fit's history is kept."""
+    fit's history is kept. A fresh warm_start fit is a fresh fit: it refits
+    too, and the table says so once, in its words."""
     X, y = _synthetic(n=1152)
     bags = np.random.RandomState(0).permutation(1152) // 16  # 72 bags
     means = _bag_means(bags, y)
     reg = _small(max_epochs=12).fit(X, bags, means)
     epochs = reg.best_epoch_
-    assert reg.do_early_stopping_ and 1 <= epochs <= 12
+    assert reg.do_early_stopping_ and 1 <= epochs <= 12 and reg.fit_plan_.refit
+    capsys.readouterr()
+    warm = _small(max_epochs=12, warm_start=True, verbose=1).fit(X, bags, means)
+    np.testing.assert_array_equal(warm.predict(X), reg.predict(X))
+    out = capsys.readouterr().out
+    assert out.count("refitting afresh on every bag") == 1, out
+    assert "Re-initializing" not in out and warm.warm_start
     assert not dict(reg.callbacks_)["early_stopping"].stopped_
     assert "valid_mse" in reg.stopping_history_[-1]
     assert len(reg.history) == epochs and "valid_mse" not in reg.history[-1]

@@ -260,12 +260,16 @@ class Bags:
         groups = connected_components(membership.T @ membership, directed=False)[1]
         return _frozen(groups)
 
+    @property
+    def n_groups(self):
+        """Number of :attr:`components`: the units a held-out split takes whole."""
+        return int(self.components.max(initial=-1)) + 1
+
     def component_rows(self):
         """Component of every row (-1: no bag), and distinct rows per component."""
         rows = np.full(self.n_samples, -1, dtype=np.int64)
         rows[self.members] = self.components[self.pair_bags]
-        n_components = int(self.components.max(initial=-1)) + 1
-        return rows, np.bincount(rows[rows >= 0], minlength=n_components)
+        return rows, np.bincount(rows[rows >= 0], minlength=self.n_groups)
 
     def select(self, bag_index):
         """The bags ``bag_index`` (a boolean mask or indices), same rows."""

@@ -6,6 +6,7 @@ a decision rule, shared by the estimators and the metrics.
 """
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import rel_entr
 
 from ._bags import CLASSIFICATION, REGRESSION
@@ -86,23 +87,16 @@ def check_predictions(y_pred, n_samples):
 
 
 def bag_means(bags, values):
-    """Weighted mean of the rows' ``values`` (n_samples, k) over every bag."""
-    values = values.reshape(len(values), -1)
-    weights = (
-        np.ones(len(bags.members))
-        if bags.weights is None
-        else bags.weights[bags.members]
+    """Weighted mean of the rows' ``values`` (n_samples, k), dense or sparse,
+    over every bag: dense ``(n_bags, k)``, the one definition of a bag mean."""
+    weights = np.ones(bags.n_samples) if bags.weights is None else bags.weights
+    membership = (weights[bags.members], bags.members, bags.indptr)
+    sums = sp.csr_matrix(membership, shape=(bags.n_bags, bags.n_samples)) @ (
+        values if sp.issparse(values) else values.reshape(len(values), -1)
     )
-    totals = np.bincount(bags.pair_bags, weights=weights, minlength=bags.n_bags)
-    k = values.shape[1]
-    flat = (bags.pair_bags[:, None] * k + np.arange(k)).ravel()
-    sums = np.bincount(
-        flat,
-        weights=(values[bags.members] * weights[:, None]).ravel(),
-        minlength=bags.n_bags * k,
-    )
+    sums = sums.toarray() if sp.issparse(sums) else sums
     with np.errstate(invalid="ignore", divide="ignore"):
-        return sums.reshape(bags.n_bags, k) / totals[:, None]
+        return sums / bags.total_weights()[:, None]
 
 
 def decision_of(bags, proba, rule):

@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..core import (
     LLPClassifierMixin,
+    bag_means,
     check_fit_inputs,
     over_dask_partitions,
     refuse_meaningless_cv,
@@ -101,11 +102,7 @@ def _statistics(X, bags, on_labels, params):
             (pair_weights, (codes, bags.members)), shape=(n_classes, n_samples)
         )
         return totals, _dense(by_class @ X) / np.maximum(totals, _TINY)[:, None]
-    membership = sp.csr_matrix(
-        (pair_weights, bags.members, bags.indptr), shape=(bags.n_bags, n_samples)
-    )
-    bag_totals = bags.total_weights()
-    bag_means = _dense(membership @ X) / bag_totals[:, None]
+    bag_totals, means = bags.total_weights(), bag_means(bags, X)
     # a row in several bags counts once in T, with the mean of their props
     times_bagged = np.bincount(bags.members, minlength=n_samples)
     share = pair_weights / times_bagged[bags.members]
@@ -120,9 +117,9 @@ def _statistics(X, bags, on_labels, params):
     omega = bag_totals if params["bag_weights"] == "size" else np.ones(bags.n_bags)
     alpha, laplacian = params["mean_alpha"], params["laplacian"]
     if laplacian == 0:
-        return totals, class_means_from_bags(bag_means, bags.props, omega, alpha)
+        return totals, class_means_from_bags(means, bags.props, omega, alpha)
     per_bag = bag_class_means_laplacian(
-        bag_means, bags.props, omega, alpha, laplacian, params["n_neighbors"]
+        means, bags.props, omega, alpha, laplacian, params["n_neighbors"]
     )
     sums = np.einsum("j,jk,jkd->kd", bag_shares, bags.props, per_bag)
     return totals, sums / np.maximum(totals, _TINY)[:, None]

@@ -9,8 +9,10 @@ from ._vat import VAT
 #: The regimes of :ref:`auto_method`, measured at the defaults, all for two
 #: classes: EasyLLP for at most ``FEW_BAGS`` bags of ``HUGE_BAGS`` rows or
 #: more (median) whose proportions vary like random draws, and for
-#: ``MANY_BAGS`` or more such bags of several rows (enough held-out bags for
-#: its early stopping); DLLP for bags of ``LARGE_BAGS`` rows or more.
+#: ``MANY_BAGS`` or more such bags of several rows in as many groups
+#: (``Bags.n_groups``: enough held out for its early stopping, which holds out
+#: overlapping bags by connected group); DLLP for bags of ``LARGE_BAGS`` rows
+#: or more.
 FEW_BAGS = 25
 HUGE_BAGS = 1000
 LARGE_BAGS = 512
@@ -29,8 +31,9 @@ class AutoMethod(LLPMethod):
     Two classes in at most 25 random-like bags of 1,000 rows or more:
     ``"easyllp"`` (the bag loss learns next to nothing there); two classes
     in bags of 512 rows or more: ``"dllp"``; two classes in 250 or more
-    random-like bags of several rows: ``"easyllp"`` (which stops early on
-    them, where VAT overfits); otherwise ``"vat"``. The
+    random-like bags of several rows, in as many groups of overlapping bags:
+    ``"easyllp"`` (which stops early on them, where VAT overfits); otherwise
+    ``"vat"``. The
     estimators train the chosen method itself (their ``method_``); on its
     own, this object delegates to what :meth:`prepare` chose (``chosen_``).
 
@@ -54,7 +57,7 @@ class AutoMethod(LLPMethod):
             if bags.n_bags <= FEW_BAGS and size >= HUGE_BAGS and _random_like(bags):
                 return EasyLLP(), random_like
             return DLLP(), f"{about}, two classes"
-        many = bags.n_bags >= MANY_BAGS and size >= 2
+        many = bags.n_groups >= MANY_BAGS and size >= 2
         if bags.n_classes == 2 and many and _random_like(bags):
             return EasyLLP(), random_like
         return VAT(), about

@@ -60,12 +60,15 @@ class MixBag(BaseEstimator):
         return np.stack([first, second, from_first, rows - from_first], axis=1)
 
 
-def mixed_bag_labels(props, sizes, mixes, confidence):
+def mixed_bag_labels(props, sizes, mixes, confidence, totals=None):
     """Labels and interval half-widths of mixed bags, ``(n_mixed, n_classes)`` each.
 
     The label of ``m_i`` rows from bag ``i`` and ``m_j`` from bag ``j`` is
-    ``(m_i p_i + m_j p_j) / m``; the half-width adds the parts' ``z``
-    hypergeometric standard errors, weighted by their shares (the paper's).
+    ``(w_i p_i + w_j p_j) / (w_i + w_j)``, ``w_i = m_i t_i / n_i`` the part's
+    expected weight (``t``: ``totals``, the bags' total sample weights, by
+    default ``n``): the weighted mean a loss scores. The half-width adds the
+    parts' ``z`` hypergeometric standard errors, weighted by their shares (the
+    paper's).
 
     Examples
     --------
@@ -81,8 +84,8 @@ def mixed_bag_labels(props, sizes, mixes, confidence):
     mixes = np.asarray(mixes, dtype=np.int64)
     z = norm.isf((1.0 - confidence) / 2.0)
     bags, taken = mixes[:, :2], mixes[:, 2:].astype(np.float64)
-    total = taken.sum(1, keepdims=True)
-    share = taken / total  # (n, 2)
+    mass = taken if totals is None else taken * (np.asarray(totals) / sizes)[bags]
+    share = mass / mass.sum(1, keepdims=True)
     p = props[bags]  # (n, 2, k)
     label = (share[:, :, None] * p).sum(1)
     n = sizes[bags]

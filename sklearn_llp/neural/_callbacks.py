@@ -2,6 +2,7 @@
 
 import os
 import sys
+from collections import deque
 from copy import deepcopy
 
 import numpy as np
@@ -79,7 +80,9 @@ class BagEarlyStopping(EarlyStopping):
 
     Active when ``do_early_stopping_``; restores ``best_epoch_``. With
     ``_stopping_noise`` (z noise scales) a head stops only on a rise beyond the
-    curve's noise (:func:`tied_with_best`, :ref:`regression_early_stopping`)."""
+    curve's noise (:func:`tied_with_best`) and keeps the middle epoch of the 5
+    with the lowest mean (:func:`lowest_window_epoch`, the last 5 epochs'
+    weights held to that end; :ref:`regression_early_stopping`)."""
 
     def __init__(self):
         super().__init__(load_best=True)
@@ -93,7 +96,7 @@ class BagEarlyStopping(EarlyStopping):
         self.sink = print if net.verbose else _silent
         self.history_ = net.history
         self.first_epoch_ = len(net.history)
-        self.kept_epoch_ = self.kept_weights_ = self.best_index_ = None
+        self.recent_, self.kept_index_, self.best_index_ = deque(maxlen=5), None, None
         self.stopped_ = False
         super().on_train_begin(net, **kwargs)
 
@@ -113,20 +116,19 @@ class BagEarlyStopping(EarlyStopping):
         curve = sign * np.asarray(
             net.history[self.first_epoch_ :, self.monitor], dtype=float
         )
-        best = self._is_score_improved(None)
-        if best:
-            self.best_epoch_ = net.history[-1, "epoch"]
-            self.best_model_weights_ = deepcopy(net.module_.state_dict())
+        epoch = net.history[-1, "epoch"]
+        self.recent_.append((epoch, deepcopy(net.module_.state_dict())))
+        # a new kept epoch is the newest window's middle: among the last 5
+        kept = lowest_window_epoch(curve) - 1
+        if kept != self.kept_index_:
+            self.kept_index_ = kept
+            self.best_epoch_, self.best_model_weights_ = self.recent_[kept - len(curve)]
+        if self._is_score_improved(None):
             self.best_index_ = len(curve) - 1
-        if best or (
-            self.best_index_ is not None
-            and tied_with_best(curve, self.best_index_, self.noise_)
+        if self.best_index_ is not None and tied_with_best(
+            curve, self.best_index_, self.noise_
         ):
             self.misses_ = 0
-            self.kept_epoch_ = net.history[-1, "epoch"]
-            self.kept_weights_ = (
-                self.best_model_weights_ if best else deepcopy(net.module_.state_dict())
-            )
             return
         self.misses_ += 1
         if self.misses_ == self.patience:
@@ -134,19 +136,14 @@ class BagEarlyStopping(EarlyStopping):
                 f"Stopping since {self.monitor} has risen beyond its noise for "
                 f"{self.patience} epochs."
             )
-            self.kept_epoch_, self.kept_weights_ = None, None  # the best, then
             self.stopped_ = True
             raise KeyboardInterrupt
 
     def on_train_end(self, net, **kwargs):
-        if not (self.active_ and self.best_model_weights_ is not None):
-            return
-        if self.kept_weights_ is not None:  # ran to max_epochs: the last tie
-            self.best_epoch_ = self.kept_epoch_
-            self.best_model_weights_ = self.kept_weights_
-        super().on_train_end(net, **kwargs)
-        net.best_epoch_ = self.best_epoch_
-        self.best_model_weights_ = self.kept_weights_ = None
+        if self.active_ and self.best_model_weights_ is not None:
+            super().on_train_end(net, **kwargs)
+            net.best_epoch_ = self.best_epoch_
+        self.best_model_weights_, self.recent_ = None, None
 
 
 def curve_noise(curve):
@@ -184,7 +181,7 @@ class EpochTable(PrintLog):
     """skorch's epoch table; best values marked ``*`` off a terminal."""
 
     def on_train_begin(self, net, **kwargs):
-        reason = getattr(net, "_method_reason_", None)
+        reason = net.fit_plan_.reason
         if reason and net.verbose:
             name = type(net.method_).__name__
             self.sink(f"method='auto' trains {name}: {reason}.")
@@ -244,7 +241,7 @@ class CallbackGuard(Callback):
                 not isinstance(callback, BagEarlyStopping)
                 and isinstance(monitor, str)
                 and monitor.startswith("valid_")
-                and not net._held_out_fraction()
+                and not net.fit_plan_.held_out
             ):
                 raise ValueError(
                     f"callbacks: {type(callback).__name__} ({name!r}) monitors "

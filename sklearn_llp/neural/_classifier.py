@@ -68,26 +68,31 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         512 rows or more (median); else argmax. See :ref:`threshold`.
     mixbag : bool, float or MixBag, default=False
         Add mixed bags to every epoch, scored by their confidence-interval
-        loss (:class:`~sklearn_llp.methods.MixBag`, :ref:`mixbag`): True is
-        ``MixBag()``, a float its ``n_mixed``. For the methods of bag means
-        (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``, ``"hybrid"``).{more}
+        loss (:class:`~sklearn_llp.methods.MixBag`, :ref:`mixbag`): True
+        (NumPy's too) is ``MixBag()``, a number its ``n_mixed``. For the
+        methods of bag means (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``,
+        ``"hybrid"``).{more}
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         From ``props`` or ``classes``, never from the bag ids.
     module_ : torch.nn.Module
         The trained network.
+    fit_plan_ : FitPlan
+        Every ``"auto"`` of the last fit, decided from its bags before
+        training: ``method``, ``reason``, ``mixbag``, ``early_stopping``,
+        ``held_out`` (fraction), ``batch_size``, ``refit``.
     method_ : LLPMethod
         The method that computed the loss (the one ``"auto"`` chose).
     batch_size_ : int
-        The batch size used.
+        The batch size used (``fit_plan_.batch_size``).
     decision_offsets_ : ndarray of shape (n_classes,)
         More than two classes: ``predict`` is ``classes_[argmax(log(proba) +
         decision_offsets_)]``.
     threshold_ : float or None
         Two classes: ``predict`` is ``classes_[proba[:, 1] >= threshold_]``.
     do_early_stopping_ : bool
-        Whether the last fit stopped early.
+        Whether the last fit used early stopping (``fit_plan_``).
     best_epoch_ : int or None
         The epoch (1-based) early stopping restored.
     train_bag_ids_ : ndarray or None
@@ -208,24 +213,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     def _check_fit_problem(self, bags):
         self._check_threshold(bags.classes)
-
-    def _resolve_mixbag(self, method):
-        """``mixbag`` as a validated MixBag or None."""
-        mixbag = self.mixbag
-        if mixbag is False:
-            return None
-        if not isinstance(mixbag, MixBag):
-            mixbag = MixBag() if mixbag is True else MixBag(n_mixed=float(mixbag))
-        mixbag._validate_params()
-        if not method.labels_mini_bags:
-            name = self.method if isinstance(self.method, str) else type(method)
-            raise ValueError(
-                f"mixbag={self.mixbag!r} adds mixed bags, which only the methods "
-                f"of bag means take (dllp, vat, pi, rot, hybrid); method={name!r} "
-                f"({type(method).__name__}) reads whole bags. Pass mixbag=False "
-                "or one of those methods."
-            )
-        return mixbag
 
     def _commit_fit_inputs(self, bags, on_labels, continuing):
         self.classes_ = bags.classes

@@ -263,12 +263,10 @@ class EpochBatches:
     def _mixed_labels(self, plan, bag_props, bag_weights):
         """Mixed bags' labels, weights and interval half-widths; -1 elsewhere."""
         data, mixes, where = self.dataset, plan["mixes"], plan["mixed"]
-        labels, half = mixed_bag_labels(
-            np.asarray(data.values, dtype=np.float64),
-            data.bags.sizes,
-            mixes,
-            plan["confidence"],
-        )
+        # a mixed bag's loss scores its rows' weighted mean: weight the mix so
+        totals = None if data.weights is None else data.bags.total_weights()
+        props, sizes = np.asarray(data.values, dtype=np.float64), data.bags.sizes
+        labels, half = mixed_bag_labels(props, sizes, mixes, plan["confidence"], totals)
         device = bag_props.device
         at = torch.from_numpy(np.flatnonzero(where)).to(device)
         bag_props = bag_props.clone()
@@ -276,8 +274,8 @@ class EpochBatches:
         margins = torch.full_like(bag_props, -1.0)
         margins[at] = torch.from_numpy(half).to(margins)
         if bag_weights is not None:
-            share = mixes[:, 2:] / mixes[:, 2:].sum(1, keepdims=True)
-            mixed = (share * data.bag_weights.numpy()[mixes[:, :2]]).sum(1)
+            by_share = data.bag_weights.numpy()[:, None]  # mixed as the labels
+            mixed = mixed_bag_labels(by_share, sizes, mixes, 0.5, totals)[0][:, 0]
             bag_weights = bag_weights.clone()
             bag_weights[at] = torch.from_numpy(mixed).to(bag_weights)
         return bag_props, bag_weights, margins

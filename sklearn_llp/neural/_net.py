@@ -36,7 +36,14 @@ from ..core import (
     restore_on_error,
 )
 from ..exceptions import FewBagsWarning, ModelResetWarning
-from ..methods import AutoMethod, BagBatch, LLPMethod, make_method, method_params
+from ..methods import (
+    AutoMethod,
+    BagBatch,
+    LLPMethod,
+    MixBag,
+    make_method,
+    method_params,
+)
 from ..model_selection import BagShuffleSplit
 from ..modules import MLP
 from ._callbacks import (
@@ -71,13 +78,10 @@ _UNUSED_SKORCH_PARAMS = (
 ).split()
 # set by a fit from the data; restored if that fit is refused
 _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "_input_shape_")
-#: held-out fraction of early stopping, and the fewest held-out bags for "auto"
-_EARLY_STOPPING_FRACTION = 0.1
-_MIN_HELD_OUT_BAGS = 5
+#: held-out fraction of early stopping, and the fewest held-out groups for "auto"
+_STOPPING_FRACTION, _MIN_HELD_OUT_GROUPS = 0.1, 5
 #: batch_size="auto": fewest rows a step, widest CPU step, bags a step
-_MIN_BATCH_ROWS = 128
-_MAX_CPU_BATCH = 2048
-_BAGS_PER_STEP = 8
+_MIN_BATCH_ROWS, _MAX_CPU_BATCH, _BAGS_PER_STEP = 128, 2048, 8
 _POSITIVE = Interval(Integral, 1, None, closed="left")
 
 MODULE_PARAMETER = """
@@ -115,7 +119,8 @@ MORE_PARAMETERS = """
         ``n_iter_no_change`` epochs and restore the best epoch
         (``best_epoch_``). ``"auto"``: on for the methods that overfit their
         loss (``early_stopping_default``) when bags hold several rows and at
-        least 5 bags are held out; too few bags keep it off, with a warning.
+        least 5 bags (groups of overlapping ones) are held out; else off, with
+        a warning. Decided before training, in ``fit_plan_``.
         ``LLPRegressor`` stops on a rise beyond the held-out curve's noise
         and refits (its Notes).
     n_iter_no_change : int, default=10
@@ -164,6 +169,87 @@ class TrainValid(NamedTuple):
 
     train: BagDataset
     valid: BagDataset | None
+
+
+class FitPlan(NamedTuple):
+    """Every ``"auto"`` of a fit, decided from its bags before the first step
+    (``fit_plan_``; ``method_``, ``batch_size_``, ``do_early_stopping_`` read
+    it); ``held_out``: the fraction of rows held out in whole bags."""
+
+    method: LLPMethod
+    reason: str | None
+    mixbag: MixBag | None
+    early_stopping: bool
+    held_out: float | None
+    batch_size: int
+    refit: bool
+
+
+def plan_fit(net, bags, method, continuing, every):
+    """The :class:`FitPlan` for validated ``bags`` (``every``: a streamed
+    fit's all); a continued fit keeps its method and batch size."""
+    kept = getattr(net, "fit_plan_", None) if continuing else None
+    reason = None
+    if isinstance(method, AutoMethod):
+        method, reason = (clone(kept.method), None) if kept else method.choose(every)
+    mixbag = _mixbag(getattr(net, "mixbag", False), method, net.method)
+    fraction, early = net.validation_fraction or _STOPPING_FRACTION, net.early_stopping
+    if early == "auto":
+        supervised = bags.sizes.max(initial=0) <= 1  # labels, in any form
+        early = getattr(method, "early_stopping_default", False) and (
+            net._early_stopping_supervised or not supervised
+        )
+        if early and bags.n_groups * fraction < _MIN_HELD_OUT_GROUPS:
+            groups = "groups of overlapping bags" if bags.overlapping else "bags"
+            warnings.warn(
+                f"early_stopping='auto' stays off: {bags.n_groups} {groups} are "
+                f"too few to hold out {_MIN_HELD_OUT_GROUPS} at validation_fraction"
+                f"={fraction}, and method={net.method!r} can overfit its bag loss "
+                "without it. Keep max_epochs small, or pass early_stopping=False "
+                "to fit without this warning.",
+                FewBagsWarning,
+                stacklevel=5,  # fit -> _fit -> _validate_and_train -> here
+            )
+            early = False
+    auto = net.early_stopping == "auto" and not net.validation_fraction
+    refit = bool(net._refits and early and auto and not continuing)
+    held_out = net.validation_fraction or (fraction if early else None)
+    batch_size = kept.batch_size if kept else _batch_size(net, every)
+    return FitPlan(method, reason, mixbag, bool(early), held_out, batch_size, refit)
+
+
+def _mixbag(value, method, name):
+    """``mixbag`` (a bool, NumPy's too, a number or a MixBag): a MixBag or None."""
+    if isinstance(value, (bool, np.bool_)):
+        mixbag = MixBag() if value else None
+    else:
+        mixbag = value if isinstance(value, MixBag) else MixBag(n_mixed=float(value))
+    if mixbag is not None:
+        mixbag._validate_params()
+    if mixbag is not None and not method.labels_mini_bags:
+        name = name if isinstance(name, str) else type(method)
+        raise ValueError(
+            f"mixbag={value!r} adds mixed bags, which only the methods of bag "
+            f"means take (dllp, vat, pi, rot, hybrid); method={name!r} "
+            f"({type(method).__name__}) reads whole bags. Pass mixbag=False or "
+            "one of those methods."
+        )
+    return mixbag
+
+
+def _batch_size(net, bags):
+    """``batch_size="auto"`` (see :ref:`gpu_scaling`)."""
+    if net.batch_size != "auto":
+        return net.batch_size
+    sizes = bags.sizes
+    if net.max_bag_size is not None:
+        sizes = np.minimum(sizes, net.max_bag_size)
+    typical, rows = int(np.median(sizes)), int(sizes.sum())
+    if device_type(net._resolved_device()) != "cpu":
+        minimum = int(np.clip(rows // 32, _MIN_BATCH_ROWS, 1024))
+    else:  # at least 512 steps an epoch
+        minimum = int(np.clip(rows // 512, _MIN_BATCH_ROWS, _MAX_CPU_BATCH))
+    return minimum if typical < minimum else _BAGS_PER_STEP * typical
 
 
 def declare_parameters(head):
@@ -224,6 +310,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
     _stopping_metric = None
     #: Whether "auto" early stopping also holds out rows on instance targets.
     _early_stopping_supervised = False
+    _refits = False  # whether "auto" early stopping that never stopped refits
 
     _parameter_constraints = {
         "module": [callable, None],
@@ -368,20 +455,14 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             )
             every = bags if source is None else source.bags
             self._check_fit_problem(every)
-            batch_size = self.batch_size_ if continuing else self._batch_size(every)
+            plan = plan_fit(self, bags, method, continuing, every)
         if not (on_labels or continuing):
             self._warn_if_unidentifiable(bags, X)
-        method, reason = self._chosen_method(method, every, previous_method, continuing)
-        mixbag = self._resolve_mixbag(method)
-        early_stopping = self._resolve_early_stopping(bags, method)
         # every check has passed: commit
         self._input_shape_ = tuple(X.shape[1:])
         self._commit_fit_inputs(every, on_labels, continuing)
         self._fit_on_labels_ = on_labels
-        self.method_, self.batch_size_ = method, batch_size
-        self._method_reason_ = reason
-        self._mixbag_ = mixbag
-        self.do_early_stopping_ = early_stopping
+        self.fit_plan_, self.method_ = plan, plan.method
         if self.precision == "float16" and not (
             continuing and hasattr(self, "grad_scaler_")
         ):
@@ -432,15 +513,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             self._weights_stale_ = True
             raise
         return self
-
-    @staticmethod
-    def _chosen_method(method, bags, previous, continuing):
-        """``method="auto"``: the method for these bags, and why."""
-        if not isinstance(method, AutoMethod):
-            return method, None
-        if continuing and previous is not None:
-            return clone(previous), None
-        return method.choose(bags)
 
     def _dask_source(self, X, y, values, sample_weight, classes, continuing):
         """The partitions of a Dask fit, their bags read in one pass."""
@@ -513,17 +585,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             )
         return X
 
-    def _held_out_fraction(self):
-        """``validation_fraction``, or 0.1 when early stopping is on."""
-        if self.validation_fraction is None and getattr(
-            self, "do_early_stopping_", False
-        ):
-            return _EARLY_STOPPING_FRACTION
-        return self.validation_fraction
-
     def _split(self, dataset):
         """Hold out a fraction of the rows, in whole bags."""
-        fraction = self._held_out_fraction()
+        fraction = self.fit_plan_.held_out
         if not fraction:
             return TrainValid(dataset, None)
         splitter = BagShuffleSplit(
@@ -538,48 +602,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             ) from None
         return TrainValid(dataset.select_bags(train), dataset.select_bags(valid))
 
-    def _resolve_early_stopping(self, bags, method):
-        """The one place that decides whether this fit stops early."""
-        if self.early_stopping != "auto":
-            return bool(self.early_stopping)
-        supervised = bags.sizes.max(initial=0) <= 1  # labels, in any form
-        if supervised and not self._early_stopping_supervised:
-            return False
-        if not getattr(method, "early_stopping_default", False):
-            return False
-        fraction = self.validation_fraction or _EARLY_STOPPING_FRACTION
-        groups = len(np.unique(bags.components))
-        if groups * fraction >= _MIN_HELD_OUT_BAGS:
-            return True
-        warnings.warn(
-            f"early_stopping='auto' stays off: {groups} bags are too few to "
-            f"hold out {_MIN_HELD_OUT_BAGS} at validation_fraction={fraction}, "
-            f"and method={self.method!r} can overfit its bag loss without it. "
-            "Keep max_epochs small, or pass early_stopping=False to fit "
-            "without this warning.",
-            FewBagsWarning,
-            stacklevel=5,  # fit -> _fit -> _validate_and_train -> here
-        )
-        return False
-
-    def _resolve_mixbag(self, method):
-        """The fit's :class:`~sklearn_llp.methods.MixBag`, or None (a head's)."""
-        return None
-
-    def _batch_size(self, bags):
-        """``batch_size="auto"`` (see :ref:`gpu_scaling`)."""
-        if self.batch_size != "auto":
-            return self.batch_size
-        sizes = bags.sizes
-        if self.max_bag_size is not None:
-            sizes = np.minimum(sizes, self.max_bag_size)
-        typical, rows = int(np.median(sizes)), int(sizes.sum())
-        if device_type(self._resolved_device()) != "cpu":
-            minimum = int(np.clip(rows // 32, _MIN_BATCH_ROWS, 1024))
-        else:  # at least 512 steps an epoch
-            minimum = int(np.clip(rows // 512, _MIN_BATCH_ROWS, _MAX_CPU_BATCH))
-        return minimum if typical < minimum else _BAGS_PER_STEP * typical
-
     def _train_sampler(self, dataset, random_state=None):
         return BagBatchSampler(
             dataset.pair_bags,
@@ -587,7 +609,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             max_bag_size=self.max_bag_size,
             shuffle=True,
             random_state=self._seed_ if random_state is None else random_state,
-            mixbag=getattr(self, "_mixbag_", None),
+            mixbag=self.fit_plan_.mixbag,
         )
 
     # --- skorch's getters: pure, the work is done before training ---
@@ -627,7 +649,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                     dataset.bags.sizes,
                     self.batch_size_,
                     self.max_bag_size,
-                    getattr(self, "_mixbag_", None),
+                    self.fit_plan_.mixbag,
                 ),
                 device=self._resolved_device(),
                 seed=self._seed_,
@@ -705,8 +727,12 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return self
 
     def initialize(self):
+        self.initialized_ = False  # a fit says why it starts afresh, not skorch
         with self._on_device():
             return super().initialize()
+
+    batch_size_ = property(lambda self: self.fit_plan_.batch_size)
+    do_early_stopping_ = property(lambda self: self.fit_plan_.early_stopping)
 
     # --- the step ---
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):

@@ -11,6 +11,7 @@ from ..core import (
     REGRESSION_METRICS,
     LLPRegressorMixin,
     bag_errors_of,
+    bag_means,
     over_dask_partitions,
 )
 from ..exceptions import IdentifiabilityWarning
@@ -27,18 +28,8 @@ def constant_bag_mean_features(bags, X):
     """Features of 2-D ``X`` that vary but have the same mean in every bag."""
     if X.ndim != 2 or bags.n_bags < 2:
         return np.zeros(0, dtype=np.int64)
-    weights = (
-        np.ones(len(bags.members))
-        if bags.weights is None
-        else (bags.weights[bags.members])
-    )
-    averaging = sp.csr_matrix(
-        (weights, (bags.pair_bags, bags.members)), shape=(bags.n_bags, bags.n_samples)
-    )
-    averaging = sp.diags(1.0 / np.asarray(averaging.sum(axis=1)).ravel()) @ averaging
     X = X.astype(np.float64)
-    means = averaging @ X
-    means = means.toarray() if sp.issparse(means) else np.asarray(means)
+    means = bag_means(bags, X)
     rows = X[bags.distinct_rows()]
     if sp.issparse(rows):
         centre = np.asarray(rows.mean(axis=0)).ravel()
@@ -84,8 +75,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     ----------
     target_mean_, target_scale_ : float
         The standardisation of the targets (size-weighted over bags).
-    module_, method_, batch_size_, best_epoch_, do_early_stopping_
-        As for :class:`~sklearn_llp.LLPClassifier`.
+    module_, method_, batch_size_, best_epoch_, do_early_stopping_, fit_plan_
+        As for :class:`~sklearn_llp.LLPClassifier` (``fit_plan_.refit``:
+        whether a fit that never stopped refits on every bag).
     stopping_history_ : History or None
         After a refit on every bag (``history``): the history of the fit that
         chose ``best_epoch_`` on held-out bags; else None.
@@ -104,12 +96,11 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     -----
     Early stopping stops on a rise of the held-out ``valid_mse`` beyond 3
     scales of its epoch-to-epoch noise, after ``n_iter_no_change`` such
-    epochs, and restores the best epoch; a fit that reaches ``max_epochs``
-    keeps its last epoch within that band of the best. With
+    epochs; stopped or not, it keeps the middle epoch of the 5 consecutive
+    epochs with the lowest mean held-out error (``best_epoch_``). With
     ``early_stopping="auto"`` (and no ``validation_fraction``) a fit that
-    never stopped is then refit on every bag, for the middle epoch of the 5
-    consecutive epochs with the lowest mean held-out error (``best_epoch_``).
-    See :ref:`regression_early_stopping`.
+    never stopped is then refit on every bag for that many epochs. See
+    :ref:`regression_early_stopping`.
 
     """
 
@@ -122,6 +113,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     # an MLP overfits instance targets too (Adult's weekly hours: test R^2
     # -0.118 after 100 epochs, 0.23 with early stopping)
     _early_stopping_supervised = True
+    _refits = True  # :ref:`regression_early_stopping`
     # early stopping stops on a rise beyond 3 noise scales of the held-out
     # curve (BagEarlyStopping); see :ref:`regression_early_stopping`
     _stopping_noise = 3.0
@@ -153,29 +145,25 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         """
         self._fit(X, y, targets, sample_weight, fit_params, partial=False)
         self.stopping_history_ = None
-        if self._refits_on_all_bags():
+        stopping = dict(self.callbacks_).get("early_stopping")
+        stopped = getattr(stopping, "stopped_", True)
+        if self.fit_plan_.refit and self.best_epoch_ and not stopped:
             self._refit(X, y, targets, sample_weight, fit_params)
         return self
 
-    def _refits_on_all_bags(self):
-        """Whether an ``"auto"`` early stopping that never stopped refits."""
-        stopping = dict(self.callbacks_).get("early_stopping")
-        return bool(
-            self.do_early_stopping_
-            and self.early_stopping == "auto"
-            and self.validation_fraction is None
-            and not self.warm_start
-            and self.best_epoch_
-            and not getattr(stopping, "stopped_", True)
-        )
-
     def _refit(self, X, y, targets, sample_weight, fit_params):
-        history = deepcopy(self.history)
+        """Fit afresh on every bag for the epochs the held-out bags chose."""
+        history, plan = deepcopy(self.history), self.fit_plan_
         epochs = lowest_window_epoch(history[:, f"valid_{self._stopping_metric}"])
         if self.verbose:
-            print(f"Refitting on all bags for the {epochs} epochs chosen.")
+            print(
+                f"Early stopping never stopped: refitting afresh on every bag, "
+                f"the held-out ones too, for {epochs} epochs (the middle of the "
+                f"5 with the lowest mean valid_{self._stopping_metric})."
+            )
         saved = {"early_stopping": self.early_stopping, "max_epochs": self.max_epochs}
-        self.early_stopping, self.max_epochs = False, epochs
+        saved["warm_start"] = self.warm_start  # a refit starts afresh
+        self.early_stopping, self.max_epochs, self.warm_start = False, epochs, False
         try:
             with warnings.catch_warnings():  # the first fit gave them
                 warnings.simplefilter("ignore")
@@ -183,7 +171,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         finally:
             for name, value in saved.items():
                 setattr(self, name, value)
-        self.do_early_stopping_, self.best_epoch_ = True, epochs
+        self.fit_plan_, self.best_epoch_ = plan, epochs
         self.stopping_history_ = history
 
     def partial_fit(
