@@ -1,10 +1,13 @@
 """An epoch's batches built in one go are ``BagDataset[pairs]`` built one at a time."""
 
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
 from skorch.callbacks import Callback
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
@@ -161,3 +164,81 @@ def test_cut_bags_are_labelled_by_draws_for_the_bag_mean_losses(method, drawn):
     assert torch.equal(labels, own) is not drawn
     if drawn:  # counts of 8 rows, whole
         torch.testing.assert_close(labels * 8, (labels * 8).round())
+
+
+class _HostReads(TorchDispatchMode):
+    """Records, while ``armed``, the ops that read tensor data on the host:
+    on a GPU each waits for the device (``item``, ``bool``, ``nonzero``, ...).
+    The optimizers' step counters live on the host by design (torch's Adam)."""
+
+    SYNCS = ("_local_scalar_dense", "nonzero", "masked_select", "unique")
+
+    def __init__(self):
+        super().__init__()
+        self.armed, self.reads = False, []
+
+    def read(self, what):
+        frame, callers = sys._getframe(2), []
+        while frame is not None and len(callers) < 12:
+            callers.append(frame.f_globals.get("__name__", ""))
+            frame = frame.f_back
+        if self.armed and not any(c.startswith("torch.optim") for c in callers):
+            self.reads.append(f"{what} from {callers[:4]}")
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._schema.name.split("::")[1]
+        masks = name == "index" and any(
+            i is not None and i.dtype == torch.bool for i in args[1]
+        )
+        if name in self.SYNCS or masks or name.startswith("repeat_interleave"):
+            self.read(name)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("method", ["auto", "dllp", "vat"])
+def test_a_training_step_never_reads_the_device(small_bags, monkeypatch, method):
+    """From an epoch's first step to its last nothing waits for the device:
+    the losses are read once, after the last step (skorch reads one a step)."""
+    X, bags, props, _ = small_bags
+    reads, get_iterator = _HostReads(), LLPClassifier.get_iterator
+
+    def watched(batches):  # armed from the first step to the end of the last
+        for batch in batches:
+            reads.armed = True
+            yield batch
+        reads.armed = False
+
+    def get_watched_iterator(self, dataset, training=False):
+        batches = get_iterator(self, dataset, training=training)
+        return type(
+            "Watched",
+            (),
+            {"__len__": lambda _: len(batches), "__iter__": lambda _: watched(batches)},
+        )()
+
+    monkeypatch.setattr(LLPClassifier, "get_iterator", get_watched_iterator)
+    for name in ("numpy", "tolist", "cpu"):
+        host = getattr(torch.Tensor, name)
+        monkeypatch.setattr(
+            torch.Tensor,
+            name,
+            lambda t, *a, _host=host, _name=name, **k: (
+                reads.read(_name),
+                _host(t, *a, **k),
+            )[1],
+        )
+    clf = LLPClassifier(
+        method=method,
+        batch_size=20,
+        max_epochs=2,
+        verbose=0,
+        random_state=0,
+        validation_fraction=0.25,
+    )
+    with reads:
+        clf.fit(X, bags, props)
+    assert clf.n_train_steps_ == 10 and reads.reads == []
+    # the history keeps skorch's records of every batch
+    sizes = [b["train_batch_size"] for b in clf.history[-1, "batches"][:5]]
+    assert sizes == [20] * 4 + [10]
+    assert np.isfinite(clf.history[-1, "train_loss"])

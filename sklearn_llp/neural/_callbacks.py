@@ -30,20 +30,12 @@ class BagValidationErrors(Callback):
     def on_train_begin(self, net, **kwargs):
         self.first_epoch_ = len(net.history)
 
-    def on_epoch_begin(self, net, **kwargs):
-        self.outputs_, self.rows_ = [], []
-
-    def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
-        if not training:
-            self.outputs_.append(y_pred.detach())
-            self.rows_.append(batch[1]["rows"])
-
     def on_epoch_end(self, net, dataset_valid=None, **kwargs):
-        if dataset_valid is None or not getattr(self, "outputs_", None):
+        outputs, net._valid_outputs_ = getattr(net, "_valid_outputs_", None), None
+        if dataset_valid is None or not outputs:
             return
-        logits = torch.cat(self.outputs_).float().cpu()  # one host copy
-        rows = torch.cat(self.rows_).cpu().numpy()
-        self.outputs_, self.rows_ = [], []
+        logits = torch.cat([logits for logits, _ in outputs]).float().cpu()
+        rows = torch.cat([rows for _, rows in outputs]).cpu().numpy()
         distinct, first = np.unique(rows, return_index=True)
         bags, _ = dataset_valid.bags.restrict(distinct)
         if torch.isfinite(logits).all():
@@ -200,17 +192,17 @@ class EpochTable(PrintLog):
 
 
 class DivergenceGuard(Callback):
-    """Stop a fit whose training loss becomes NaN or infinite."""
+    """Stop a fit whose training loss became NaN or infinite, at the end of
+    the epoch (its losses are read from the device then), before any record."""
 
-    def on_batch_end(self, net, batch=None, training=False, **kwargs):
-        if not training:
-            return
-        loss = net.history[-1, "batches", -1, "train_loss"]
-        if np.isfinite(loss):
+    def on_epoch_end(self, net, **kwargs):
+        losses = [b.get("train_loss", 0.0) for b in net.history[-1, "batches"]]
+        bad = np.flatnonzero(~np.isfinite(losses))
+        if not len(bad):
             return
         raise FitDivergedError(
-            f"The training loss became {loss} at epoch {len(net.history)}, batch "
-            f"{len(net.history[-1, 'batches'])}: the fit diverged and the "
+            f"The training loss became {losses[bad[0]]} at epoch "
+            f"{len(net.history)}, batch {bad[0] + 1}: the fit diverged and the "
             f"network's weights are no longer usable. Likely causes: a learning "
             f"rate too large for this network (lr={net.lr}), a method "
             "hyperparameter out of its range (method__*), or features on very "

@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import validate_data
 from skorch import NeuralNet
+from skorch.callbacks import Callback
 from skorch.dataset import unpack_data
 from skorch.history import History
 from skorch.utils import to_tensor
@@ -600,10 +601,10 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return _Callbacks(
             [
                 ("callback_guard", CallbackGuard()),
+                ("divergence_guard", DivergenceGuard()),  # before any record
                 *callbacks,
                 ("valid_bag_errors", BagValidationErrors()),
                 ("early_stopping", BagEarlyStopping()),
-                ("divergence_guard", DivergenceGuard()),
             ]
         )
 
@@ -765,6 +766,52 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         step = super().train_step(batch, **fit_params)
         self.n_train_steps_ += 1
         return step
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        """skorch's epoch, its losses read from the device once, at its end.
+
+        ``on_batch_*`` callbacks run, and the loss is read every batch, only
+        when a callback takes batch events (:ref:`batch_events`). The history
+        records every batch as in skorch; held-out outputs are kept for
+        :class:`BagValidationErrors`.
+        """
+        if iterator is None:
+            return
+        events = self._takes_batch_events()
+        losses, sizes, outputs = [], [], []
+        try:
+            for batch in iterator:
+                if events:
+                    self.notify("on_batch_begin", batch=batch, training=training)
+                step = step_fn(batch, **fit_params)
+                sizes.append(len(batch[0]))
+                if not training:
+                    outputs.append((step["y_pred"].detach(), batch[1]["rows"]))
+                if not events:
+                    losses.append(step["loss"].detach())
+                    continue
+                self.history.record_batch(prefix + "_loss", step["loss"].item())
+                self.history.record_batch(prefix + "_batch_size", sizes[-1])
+                self.notify("on_batch_end", batch=batch, training=training, **step)
+        finally:  # the epoch's one read of the device
+            values = torch.stack(losses).tolist() if losses else ()
+            for loss, size in zip(values, sizes):
+                self.history.new_batch()
+                self.history.record_batch(prefix + "_loss", loss)
+                self.history.record_batch(prefix + "_batch_size", size)
+            if not training:
+                self._valid_outputs_ = outputs
+        self.history.record(prefix + "_batch_count", len(sizes))
+
+    def _takes_batch_events(self):
+        """Whether the net or a callback overrides skorch's ``on_batch_*``."""
+        hooks = [(type(self), NeuralNet)]
+        hooks += [(type(cb), Callback) for _, cb in self.callbacks_]
+        return any(
+            getattr(kind, name) is not getattr(base, name)
+            for kind, base in hooks
+            for name in ("on_batch_begin", "on_batch_end")
+        )
 
     def _backward(self, loss):
         if self.precision == "float16":  # scaled, so small gradients survive
