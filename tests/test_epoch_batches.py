@@ -242,3 +242,45 @@ def test_a_training_step_never_reads_the_device(small_bags, monkeypatch, method)
     sizes = [b["train_batch_size"] for b in clf.history[-1, "batches"][:5]]
     assert sizes == [20] * 4 + [10]
     assert np.isfinite(clf.history[-1, "train_loss"])
+
+
+def test_batch_events_run_for_a_callback_that_takes_them(small_bags):
+    """A callback overriding ``on_batch_*``/``on_grad_computed`` gets every
+    batch; the fit and its history are those of a fit without it."""
+
+    class Counts(Callback):
+        def initialize(self):
+            self.calls = {"begin": 0, "end": 0, "grad": 0}
+            return self
+
+        def on_batch_begin(self, net, **kwargs):
+            self.calls["begin"] += 1
+
+        def on_batch_end(self, net, training=False, **kwargs):
+            self.calls["end"] += 1
+            assert "train_loss" in net.history[-1, "batches", -1] or not training
+
+        def on_grad_computed(self, net, named_parameters, **kwargs):
+            self.calls["grad"] += 1
+
+    X, bags, props, _ = small_bags
+    fits = [
+        LLPClassifier(
+            batch_size=20,
+            max_epochs=2,
+            verbose=0,
+            random_state=0,
+            validation_fraction=0.25,
+            callbacks=callbacks,
+        ).fit(X, bags, props)
+        for callbacks in ([("counts", Counts())], None)
+    ]
+    assert dict(fits[0].callbacks_)["counts"].calls == {
+        "begin": 14,
+        "end": 14,
+        "grad": 10,
+    }
+    assert [r["batches"] for r in fits[0].history] == [
+        r["batches"] for r in fits[1].history
+    ]
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))

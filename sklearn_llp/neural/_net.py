@@ -734,7 +734,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The method's loss in training, :meth:`_validation_loss` otherwise."""
-        target = to_tensor(y_true, device=self.device)
+        target = y_true  # on the device: the batches are made there
         bags = BagBatch(
             target["segments"],
             target["bag_props"],
@@ -763,7 +763,21 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return {"loss": loss, "y_pred": logits}
 
     def train_step(self, batch, **fit_params):
-        step = super().train_step(batch, **fit_params)
+        """skorch's step; ``on_grad_computed`` runs only when a callback
+        overrides it (:ref:`batch_events`)."""
+        hooks = getattr(self, "_hooks_", None)
+        if hooks is None or "on_grad_computed" in hooks:
+            step = super().train_step(batch, **fit_params)
+        else:
+            step = {}
+
+            def closure():  # an optimizer may call it again: the first step kept
+                self._zero_grad_optimizer()
+                result = self.train_step_single(batch, **fit_params)
+                step.update(step or result)
+                return result["loss"]
+
+            self._step_optimizer(closure)
         self.n_train_steps_ += 1
         return step
 
@@ -771,13 +785,16 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """skorch's epoch, its losses read from the device once, at its end.
 
         ``on_batch_*`` callbacks run, and the loss is read every batch, only
-        when a callback takes batch events (:ref:`batch_events`). The history
-        records every batch as in skorch; held-out outputs are kept for
-        :class:`BagValidationErrors`.
+        when the net or a callback overrides them (:ref:`batch_events`); the
+        history records every batch as in skorch. Held-out outputs are kept
+        for :class:`BagValidationErrors`.
         """
         if iterator is None:
             return
-        events = self._takes_batch_events()
+        self._hooks_ = self._overridden_hooks()
+        events = bool({"on_batch_begin", "on_batch_end"} & self._hooks_)
+        self._set_training(training)
+        self._mode_ = None if events else training  # set once: see _set_training
         losses, sizes, outputs = [], [], []
         try:
             for batch in iterator:
@@ -794,6 +811,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 self.history.record_batch(prefix + "_batch_size", sizes[-1])
                 self.notify("on_batch_end", batch=batch, training=training, **step)
         finally:  # the epoch's one read of the device
+            self._mode_ = self._hooks_ = None
             values = torch.stack(losses).tolist() if losses else ()
             for loss, size in zip(values, sizes):
                 self.history.new_batch()
@@ -803,15 +821,23 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 self._valid_outputs_ = outputs
         self.history.record(prefix + "_batch_count", len(sizes))
 
-    def _takes_batch_events(self):
-        """Whether the net or a callback overrides skorch's ``on_batch_*``."""
+    def _overridden_hooks(self):
+        """The per-batch hooks that the net or a callback overrides."""
+        names = ("on_batch_begin", "on_batch_end", "on_grad_computed")
         hooks = [(type(self), NeuralNet)]
         hooks += [(type(cb), Callback) for _, cb in self.callbacks_]
-        return any(
-            getattr(kind, name) is not getattr(base, name)
+        return {
+            name
             for kind, base in hooks
-            for name in ("on_batch_begin", "on_batch_end")
-        )
+            for name in names
+            if getattr(kind, name) is not getattr(base, name)
+        }
+
+    def _set_training(self, training=True):
+        # skorch sets the mode every step, a walk of the modules (10 us); an
+        # epoch without batch events sets it once
+        if getattr(self, "_mode_", None) is not training:
+            super()._set_training(training)
 
     def _backward(self, loss):
         if self.precision == "float16":  # scaled, so small gradients survive
