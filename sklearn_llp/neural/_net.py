@@ -764,7 +764,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def train_step(self, batch, **fit_params):
         """skorch's step; ``on_grad_computed`` runs only when a callback
-        overrides it (:ref:`batch_events`)."""
+        overrides it (:ref:`how_training_works`)."""
         hooks = getattr(self, "_hooks_", None)
         if hooks is None or "on_grad_computed" in hooks:
             step = super().train_step(batch, **fit_params)
@@ -785,7 +785,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """skorch's epoch, its losses read from the device once, at its end.
 
         ``on_batch_*`` callbacks run, and the loss is read every batch, only
-        when the net or a callback overrides them (:ref:`batch_events`); the
+        when the net or a callback overrides them (:ref:`how_training_works`); the
         history records every batch as in skorch. Held-out outputs are kept
         for :class:`BagValidationErrors`.
         """
