@@ -1,5 +1,6 @@
 """An epoch's batches built in one go are ``BagDataset[pairs]`` built one at a time."""
 
+import contextlib
 import sys
 
 import numpy as np
@@ -11,7 +12,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
-from sklearn_llp.methods import _segments as losses
 from sklearn_llp.methods import available_methods
 from sklearn_llp.neural._data import (
     BagBatchSampler,
@@ -106,25 +106,11 @@ def test_fit_is_the_fit_of_batches_built_one_at_a_time(method, kind, monkeypatch
     """The whole fit, not only the batches: the same weights and validation
     errors either way, for every method. And every segment sum of a training
     or validation step uses the plan of the epoch: planning a batch's
-    segments (a device sync on a GPU) never happens inside a step."""
-    in_step = []
-    plan = losses._plan_numpy
-
-    def refuse(segments, n_segments):
-        if in_step:
-            raise AssertionError("a segment sum was planned inside a step")
-        return plan(segments, n_segments)
-
-    class InStep(Callback):
-        def on_batch_begin(self, net, **kwargs):
-            in_step.append(True)
-
-        def on_batch_end(self, net, **kwargs):
-            in_step.clear()
-
-    with monkeypatch.context() as patch:
-        patch.setattr(losses, "_plan_numpy", refuse)
-        new = _fit(method, kind, callbacks=[InStep()])
+    segments (a device sync on a GPU) never happens inside a step; no step
+    reads the device (:func:`_host_reads`)."""
+    with monkeypatch.context() as patch, _host_reads(patch) as reads:
+        new = _fit(method, kind)
+    assert reads.reads == []
     assert len(new.history) == 3  # the steps did run
     one_at_a_time = lambda self: iter([self.dataset[p] for p in self.sampler])  # noqa: E731
     monkeypatch.setattr(EpochBatches, "__iter__", one_at_a_time)
@@ -195,14 +181,14 @@ class _HostReads(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("method", ["auto", "dllp", "vat"])
-def test_a_training_step_never_reads_the_device(small_bags, monkeypatch, method):
-    """From an epoch's first step to its last nothing waits for the device:
-    the losses are read once, after the last step (skorch reads one a step)."""
-    X, bags, props, _ = small_bags
+@contextlib.contextmanager
+def _host_reads(patch):
+    """A :class:`_HostReads` armed from every epoch's first step to the end of
+    its last (batches made meanwhile included), tensors' ``numpy``, ``tolist``
+    and ``cpu`` counted too."""
     reads, get_iterator = _HostReads(), LLPClassifier.get_iterator
 
-    def watched(batches):  # armed from the first step to the end of the last
+    def watched(batches):
         for batch in batches:
             reads.armed = True
             yield batch
@@ -216,26 +202,26 @@ def test_a_training_step_never_reads_the_device(small_bags, monkeypatch, method)
             {"__len__": lambda _: len(batches), "__iter__": lambda _: watched(batches)},
         )()
 
-    monkeypatch.setattr(LLPClassifier, "get_iterator", get_watched_iterator)
+    patch.setattr(LLPClassifier, "get_iterator", get_watched_iterator)
     for name in ("numpy", "tolist", "cpu"):
         host = getattr(torch.Tensor, name)
-        monkeypatch.setattr(
-            torch.Tensor,
-            name,
-            lambda t, *a, _host=host, _name=name, **k: (
-                reads.read(_name),
-                _host(t, *a, **k),
-            )[1],
-        )
-    clf = LLPClassifier(
-        method=method,
-        batch_size=20,
-        max_epochs=2,
-        verbose=0,
-        random_state=0,
-        validation_fraction=0.25,
-    )
+        counted = lambda t, *a, _host=host, _name=name, **k: (  # noqa: E731
+            reads.read(_name),
+            _host(t, *a, **k),
+        )[1]
+        patch.setattr(torch.Tensor, name, counted)
     with reads:
+        yield reads
+
+
+@pytest.mark.parametrize("method", ["auto", "dllp", "vat"])
+def test_a_training_step_never_reads_the_device(small_bags, monkeypatch, method):
+    """From an epoch's first step to its last nothing waits for the device:
+    the losses are read once, after the last step (skorch reads one a step)."""
+    X, bags, props, _ = small_bags
+    params = dict(batch_size=20, max_epochs=2, verbose=0, random_state=0)
+    clf = LLPClassifier(method=method, validation_fraction=0.25, **params)
+    with _host_reads(monkeypatch) as reads:
         clf.fit(X, bags, props)
     assert clf.n_train_steps_ == 10 and reads.reads == []
     # the history keeps skorch's records of every batch

@@ -16,8 +16,6 @@ from skorch.callbacks import (
 )
 from skorch.utils import Ansi
 
-from ..exceptions import FitDivergedError
-
 
 def _higher_is_better(metric):
     return metric == "r2"
@@ -189,25 +187,6 @@ class EpochTable(PrintLog):
         if isinstance(row.get(key + "_best"), bool) and row[key + "_best"]:
             formatted = formatted.replace(Ansi.ENDC.value, "") + "*"
         return formatted
-
-
-class DivergenceGuard(Callback):
-    """Stop a fit whose training loss became NaN or infinite, at the end of
-    the epoch (its losses are read from the device then), before any record."""
-
-    def on_epoch_end(self, net, **kwargs):
-        losses = [b.get("train_loss", 0.0) for b in net.history[-1, "batches"]]
-        bad = np.flatnonzero(~np.isfinite(losses))
-        if not len(bad):
-            return
-        raise FitDivergedError(
-            f"The training loss became {losses[bad[0]]} at epoch "
-            f"{len(net.history)}, batch {bad[0] + 1}: the fit diverged and the "
-            f"network's weights are no longer usable. Likely causes: a learning "
-            f"rate too large for this network (lr={net.lr}), a method "
-            "hyperparameter out of its range (method__*), or features on very "
-            "different scales (standardise X). Fit again with a smaller lr."
-        )
 
 
 class CallbackGuard(Callback):

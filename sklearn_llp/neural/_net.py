@@ -36,7 +36,7 @@ from ..core import (
     refuse_meaningless_cv,
     restore_on_error,
 )
-from ..exceptions import FewBagsWarning, ModelResetWarning
+from ..exceptions import FewBagsWarning, FitDivergedError, ModelResetWarning
 from ..methods import AutoMethod, BagBatch, LLPMethod, make_method, method_params
 from ..model_selection import BagShuffleSplit
 from ..modules import MLP
@@ -44,7 +44,6 @@ from ._callbacks import (
     BagEarlyStopping,
     BagValidationErrors,
     CallbackGuard,
-    DivergenceGuard,
     EpochTable,
 )
 from ._data import (
@@ -601,7 +600,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return _Callbacks(
             [
                 ("callback_guard", CallbackGuard()),
-                ("divergence_guard", DivergenceGuard()),  # before any record
                 *callbacks,
                 ("valid_bag_errors", BagValidationErrors()),
                 ("early_stopping", BagEarlyStopping()),
@@ -734,16 +732,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The method's loss in training, :meth:`_validation_loss` otherwise."""
-        target = y_true  # on the device: the batches are made there
-        bags = BagBatch(
-            target["segments"],
-            target["bag_props"],
-            target["bag_index"],
-            target.get("members"),
-            target.get("weights"),
-            target.get("bag_weights"),
-            target.get("margins"),
-        )
+        # the batches are made on the device
+        bags = BagBatch(**{name: y_true.get(name) for name in BagBatch._fields})
         self._check_output(y_pred, self._n_outputs())
         if not training:
             return self._validation_loss(y_pred, bags)
@@ -785,9 +775,10 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """skorch's epoch, its losses read from the device once, at its end.
 
         ``on_batch_*`` callbacks run, and the loss is read every batch, only
-        when the net or a callback overrides them (:ref:`how_training_works`); the
-        history records every batch as in skorch. Held-out outputs are kept
-        for :class:`BagValidationErrors`.
+        when the net or a callback overrides them (:ref:`how_training_works`);
+        the history records every batch as in skorch. Held-out outputs are
+        kept for :class:`BagValidationErrors`; a non-finite training loss
+        raises :class:`~sklearn_llp.exceptions.FitDivergedError`.
         """
         if iterator is None:
             return
@@ -802,40 +793,47 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                     self.notify("on_batch_begin", batch=batch, training=training)
                 step = step_fn(batch, **fit_params)
                 sizes.append(len(batch[0]))
+                losses.append(step["loss"].detach())
                 if not training:
                     outputs.append((step["y_pred"].detach(), batch[1]["rows"]))
-                if not events:
-                    losses.append(step["loss"].detach())
-                    continue
-                self.history.record_batch(prefix + "_loss", step["loss"].item())
-                self.history.record_batch(prefix + "_batch_size", sizes[-1])
-                self.notify("on_batch_end", batch=batch, training=training, **step)
+                if events:
+                    self.history.record_batch(prefix + "_loss", losses[-1].item())
+                    self.history.record_batch(prefix + "_batch_size", sizes[-1])
+                    self.notify("on_batch_end", batch=batch, training=training, **step)
         finally:  # the epoch's one read of the device
             self._mode_ = self._hooks_ = None
-            values = torch.stack(losses).tolist() if losses else ()
-            for loss, size in zip(values, sizes):
+            values = torch.stack(losses).tolist() if losses else []
+            for loss, size in zip([] if events else values, sizes):
                 self.history.new_batch()
                 self.history.record_batch(prefix + "_loss", loss)
                 self.history.record_batch(prefix + "_batch_size", size)
             if not training:
                 self._valid_outputs_ = outputs
         self.history.record(prefix + "_batch_count", len(sizes))
+        bad = np.flatnonzero(~np.isfinite(values)) if training else ()
+        if len(bad):
+            raise FitDivergedError(
+                f"The training loss became {values[bad[0]]} at epoch "
+                f"{len(self.history)}, batch {bad[0] + 1}: the fit diverged and "
+                "the network's weights are no longer usable. Likely causes: a "
+                f"learning rate too large for this network (lr={self.lr}), a "
+                "method hyperparameter out of its range (method__*), or features "
+                "on very different scales (standardise X). Fit again with a "
+                "smaller lr."
+            )
 
     def _overridden_hooks(self):
         """The per-batch hooks that the net or a callback overrides."""
         names = ("on_batch_begin", "on_batch_end", "on_grad_computed")
-        hooks = [(type(self), NeuralNet)]
-        hooks += [(type(cb), Callback) for _, cb in self.callbacks_]
+        pairs = [(type(c), Callback) for _, c in self.callbacks_]
+        pairs.append((type(self), NeuralNet))
         return {
-            name
-            for kind, base in hooks
-            for name in names
-            if getattr(kind, name) is not getattr(base, name)
+            n for k, b in pairs for n in names if getattr(k, n) is not getattr(b, n)
         }
 
     def _set_training(self, training=True):
-        # skorch sets the mode every step, a walk of the modules (10 us); an
-        # epoch without batch events sets it once
+        # skorch sets the mode every step, a walk of the modules; an epoch
+        # without batch events sets it once
         if getattr(self, "_mode_", None) is not training:
             super()._set_training(training)
 
