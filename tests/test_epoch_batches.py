@@ -186,87 +186,55 @@ def _host_reads(patch):
     """A :class:`_HostReads` armed from every epoch's first step to the end of
     its last (batches made meanwhile included), tensors' ``numpy``, ``tolist``
     and ``cpu`` counted too."""
-    reads, get_iterator = _HostReads(), LLPClassifier.get_iterator
+    reads, iterate = _HostReads(), EpochBatches.__iter__
 
-    def watched(batches):
-        for batch in batches:
+    def watched(self):
+        for batch in iterate(self):
             reads.armed = True
             yield batch
         reads.armed = False
 
-    def get_watched_iterator(self, dataset, training=False):
-        batches = get_iterator(self, dataset, training=training)
-        return type(
-            "Watched",
-            (),
-            {"__len__": lambda _: len(batches), "__iter__": lambda _: watched(batches)},
-        )()
-
-    patch.setattr(LLPClassifier, "get_iterator", get_watched_iterator)
+    patch.setattr(EpochBatches, "__iter__", watched)
     for name in ("numpy", "tolist", "cpu"):
         host = getattr(torch.Tensor, name)
-        counted = lambda t, *a, _host=host, _name=name, **k: (  # noqa: E731
-            reads.read(_name),
-            _host(t, *a, **k),
-        )[1]
+
+        def counted(t, *args, _host=host, _name=name, **kwargs):
+            reads.read(_name)
+            return _host(t, *args, **kwargs)
+
         patch.setattr(torch.Tensor, name, counted)
     with reads:
         yield reads
 
 
 @pytest.mark.parametrize("method", ["auto", "dllp", "vat"])
-def test_a_training_step_never_reads_the_device(small_bags, monkeypatch, method):
+def test_a_step_reads_the_device_only_for_a_callback_of_batch_events(
+    small_bags, monkeypatch, method
+):
     """From an epoch's first step to its last nothing waits for the device:
-    the losses are read once, after the last step (skorch reads one a step)."""
-    X, bags, props, _ = small_bags
-    params = dict(batch_size=20, max_epochs=2, verbose=0, random_state=0)
-    clf = LLPClassifier(method=method, validation_fraction=0.25, **params)
-    with _host_reads(monkeypatch) as reads:
-        clf.fit(X, bags, props)
-    assert clf.n_train_steps_ == 10 and reads.reads == []
-    # the history keeps skorch's records of every batch
-    sizes = [b["train_batch_size"] for b in clf.history[-1, "batches"][:5]]
-    assert sizes == [20] * 4 + [10]
-    assert np.isfinite(clf.history[-1, "train_loss"])
-
-
-def test_batch_events_run_for_a_callback_that_takes_them(small_bags):
-    """A callback overriding ``on_batch_*``/``on_grad_computed`` gets every
-    batch; the fit and its history are those of a fit without it."""
+    the losses are read once, after the last step (skorch reads one a step).
+    A callback overriding ``on_batch_*``/``on_grad_computed`` gets every batch,
+    its loss recorded, and the fit and its records are the same."""
+    calls = []
 
     class Counts(Callback):
-        def initialize(self):
-            self.calls = {"begin": 0, "end": 0, "grad": 0}
-            return self
-
-        def on_batch_begin(self, net, **kwargs):
-            self.calls["begin"] += 1
-
         def on_batch_end(self, net, training=False, **kwargs):
-            self.calls["end"] += 1
-            assert "train_loss" in net.history[-1, "batches", -1] or not training
+            calls.append(not training or "train_loss" in net.history[-1, "batches", -1])
 
         def on_grad_computed(self, net, named_parameters, **kwargs):
-            self.calls["grad"] += 1
+            calls.append("grad")
 
     X, bags, props, _ = small_bags
-    fits = [
-        LLPClassifier(
-            batch_size=20,
-            max_epochs=2,
-            verbose=0,
-            random_state=0,
-            validation_fraction=0.25,
-            callbacks=callbacks,
-        ).fit(X, bags, props)
-        for callbacks in ([("counts", Counts())], None)
+    params = dict(method=method, batch_size=20, max_epochs=2, verbose=0)
+    params |= dict(random_state=0, validation_fraction=0.25)
+    with _host_reads(monkeypatch) as reads:
+        clf = LLPClassifier(**params).fit(X, bags, props)
+    assert clf.n_train_steps_ == 10 and reads.reads == []
+    sizes = [b["train_batch_size"] for b in clf.history[-1, "batches"][:5]]
+    assert sizes == [20] * 4 + [10] and np.isfinite(clf.history[-1, "train_loss"])
+    counted = LLPClassifier(callbacks=[Counts()], **params).fit(X, bags, props)
+    assert calls.count(True) == 14 and calls.count("grad") == 10
+    assert [r["batches"] for r in counted.history] == [
+        r["batches"] for r in clf.history
     ]
-    assert dict(fits[0].callbacks_)["counts"].calls == {
-        "begin": 14,
-        "end": 14,
-        "grad": 10,
-    }
-    assert [r["batches"] for r in fits[0].history] == [
-        r["batches"] for r in fits[1].history
-    ]
-    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+    np.testing.assert_array_equal(counted.predict_proba(X), clf.predict_proba(X))
