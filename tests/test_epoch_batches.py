@@ -157,7 +157,7 @@ class _HostReads(TorchDispatchMode):
     on a GPU each waits for the device (``item``, ``bool``, ``nonzero``, ...).
     The optimizers' step counters live on the host by design (torch's Adam)."""
 
-    SYNCS = ("_local_scalar_dense", "nonzero", "masked_select", "unique")
+    SYNCS = ("_local_scalar_dense", "nonzero", "masked_select", "unique", "bincount")
 
     def __init__(self):
         super().__init__()
