@@ -777,7 +777,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         ``on_batch_*`` callbacks run, and the loss is read every batch, only
         when the net or a callback overrides them (:ref:`how_training_works`);
         the history records every batch as in skorch. Held-out outputs are
-        kept for :class:`BagValidationErrors`; a non-finite training loss
+        kept for ``BagValidationErrors``; a non-finite training loss
         raises :class:`~sklearn_llp.exceptions.FitDivergedError`.
         """
         if iterator is None:
