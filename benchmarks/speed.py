@@ -1,20 +1,17 @@
 """Training speed and memory of ``LLPClassifier`` against a bare PyTorch loop.
 
 Four engines (LLP/bare x DLLP/VAT) run interleaved one epoch at a time, one
-subprocess per configuration; ``--profile`` gives the host share of an epoch,
+subprocess per configuration; ``--overhead`` the host overhead per step,
 ``--scale N`` the defaults on N rows, ``--resummarise`` the markdown from the
 JSON. Commands and findings: ``benchmarks/README.md``, section ``speed.py``.
 """
 
 import argparse
-import cProfile
 import ctypes
 import gc
-import io
 import json
 import math
 import os
-import pstats
 import resource
 import subprocess
 import sys
@@ -30,6 +27,7 @@ sys.path.insert(0, str(HERE))  # for _common
 from _common import machine_info, write_results  # noqa: E402
 
 from sklearn_llp import LLPClassifier  # noqa: E402
+from sklearn_llp.methods import BagBatch  # noqa: E402
 from sklearn_llp.modules import MLP  # noqa: E402
 from sklearn_llp.neural._data import BagBatchSampler  # noqa: E402
 from sklearn_llp.neural._runtime import auto_threads, resolve_device  # noqa: E402
@@ -200,20 +198,23 @@ class BareLoop:
 
 class LLPEngine:
     """``LLPClassifier`` advanced one epoch per call (``fit``, then
-    ``partial_fit``); a callback times the epoch apart from the input checks."""
+    ``partial_fit``); a callback times the epoch apart from the input checks
+    (and keeps its training bags, ``dataset``)."""
 
-    def __init__(self, X, bags, props, method, max_bag_size, device, seed):
+    def __init__(self, X, bags, props, method, max_bag_size, device, seed, **params):
         self.data, self.epoch_times, self.setup_times = (X, bags, props), [], []
-        times = self.epoch_times
+        times, engine = self.epoch_times, self
+        clock = params.pop("clock", time.perf_counter)
 
         class EpochClock(Callback):
-            def on_epoch_begin(self, net, **kwargs):
+            def on_epoch_begin(self, net, dataset_train=None, **kwargs):
+                engine.dataset = dataset_train
                 _sync(device)
-                self.t0_ = time.perf_counter()
+                self.t0_ = clock()
 
             def on_epoch_end(self, net, **kwargs):
                 _sync(device)
-                times.append(time.perf_counter() - self.t0_)
+                times.append(clock() - self.t0_)
 
         self.clf = LLPClassifier(
             method=method,
@@ -221,7 +222,7 @@ class LLPEngine:
             random_state=seed,
             device=str(device),
             callbacks=[("clock", EpochClock())],
-            **LLP_PARAMS,
+            **(LLP_PARAMS | params),
         )
 
     def epoch(self):
@@ -289,6 +290,7 @@ def run_config(cfg):
             times[name].append(engines[name].epoch())
         r += 1
     medians = {name: float(np.median(t)) for name, t in times.items()}
+    cuda = device.type == "cuda"
     out = cfg | {
         "device": str(device),
         "n_bags": int(len(sizes)),
@@ -299,11 +301,8 @@ def run_config(cfg):
         "instances_per_epoch": used,
         "batches_per_epoch": _count_batches(bags, cap, seed),
         "data_s": data_s,
-        "memory_kind": "cuda_max_memory_allocated_delta"
-        if device.type == "cuda"
-        else "rss_peak_delta",
-        "process_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        / 1024,
+        "memory_kind": ("rss_peak_delta", "cuda_max_memory_allocated_delta")[cuda],
+        "process_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF)[2] / 1024,
         "engines": {},
     }
     for name in ENGINES:
@@ -336,74 +335,73 @@ def run_config(cfg):
     return out
 
 
-def _timed(batches, seconds):
-    """The batches, adding the time spent making each to ``seconds[0]``."""
-    batches = iter(batches)
-    while True:
-        t0 = time.perf_counter()
-        batch = next(batches, None)
-        seconds[0] += time.perf_counter() - t0
-        if batch is None:
-            return
-        yield batch
+def run_overhead(cfg):
+    """Host overhead per step, DLLP and VAT (:func:`_overhead`)."""
+    data, device = make_bags(cfg["rows"], "uniform", 16)[:3], _setup_torch(cfg)
+    return {m: _overhead(m, *data, device, cfg["repeats"]) for m in ("dllp", "vat")}
 
 
-def run_profile(cfg):
-    """The host share of an epoch: the time spent making the batches (the
-    shuffle included) over the epoch's, DLLP and VAT next to the bare loop,
-    and cProfile's top functions of one epoch."""
-    X, bags, props, _ = make_bags(cfg["rows"], cfg["bagging"], cfg["bag_size"])
-    device, cap, summary = _setup_torch(cfg), cfg["max_bag_size"], {}
-    n_batches = _count_batches(bags, cap, 0)
+def _overhead(method, X, bags, props, device, repeats, now=time.process_time):
+    """A tiny MLP (8 hidden units: the arithmetic is small), CPU time, us a
+    step. Interleaved: an ``LLPClassifier`` epoch, the bare step over the same
+    batches made once (the same module class, Adam and the method's own
+    loss), and making the batches alone (``get_iterator``)."""
+    tiny = {"module__hidden_sizes": (8,), "n_threads": 1, "clock": now}
+    llp = LLPEngine(X, bags, props, method, None, device, 0, **tiny)
+    llp.epoch()  # warms up
+    clf, steps = llp.clf, [0]
+    batches = list(clf.get_iterator(llp.dataset, training=True))
+    model = MLP(X.shape[1], 2, hidden_sizes=(8,)).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+
+    def bare():
+        t0, total = now(), 0.0
+        for x, t in batches:
+            optimizer.zero_grad()
+            logits = model(x)
+            bag = BagBatch(t["segments"], t["bag_props"], t["bag_index"])
+            loss = clf.method_.get_loss(model, x, logits, bag, steps[0], 10**9)
+            loss.backward()
+            optimizer.step()
+            total, steps[0] = total + loss.detach(), steps[0] + 1
+        float(total)
+        return now() - t0
+
+    def making():
+        t0 = now()
+        for _ in clf.get_iterator(llp.dataset, training=True):
+            pass
+        return now() - t0
+
+    runs = {"llp": llp.epoch, "bare": bare, "making": making}
+    times = {kind: [] for kind in runs}
+    for r in range(repeats):  # the order alternates
+        for kind in list(runs)[:: 1 if r % 2 else -1]:
+            times[kind].append(runs[kind]() / len(batches) * 1e6)
+    us = {kind: float(np.median(t)) for kind, t in times.items()}
+    return {f"{kind}_us_per_step": v for kind, v in us.items()} | {
+        "llp_over_bare": float(np.median(np.divide(times["llp"], times["bare"]))),
+        "engine_us_per_step": us["llp"] - us["bare"] - us["making"],
+        "us_per_step": times,
+    }
+
+
+def overhead_markdown(report):
+    s, keys = report["settings"], ("bare", "llp", "over", "making", "engine")
     lines = [
-        f"# speed.py --profile: {cfg['rows']} rows, {cfg['bagging']} bags, "
-        f"{cfg['threads']} thread(s), device {device}",
-        "",
+        "# Host overhead per step (`speed.py --overhead`)\n",
+        f"{s['rows']:,} census-like rows in bags of 16, {s['network']}, "
+        f"{BATCH_SIZE} rows a step, 1 thread, {machine_line(report['machine'])}"
+        f"; CPU time, medians of {s['repeats']} interleaved epochs, LLP/bare "
+        "the median paired ratio. *engine*: LLP - bare - making the batches.\n",
+        "| method | bare us/step | LLP us/step | LLP/bare | making the batches "
+        "us/step | engine us/step |\n|---|---|---|---|---|---|",
     ]
-    for method in ("dllp", "vat"):
-        bare = BareLoop(X, bags, props, method, cap, device, 0, 3)
-        llp = LLPEngine(X, bags, props, method, cap, device, 0)
-        spent, make = [0.0], llp.clf.get_iterator
-
-        def timed(dataset, training=False, make=make, spent=spent):
-            return _timed(make(dataset, training=training), spent)
-
-        llp.clf.get_iterator = timed
-        times = {"llp": [], "bare": []}
-        for r in range(4):  # interleaved; round 0 warms up
-            for kind in ("llp", "bare") if r % 2 == 0 else ("bare", "llp"):
-                spent[0] = 0.0
-                epoch_s = (llp if kind == "llp" else bare).epoch()
-                times[kind].append((epoch_s, spent[0]))
-        llp_s, batches_s = np.median(times["llp"][1:], axis=0).tolist()
-        bare_s = float(np.median([t for t, _ in times["bare"][1:]]))
-        profiler = cProfile.Profile()
-        profiler.runcall(llp.epoch)
-        summary[method] = {
-            "batches_per_epoch": n_batches,
-            "llp_epoch_s": llp_s,
-            "bare_epoch_s": bare_s,
-            "making_batches_s": batches_s,
-            "host_share": batches_s / llp_s,
-            "making_a_batch_us": batches_s / n_batches * 1e6,
-        }
-        top = io.StringIO()
-        pstats.Stats(profiler, stream=top).sort_stats("tottime").print_stats(25)
-        lines += [
-            f"## {method}: {n_batches} batches an epoch",
-            "",
-            f"epoch {llp_s:.3f} s (bare loop {bare_s:.3f} s); making the batches "
-            f"{batches_s:.3f} s ({batches_s / llp_s:.1%} of the epoch, "
-            f"{batches_s / n_batches * 1e6:.0f} us a batch)",
-            "",
-            "cProfile of one epoch, top 25 by own time:",
-            "",
-            top.getvalue().strip(),
-            "",
-        ]
-    write_results("speed_profile", summary, None, cfg["out"], indent=2)
-    (Path(cfg["out"]) / "speed_profile.txt").write_text("\n".join(lines) + "\n")
-    return summary
+    for m, r in report["results"].items():
+        r = r | {"over_us_per_step": r["llp_over_bare"]}
+        cells = [f"{r[k + '_us_per_step']:.{2 if k == 'over' else 0}f}" for k in keys]
+        lines.append(f"| {m} | {' | '.join(cells)} |")
+    return "\n".join(lines) + "\n"
 
 
 def _spawn(cfg, timeout):
@@ -428,7 +426,7 @@ def _worker_main(spec):
     if isinstance(cfg, list):  # --quick: every configuration in one process
         result = [run_config(c) for c in cfg]
     else:
-        result = run_config(cfg) if "experiment" in cfg else run_profile(cfg)
+        result = run_config(cfg) if "experiment" in cfg else run_overhead(cfg)
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -667,7 +665,7 @@ def parse_args(argv=None):
     add("--max-rounds", type=int, default=25)
     add("--threads", type=int, default=1, help="torch threads")
     add("--device", default="auto", help="auto, cpu or cuda")
-    add("--profile", action="store_true", help="the host share of an epoch")
+    add("--overhead", action="store_true", help="host us per step, tiny MLP")
     add("--resummarise", action="store_true", help="speed.md (and speed_scale.md)")
     add("--scale", type=float, help="only the defaults at scale: this many rows")
     add("--_worker", help=argparse.SUPPRESS)
@@ -699,12 +697,12 @@ def main(argv=None):
             (args.out / "speed_scale.md").write_text(scale_markdown(scale))
         return report
     common = {"threads": args.threads, "device": args.device}
-    if args.profile:  # 10^5 rows unless --rows says otherwise
-        rows = args.rows[0] if args.rows != [10**4, 10**5, 10**6] else 10**5
-        cfg = common | {"out": str(args.out), "rows": rows, "bagging": "region_x_age"}
-        summary = _spawn(cfg | {"bag_size": None, "max_bag_size": 1024}, 3600)
-        print(json.dumps(summary, indent=2))
-        return summary
+    if args.overhead:  # 20,480 rows, 3 x --repeats epochs
+        cfg = common | {"rows": 20480, "repeats": 3 * args.repeats}
+        report = {"machine": machine_info(), "results": _spawn(cfg, 600)}
+        report["settings"] = cfg | {"network": "MLP(106, 2, hidden_sizes=(8,))"}
+        write_results("speed_overhead", report, overhead_markdown(report), args.out)
+        return print(overhead_markdown(report))
     t0 = time.perf_counter()
     if args.quick:  # one process for all: saves the imports, within a minute
         results = _spawn(build_configs(args), timeout=600)

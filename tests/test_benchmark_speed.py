@@ -90,6 +90,16 @@ def test_quick_and_scale_runs_write_reports_that_resummarise_renders(tmp_path):
         assert row in table
         # 4 balanced-ish classes: a model that learned nothing is near 0.25
         assert r["accuracy"] > 0.5
+    speed("--overhead", "--repeats", "1", out=tmp_path)  # us a step of each part
+    for r in json.loads((tmp_path / "speed_overhead.json").read_text())[
+        "results"
+    ].values():
+        parts = (
+            r["bare_us_per_step"] + r["making_us_per_step"] + r["engine_us_per_step"]
+        )
+        assert r["making_us_per_step"] > 0 and r["llp_us_per_step"] == pytest.approx(
+            parts
+        )
     tables = {name: (tmp_path / name).read_text() for name in TABLES}
     speed("--resummarise", out=tmp_path)
     assert {name: (tmp_path / name).read_text() for name in TABLES} == tables

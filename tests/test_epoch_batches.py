@@ -1,14 +1,17 @@
 """An epoch's batches built in one go are ``BagDataset[pairs]`` built one at a time."""
 
+import contextlib
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
 from skorch.callbacks import Callback
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
-from sklearn_llp.methods import _segments as losses
 from sklearn_llp.methods import available_methods
 from sklearn_llp.neural._data import (
     BagBatchSampler,
@@ -103,25 +106,11 @@ def test_fit_is_the_fit_of_batches_built_one_at_a_time(method, kind, monkeypatch
     """The whole fit, not only the batches: the same weights and validation
     errors either way, for every method. And every segment sum of a training
     or validation step uses the plan of the epoch: planning a batch's
-    segments (a device sync on a GPU) never happens inside a step."""
-    in_step = []
-    plan = losses._plan_numpy
-
-    def refuse(segments, n_segments):
-        if in_step:
-            raise AssertionError("a segment sum was planned inside a step")
-        return plan(segments, n_segments)
-
-    class InStep(Callback):
-        def on_batch_begin(self, net, **kwargs):
-            in_step.append(True)
-
-        def on_batch_end(self, net, **kwargs):
-            in_step.clear()
-
-    with monkeypatch.context() as patch:
-        patch.setattr(losses, "_plan_numpy", refuse)
-        new = _fit(method, kind, callbacks=[InStep()])
+    segments (a device sync on a GPU) never happens inside a step; no step
+    reads the device (:func:`_host_reads`)."""
+    with monkeypatch.context() as patch, _host_reads(patch) as reads:
+        new = _fit(method, kind)
+    assert reads.reads == []
     assert len(new.history) == 3  # the steps did run
     one_at_a_time = lambda self: iter([self.dataset[p] for p in self.sampler])  # noqa: E731
     monkeypatch.setattr(EpochBatches, "__iter__", one_at_a_time)
@@ -161,3 +150,91 @@ def test_cut_bags_are_labelled_by_draws_for_the_bag_mean_losses(method, drawn):
     assert torch.equal(labels, own) is not drawn
     if drawn:  # counts of 8 rows, whole
         torch.testing.assert_close(labels * 8, (labels * 8).round())
+
+
+class _HostReads(TorchDispatchMode):
+    """Records, while ``armed``, the ops that read tensor data on the host:
+    on a GPU each waits for the device (``item``, ``bool``, ``nonzero``, ...).
+    The optimizers' step counters live on the host by design (torch's Adam)."""
+
+    SYNCS = ("_local_scalar_dense", "nonzero", "masked_select", "unique", "bincount")
+
+    def __init__(self):
+        super().__init__()
+        self.armed, self.reads = False, []
+
+    def read(self, what):
+        frame, callers = sys._getframe(2), []
+        while frame is not None and len(callers) < 12:
+            callers.append(frame.f_globals.get("__name__", ""))
+            frame = frame.f_back
+        if self.armed and not any(c.startswith("torch.optim") for c in callers):
+            self.reads.append(f"{what} from {callers[:4]}")
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._schema.name.split("::")[1]
+        masks = name == "index" and any(
+            i is not None and i.dtype == torch.bool for i in args[1]
+        )
+        if name in self.SYNCS or masks or name.startswith("repeat_interleave"):
+            self.read(name)
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def _host_reads(patch):
+    """A :class:`_HostReads` armed from every epoch's first step to the end of
+    its last (batches made meanwhile included), tensors' ``numpy``, ``tolist``
+    and ``cpu`` counted too."""
+    reads, iterate = _HostReads(), EpochBatches.__iter__
+
+    def watched(self):
+        for batch in iterate(self):
+            reads.armed = True
+            yield batch
+        reads.armed = False
+
+    patch.setattr(EpochBatches, "__iter__", watched)
+    for name in ("numpy", "tolist", "cpu"):
+        host = getattr(torch.Tensor, name)
+
+        def counted(t, *args, _host=host, _name=name, **kwargs):
+            reads.read(_name)
+            return _host(t, *args, **kwargs)
+
+        patch.setattr(torch.Tensor, name, counted)
+    with reads:
+        yield reads
+
+
+@pytest.mark.parametrize("method", ["auto", "dllp", "vat"])
+def test_a_step_reads_the_device_only_for_a_callback_of_batch_events(
+    small_bags, monkeypatch, method
+):
+    """From an epoch's first step to its last nothing waits for the device:
+    the losses are read once, after the last step (skorch reads one a step).
+    A callback overriding ``on_batch_*``/``on_grad_computed`` gets every batch,
+    its loss recorded, and the fit and its records are the same."""
+    calls = []
+
+    class Counts(Callback):
+        def on_batch_end(self, net, training=False, **kwargs):
+            calls.append(not training or "train_loss" in net.history[-1, "batches", -1])
+
+        def on_grad_computed(self, net, named_parameters, **kwargs):
+            calls.append("grad")
+
+    X, bags, props, _ = small_bags
+    params = dict(method=method, batch_size=20, max_epochs=2, verbose=0)
+    params |= dict(random_state=0, validation_fraction=0.25)
+    with _host_reads(monkeypatch) as reads:
+        clf = LLPClassifier(**params).fit(X, bags, props)
+    assert clf.n_train_steps_ == 10 and reads.reads == []
+    sizes = [b["train_batch_size"] for b in clf.history[-1, "batches"][:5]]
+    assert sizes == [20] * 4 + [10] and np.isfinite(clf.history[-1, "train_loss"])
+    counted = LLPClassifier(callbacks=[Counts()], **params).fit(X, bags, props)
+    assert calls.count(True) == 14 and calls.count("grad") == 10
+    assert [r["batches"] for r in counted.history] == [
+        r["batches"] for r in clf.history
+    ]
+    np.testing.assert_array_equal(counted.predict_proba(X), clf.predict_proba(X))

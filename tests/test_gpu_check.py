@@ -37,5 +37,8 @@ def test_help_and_a_dry_run_that_writes_the_report(tmp_path):
     rows = report["throughput"]
     assert {r["method"] for r in rows} == {"dllp", "vat"}
     assert all(r["llp_rows_per_s"] > 0 and r["bare_rows_per_s"] > 0 for r in rows)
+    assert (
+        {r["width"] for r in rows} == {256, 16} == {256, report["goals"]["wide_width"]}
+    )
     markdown = (tmp_path / "gpu_check.md").read_text()
     assert "Seeded fits repeated bit for bit" in markdown

@@ -17,8 +17,6 @@ from skorch.callbacks import (
 )
 from skorch.utils import Ansi
 
-from ..exceptions import FitDivergedError
-
 
 def _higher_is_better(metric):
     return metric == "r2"
@@ -31,20 +29,12 @@ class BagValidationErrors(Callback):
     def on_train_begin(self, net, **kwargs):
         self.first_epoch_ = len(net.history)
 
-    def on_epoch_begin(self, net, **kwargs):
-        self.outputs_, self.rows_ = [], []
-
-    def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
-        if not training:
-            self.outputs_.append(y_pred.detach())
-            self.rows_.append(batch[1]["rows"])
-
     def on_epoch_end(self, net, dataset_valid=None, **kwargs):
-        if dataset_valid is None or not getattr(self, "outputs_", None):
+        outputs, net._valid_outputs_ = getattr(net, "_valid_outputs_", None), None
+        if dataset_valid is None or not outputs:
             return
-        logits = torch.cat(self.outputs_).float().cpu()  # one host copy
-        rows = torch.cat(self.rows_).cpu().numpy()
-        self.outputs_, self.rows_ = [], []
+        logits = torch.cat([logits for logits, _ in outputs]).float().cpu()
+        rows = torch.cat([rows for _, rows in outputs]).cpu().numpy()
         distinct, first = np.unique(rows, return_index=True)
         bags, _ = dataset_valid.bags.restrict(distinct)
         if torch.isfinite(logits).all():
@@ -194,25 +184,6 @@ class EpochTable(PrintLog):
         if isinstance(row.get(key + "_best"), bool) and row[key + "_best"]:
             formatted = formatted.replace(Ansi.ENDC.value, "") + "*"
         return formatted
-
-
-class DivergenceGuard(Callback):
-    """Stop a fit whose training loss becomes NaN or infinite."""
-
-    def on_batch_end(self, net, batch=None, training=False, **kwargs):
-        if not training:
-            return
-        loss = net.history[-1, "batches", -1, "train_loss"]
-        if np.isfinite(loss):
-            return
-        raise FitDivergedError(
-            f"The training loss became {loss} at epoch {len(net.history)}, batch "
-            f"{len(net.history[-1, 'batches'])}: the fit diverged and the "
-            f"network's weights are no longer usable. Likely causes: a learning "
-            f"rate too large for this network (lr={net.lr}), a method "
-            "hyperparameter out of its range (method__*), or features on very "
-            "different scales (standardise X). Fit again with a smaller lr."
-        )
 
 
 class CallbackGuard(Callback):

@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import validate_data
 from skorch import NeuralNet
+from skorch.callbacks import Callback
 from skorch.dataset import unpack_data
 from skorch.history import History
 from skorch.utils import to_tensor
@@ -35,7 +36,7 @@ from ..core import (
     refuse_meaningless_cv,
     restore_on_error,
 )
-from ..exceptions import FewBagsWarning, ModelResetWarning
+from ..exceptions import FewBagsWarning, FitDivergedError, ModelResetWarning
 from ..methods import (
     AutoMethod,
     BagBatch,
@@ -50,7 +51,6 @@ from ._callbacks import (
     BagEarlyStopping,
     BagValidationErrors,
     CallbackGuard,
-    DivergenceGuard,
     EpochTable,
 )
 from ._data import (
@@ -625,7 +625,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 *callbacks,
                 ("valid_bag_errors", BagValidationErrors()),
                 ("early_stopping", BagEarlyStopping()),
-                ("divergence_guard", DivergenceGuard()),
             ]
         )
 
@@ -759,16 +758,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The method's loss in training, :meth:`_validation_loss` otherwise."""
-        target = to_tensor(y_true, device=self.device)
-        bags = BagBatch(
-            target["segments"],
-            target["bag_props"],
-            target["bag_index"],
-            target.get("members"),
-            target.get("weights"),
-            target.get("bag_weights"),
-            target.get("margins"),
-        )
+        # the batches are made on the device
+        bags = BagBatch(**{name: y_true.get(name) for name in BagBatch._fields})
         self._check_output(y_pred, self._n_outputs())
         if not training:
             return self._validation_loss(y_pred, bags)
@@ -788,9 +779,89 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return {"loss": loss, "y_pred": logits}
 
     def train_step(self, batch, **fit_params):
-        step = super().train_step(batch, **fit_params)
+        """skorch's step; ``on_grad_computed`` runs only when a callback
+        overrides it (:ref:`how_training_works`)."""
+        hooks = getattr(self, "_hooks_", None)
+        if hooks is None or "on_grad_computed" in hooks:
+            step = super().train_step(batch, **fit_params)
+        else:
+            step = {}
+
+            def closure():  # an optimizer may call it again: the first step kept
+                self._zero_grad_optimizer()
+                result = self.train_step_single(batch, **fit_params)
+                step.update(step or result)
+                return result["loss"]
+
+            self._step_optimizer(closure)
         self.n_train_steps_ += 1
         return step
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        """skorch's epoch, its losses read from the device once, at its end.
+
+        ``on_batch_*`` callbacks run, and the loss is read every batch, only
+        when the net or a callback overrides them (:ref:`how_training_works`);
+        the history records every batch as in skorch. Held-out outputs are
+        kept for ``BagValidationErrors``; a non-finite training loss
+        raises :class:`~sklearn_llp.exceptions.FitDivergedError`.
+        """
+        if iterator is None:
+            return
+        self._hooks_ = self._overridden_hooks()
+        events = bool({"on_batch_begin", "on_batch_end"} & self._hooks_)
+        self._set_training(training)
+        self._mode_ = None if events else training  # set once: see _set_training
+        losses, sizes, outputs = [], [], []
+        try:
+            for batch in iterator:
+                if events:
+                    self.notify("on_batch_begin", batch=batch, training=training)
+                step = step_fn(batch, **fit_params)
+                sizes.append(len(batch[0]))
+                losses.append(step["loss"].detach())
+                if not training:
+                    outputs.append((step["y_pred"].detach(), batch[1]["rows"]))
+                if events:
+                    self.history.record_batch(prefix + "_loss", losses[-1].item())
+                    self.history.record_batch(prefix + "_batch_size", sizes[-1])
+                    self.notify("on_batch_end", batch=batch, training=training, **step)
+        finally:  # the epoch's one read of the device
+            self._mode_ = self._hooks_ = None
+            values = torch.stack(losses).tolist() if losses else []
+            for loss, size in zip([] if events else values, sizes):
+                self.history.new_batch()
+                self.history.record_batch(prefix + "_loss", loss)
+                self.history.record_batch(prefix + "_batch_size", size)
+            if not training:
+                self._valid_outputs_ = outputs
+        self.history.record(prefix + "_batch_count", len(sizes))
+        bad = np.flatnonzero(~np.isfinite(values)) if training else ()
+        if len(bad):
+            raise FitDivergedError(
+                f"The training loss became {values[bad[0]]} at epoch "
+                f"{len(self.history)}, batch {bad[0] + 1}: the fit diverged and "
+                "the network's weights are no longer usable. Likely causes: a "
+                f"learning rate too large for this network (lr={self.lr}), a "
+                "method hyperparameter out of its range (method__*), or features "
+                "on very different scales (standardise X). Fit again with a "
+                "smaller lr."
+            )
+
+    def _overridden_hooks(self):
+        """The per-batch hooks that the net or a callback overrides."""
+        names = ("on_batch_begin", "on_batch_end", "on_grad_computed")
+        pairs = [(type(c), Callback) for _, c in self.callbacks_]
+        pairs.append((type(self), NeuralNet))
+        return {
+            n for k, b in pairs for n in names if getattr(k, n) is not getattr(b, n)
+        }
+
+    def _set_training(self, training=True):
+        # skorch sets the mode every step, a walk of the modules; an epoch
+        # without batch events sets it once
+        if getattr(self, "_mode_", None) is not training:
+            super()._set_training(training)
 
     def _backward(self, loss):
         if self.precision == "float16":  # scaled, so small gradients survive
