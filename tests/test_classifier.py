@@ -133,6 +133,17 @@ def test_a_pipeline_routes_the_bag_values_to_the_estimator(small_bags, task):
     scaled = StandardScaler().fit_transform(X * 100)
     direct = small(task).fit(scaled, bags, values)
     np.testing.assert_array_equal(pipe.predict(X * 100), direct.predict(scaled))
+    # routing off: what works, and where positional values went
+    works = r"routing off.*set_config\(enable_metadata_routing=True\).*pipeline\[-1\]"
+    went = "positionally arrived as sample_weight" if task == C else "were these the"
+    with pytest.raises(ValueError, match=works) as info:
+        pipe.score(X * 100, bags, values)
+    assert went in str(info.value)
+    with pytest.raises(ValueError, match=works):
+        pipe.score(X * 100, bags, **{KEY[task]: values})
+    with sklearn.config_context(enable_metadata_routing=True):
+        score = pipe.score(X * 100, bags, **{KEY[task]: values})
+    assert score == direct.score(scaled, bags, values)
 
 
 class TinyNet(torch.nn.Module):
