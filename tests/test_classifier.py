@@ -146,6 +146,20 @@ def test_a_pipeline_routes_the_bag_values_to_the_estimator(small_bags, task):
     assert score == direct.score(scaled, bags, values)
 
 
+def test_predict_log_proba_is_the_log_of_predict_proba_in_a_pipeline(small_bags):
+    X, bags, props, _ = small_bags
+    pipe = make_pipeline(StandardScaler(), small()).fit(
+        X, bags, llpclassifier__props=props
+    )
+    far = np.vstack([X, 1e4 * X[:5]])  # probabilities that round to 0
+    proba, log_proba = pipe.predict_proba(far), pipe.predict_log_proba(far)
+    assert (proba == 0).any() and np.isfinite(log_proba).all()
+    positive = proba > 0
+    np.testing.assert_allclose(
+        log_proba[positive], np.log(proba[positive]), rtol=1e-5, atol=1e-6
+    )
+
+
 class TinyNet(torch.nn.Module):
     def __init__(self, n_features, n_classes, width=5):
         super().__init__()

@@ -631,7 +631,7 @@ def _enter(kind, entry, p, y, values, w, classes):
         score = est.score if entry == "score" else functools.partial(scorer, est)
         return score(p.X, y, values, sample_weight=w)
     if entry == "identifiability":
-        return check_identifiability(y, values, p.X, sample_weight=w, classes=classes)
+        return check_identifiability(p.X, y, values, sample_weight=w, classes=classes)
     if kind == R:
         return bag_mean_squared_error(y, values, np.zeros(p.n), sample_weight=w)
     out = np.full((p.n, 2), 0.5)
