@@ -20,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import LRScheduler, ProgressBar
 
 from sklearn_llp import LLPClassifier, LLPRegressor
-from sklearn_llp.bags import label_proportions
+from sklearn_llp.bags import UniformBagGenerator, label_proportions
 from sklearn_llp.core import check_bags
 from sklearn_llp.exceptions import IdentifiabilityWarning, ModelResetWarning
 from sklearn_llp.linear import MeanMapClassifier
@@ -158,6 +158,21 @@ def test_predict_log_proba_is_the_log_of_predict_proba_in_a_pipeline(small_bags)
     np.testing.assert_allclose(
         log_proba[positive], np.log(proba[positive]), rtol=1e-5, atol=1e-6
     )
+
+
+@pytest.mark.parametrize("make", [small, MeanMapClassifier])
+def test_fit_warns_when_props_of_make_bags_lost_their_class_names(small_bags, make):
+    X, _, _, y = small_bags
+    gen = UniformBagGenerator(10, random_state=0)
+    bags, props = gen.make_bags(X, np.array(["a", "b", "c"])[y])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        make().fit(X, bags, props[:, :])  # a view of them, unnamed
+        named = make(classes=gen.classes_).fit(X, bags, props)
+        make().fit(X, *gen.make_bags(X, y))  # classes 0, 1, 2: the positions
+    [lost] = [w for w in record if "make_bags" in str(w.message)]
+    assert re.search(r"\['a', 'b', 'c'\].*positions \[0, 1, 2\]", str(lost.message))
+    assert lost.filename == __file__ and set(named.predict(X)) <= {"a", "b", "c"}
 
 
 class TinyNet(torch.nn.Module):

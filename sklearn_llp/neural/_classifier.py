@@ -8,7 +8,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..bags import check_identifiability, warn_if_unidentifiable
+from ..bags import check_identifiability, warn_if_names_lost, warn_if_unidentifiable
 from ..core import (
     BAG_METRICS,
     LLPClassifierMixin,
@@ -204,6 +204,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
                 f"props has classes {bags.classes.tolist()} but the model was "
                 f"fitted on {self.classes_.tolist()}."
             )
+        warn_if_names_lost(bags, props, 5)  # fit -> _fit -> _validate_and_train
         return bags, on_labels
 
     def _check_fit_problem(self, bags):
