@@ -337,12 +337,16 @@ def test_lr_scheduler_callback_anneals_per_epoch(small_bags):
 def test_epoch_table_is_plain_text_in_a_pipe_and_callbacks_may_be_a_tuple(capsys):
     X, bags, table = _problem([16] * 30)
     bar = (ProgressBar("count"),)  # a tuple
-    clf = LLPClassifier(max_epochs=2, verbose=1, validation_fraction=0.2, callbacks=bar)
+    clf = LLPClassifier(max_epochs=2, verbose=2, validation_fraction=0.2, callbacks=bar)
     clf.fit(X, bags, table)
     captured = capsys.readouterr()  # captured: not a terminal
     assert "\x1b[" not in captured.out
-    assert re.search(r"train_loss.*valid_hard_l1", captured.out) and "*" in captured.out
-    assert captured.err  # the progress bar
+    assert re.search(r"rows_per_s +steps +train_loss.*valid_hard_l1", captured.out)
+    assert "*" in captured.out and captured.err  # the progress bar
+    assert clf.history[:, "steps"] == clf.history[:, "train_batch_count"]
+    assert "steps" not in clf.set_params(verbose=1).fit(X, bags, table).history[0]
+    with pytest.raises(ValueError, match="'verbose' parameter"):
+        clf.set_params(verbose=-1).fit(X, bags, table)
 
 
 @pytest.mark.slow
