@@ -17,20 +17,10 @@ import importlib
 
 #: Imported on first use (PEP 562): ``import sklearn_llp`` loads no torch,
 #: and ``sklearn_llp.linear`` (Mean Map) never needs it.
-_SUBPACKAGES = (
-    "bags",
-    "core",
-    "datasets",
-    "exceptions",
-    "linear",
-    "methods",
-    "metrics",
-    "model_selection",
-    "modules",
-    "neural",
-    "plotting",
-    "privacy",
-)
+_SUBPACKAGES = """bags core datasets exceptions linear methods metrics
+model_selection modules neural plotting privacy""".split()
+__version__ = "0.1.0"
+__all__ = ["LLPClassifier", "LLPRegressor", *_SUBPACKAGES, "__version__"]
 
 
 def __getattr__(name):
@@ -43,24 +33,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted({*globals(), *__all__})
-
-
-__version__ = "0.1.0"
-
-__all__ = [
-    "LLPClassifier",
-    "LLPRegressor",
-    "bags",
-    "core",
-    "datasets",
-    "exceptions",
-    "linear",
-    "methods",
-    "metrics",
-    "model_selection",
-    "modules",
-    "neural",
-    "plotting",
-    "privacy",
-    "__version__",
-]

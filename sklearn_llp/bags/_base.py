@@ -154,11 +154,10 @@ def warn_if_names_lost(bags, props, stacklevel):
     """Warn when ``bags`` read the unnamed ``props`` (or a view of them)
     that :meth:`make_bags` returned for classes other than 0, 1, ...: the
     estimator's ``classes_`` are then the columns' positions."""
-    found, values = None, props
-    while found is None and isinstance(values, np.ndarray):
-        ref, classes = _NAMED_PROPS.get(id(values), (None, None))
-        found = classes if ref is not None and ref() is values else None
-        values = values.base
+    found = None
+    while found is None and isinstance(props, np.ndarray):
+        ref, classes = _NAMED_PROPS.get(id(props), (lambda: None, None))
+        found, props = (classes if ref() is props else None), props.base
     if found is None or not bags.positional_classes:
         return
     warnings.warn(

@@ -45,11 +45,8 @@ def _n_columns(X):
 
 
 def _shape(X):
-    """``X``'s shape; a ragged list (row lists of bags) is 1-D."""
-    if sp.issparse(X) or hasattr(X, "shape"):
-        return X.shape
-    try:
-        return np.shape(X)
+    try:  # a ragged list (row lists of bags): 1-D
+        return X.shape if hasattr(X, "shape") else np.shape(X)
     except ValueError:
         return (len(X),)
 

@@ -148,15 +148,13 @@ class _LLPScoreMixin:
 
 def _received(sample_weight, n_samples, key):
     """What a Pipeline's sample_weight says about a positional ``key``."""
-    if sample_weight is None:
-        return ""
     try:  # a dict, table or ragged lists of bags: no row weights
-        shape = () if isinstance(sample_weight, dict) else np.shape(sample_weight)
+        rows = not isinstance(sample_weight, dict) and np.shape(sample_weight)
     except ValueError:
-        shape = ()
-    if shape[1:] or shape[:1] != (n_samples,):
-        return f", and the {key} passed positionally arrived as sample_weight"
-    return f" (its third positional argument: were these the {key}?)"
+        rows = ()
+    if sample_weight is None or rows == (n_samples,):
+        return "" if sample_weight is None else f" (were these the {key}?)"
+    return f", and the {key} passed positionally arrived as sample_weight"
 
 
 _SCORE_WORDS = {
