@@ -172,7 +172,7 @@ def main(argv=None):
         "income shares are used.\n"
     )
     # Can these groups identify a classifier of people? (milliseconds)
-    print(check_identifiability(bags, props, X_train, classes=groups.classes_), "\n")
+    print(check_identifiability(X_train, bags, props, classes=groups.classes_), "\n")
 
     results, seconds = {}, {}
     tic = time.perf_counter()

@@ -199,7 +199,7 @@ def main(argv=None):
             y_train[labelled],
             classes,
         )
-        report = check_identifiability(bags_fit, props_fit, X_fit, classes=classes)
+        report = check_identifiability(X_fit, bags_fit, props_fit, classes=classes)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", IdentifiabilityWarning)
             clf = model().fit(X_fit, bags_fit, props_fit, classes=classes)

@@ -13,38 +13,23 @@ errors, scorers), ``model_selection`` (splitters keeping bags whole),
 ``privacy`` (simulated differentially private releases).
 """
 
-from . import (
-    bags,
-    core,
-    datasets,
-    exceptions,
-    linear,
-    methods,
-    metrics,
-    model_selection,
-    modules,
-    neural,
-    plotting,
-    privacy,
-)
-from .neural import LLPClassifier, LLPRegressor
+import importlib
 
+#: Imported on first use (PEP 562): ``import sklearn_llp`` loads no torch,
+#: and ``sklearn_llp.linear`` (Mean Map) never needs it.
+_SUBPACKAGES = """bags core datasets exceptions linear methods metrics
+model_selection modules neural plotting privacy""".split()
 __version__ = "0.1.0"
+__all__ = ["LLPClassifier", "LLPRegressor", *_SUBPACKAGES, "__version__"]
 
-__all__ = [
-    "LLPClassifier",
-    "LLPRegressor",
-    "bags",
-    "core",
-    "datasets",
-    "exceptions",
-    "linear",
-    "methods",
-    "metrics",
-    "model_selection",
-    "modules",
-    "neural",
-    "plotting",
-    "privacy",
-    "__version__",
-]
+
+def __getattr__(name):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in ("LLPClassifier", "LLPRegressor"):
+        return getattr(importlib.import_module(".neural", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})

@@ -95,12 +95,17 @@ def test_make_bags_gives_the_proportions_of_every_bag(data):
     ],
 )
 def test_clone_and_params(data, gen):
-    X, _ = data
+    X, y = data
     params = gen.get_params()
     twin = clone(gen)
     assert twin is not gen and twin.get_params() == params
-    np.testing.assert_array_equal(twin.fit_transform(X), gen.fit_transform(X))
+    np.testing.assert_array_equal(twin.fit_transform(X), gen.fit_transform(X, y))
     assert not hasattr(clone(gen), "labels_")
+    # class labels y set classes_ as make_bags does; a fit without drops them
+    assert gen.classes_.tolist() == ["a", "b", "c"] and not hasattr(twin, "classes_")
+    assert not hasattr(gen.fit(X), "classes_")
+    with pytest.raises(ValueError, match="non-integral"):
+        gen.fit(X, np.linspace(0, 1, len(y)))
 
 
 def test_set_params_changes_result(data):

@@ -20,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import LRScheduler, ProgressBar
 
 from sklearn_llp import LLPClassifier, LLPRegressor
-from sklearn_llp.bags import label_proportions
+from sklearn_llp.bags import UniformBagGenerator, label_proportions
 from sklearn_llp.core import check_bags
 from sklearn_llp.exceptions import IdentifiabilityWarning, ModelResetWarning
 from sklearn_llp.linear import MeanMapClassifier
@@ -133,6 +133,46 @@ def test_a_pipeline_routes_the_bag_values_to_the_estimator(small_bags, task):
     scaled = StandardScaler().fit_transform(X * 100)
     direct = small(task).fit(scaled, bags, values)
     np.testing.assert_array_equal(pipe.predict(X * 100), direct.predict(scaled))
+    # routing off: what works, and where positional values went
+    works = r"routing off.*set_config\(enable_metadata_routing=True\).*pipeline\[-1\]"
+    went = "positionally arrived as sample_weight" if task == C else "were these the"
+    with pytest.raises(ValueError, match=works) as info:
+        pipe.score(X * 100, bags, values)
+    assert went in str(info.value)
+    with pytest.raises(ValueError, match=works):
+        pipe.score(X * 100, bags, **{KEY[task]: values})
+    with sklearn.config_context(enable_metadata_routing=True):
+        score = pipe.score(X * 100, bags, **{KEY[task]: values})
+    assert score == direct.score(scaled, bags, values)
+
+
+def test_predict_log_proba_is_the_log_of_predict_proba_in_a_pipeline(small_bags):
+    X, bags, props, _ = small_bags
+    pipe = make_pipeline(StandardScaler(), small()).fit(
+        X, bags, llpclassifier__props=props
+    )
+    far = np.vstack([X, 1e4 * X[:5]])  # probabilities that round to 0
+    proba, log_proba = pipe.predict_proba(far), pipe.predict_log_proba(far)
+    assert (proba == 0).any() and np.isfinite(log_proba).all()
+    positive = proba > 0
+    np.testing.assert_allclose(
+        log_proba[positive], np.log(proba[positive]), rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("make", [small, MeanMapClassifier])
+def test_fit_warns_when_props_of_make_bags_lost_their_class_names(small_bags, make):
+    X, _, _, y = small_bags
+    gen = UniformBagGenerator(10, random_state=0)
+    bags, props = gen.make_bags(X, np.array(["a", "b", "c"])[y])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        make().fit(X, bags, props[:, :])  # a view of them, unnamed
+        named = make(classes=gen.classes_).fit(X, bags, props)
+        make().fit(X, *gen.make_bags(X, y))  # classes 0, 1, 2: the positions
+    [lost] = [w for w in record if "make_bags" in str(w.message)]
+    assert re.search(r"\['a', 'b', 'c'\].*positions \[0, 1, 2\]", str(lost.message))
+    assert lost.filename == __file__ and set(named.predict(X)) <= {"a", "b", "c"}
 
 
 class TinyNet(torch.nn.Module):
@@ -297,12 +337,16 @@ def test_lr_scheduler_callback_anneals_per_epoch(small_bags):
 def test_epoch_table_is_plain_text_in_a_pipe_and_callbacks_may_be_a_tuple(capsys):
     X, bags, table = _problem([16] * 30)
     bar = (ProgressBar("count"),)  # a tuple
-    clf = LLPClassifier(max_epochs=2, verbose=1, validation_fraction=0.2, callbacks=bar)
+    clf = LLPClassifier(max_epochs=2, verbose=2, validation_fraction=0.2, callbacks=bar)
     clf.fit(X, bags, table)
     captured = capsys.readouterr()  # captured: not a terminal
     assert "\x1b[" not in captured.out
-    assert re.search(r"train_loss.*valid_hard_l1", captured.out) and "*" in captured.out
-    assert captured.err  # the progress bar
+    assert re.search(r"rows_per_s +steps +train_loss.*valid_hard_l1", captured.out)
+    assert "*" in captured.out and captured.err  # the progress bar
+    assert clf.history[:, "steps"] == clf.history[:, "train_batch_count"]
+    assert "steps" not in clf.set_params(verbose=1).fit(X, bags, table).history[0]
+    with pytest.raises(ValueError, match="'verbose' parameter"):
+        clf.set_params(verbose=-1).fit(X, bags, table)
 
 
 @pytest.mark.slow

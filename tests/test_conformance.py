@@ -631,7 +631,7 @@ def _enter(kind, entry, p, y, values, w, classes):
         score = est.score if entry == "score" else functools.partial(scorer, est)
         return score(p.X, y, values, sample_weight=w)
     if entry == "identifiability":
-        return check_identifiability(y, values, p.X, sample_weight=w, classes=classes)
+        return check_identifiability(p.X, y, values, sample_weight=w, classes=classes)
     if kind == R:
         return bag_mean_squared_error(y, values, np.zeros(p.n), sample_weight=w)
     out = np.full((p.n, 2), 0.5)
@@ -1150,7 +1150,11 @@ def test_a_continued_fit_stops_on_its_own_best_epoch(name, how):
     else:
         kw = dict(metrics=["hard_l1"], decision="prior")
         expected = bag_errors(codes, values, est.predict_proba(X), **kw)["hard_l1"]
-    assert expected == pytest.approx(best[metric], abs=1e-9)
+    # the log's rows ran through float32 GEMM in bag order, predict's in row
+    # order, and a row's position picks the BLAS kernel: 1 float32 ulp an
+    # output (measured: 5.8e-8 unscaled, the MSE 1.2e-8 relative); hard_l1 is
+    # exact unless a decision flips. rel=1e-6: 8 ulps (as the Dask blocks')
+    assert expected == pytest.approx(best[metric], rel=1e-6)
 
 
 @pytest.mark.parametrize("name", ["LLPClassifier-dllp", "LLPRegressor-bag"])

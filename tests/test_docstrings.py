@@ -1,6 +1,9 @@
-"""What ``help()`` shows first: the example, then the key parameters."""
+"""What ``help()`` shows first: the example, then the key parameters; what
+an import loads: only what is used."""
 
 import pydoc
+import subprocess
+import sys
 
 import pytest
 
@@ -56,3 +59,15 @@ def test_public_docstrings_point_to_nothing_an_installed_package_lacks():
             pointing.append(name)
     assert seen > 100
     assert pointing == []
+
+
+def test_imports_load_no_optional_part_and_mean_map_no_torch():
+    """``import sklearn_llp`` loads no subpackage, Mean Map no torch, and no
+    estimator Dask, Accelerate or matplotlib before they are used."""
+    names = ("torch", "pandas", "dask", "distributed", "accelerate", "matplotlib")
+    seen = f"print(sorted(m for m in {names!r} if m in sys.modules))"
+    script = f"""import sys, sklearn_llp; {seen}
+from sklearn_llp.linear import MeanMapClassifier; {seen}
+from sklearn_llp import LLPClassifier; {seen}"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.stdout.splitlines() == ["[]", "['pandas']", "['pandas', 'torch']"]

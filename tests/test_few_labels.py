@@ -63,8 +63,8 @@ def test_labelled_singletons_improve_on_bags_alone(digits_in_big_bags):
     assert mixed >= alone + 0.2, (alone, mixed)
     assert mixed >= 0.75, mixed
     # the labelled rows raise what the identifiability check counts
-    before = check_identifiability(bags, props, X_bags).effective_labels
-    after = check_identifiability(mixed_bags, mixed_props, X).effective_labels
+    before = check_identifiability(X_bags, bags, props).effective_labels
+    after = check_identifiability(X, mixed_bags, mixed_props).effective_labels
     assert after > before + 40
 
 

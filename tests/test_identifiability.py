@@ -55,7 +55,7 @@ def test_binary_numbers_by_hand():
     # bag 0: 2 rows at [0.5, 0.5]; bag 1: 4 rows at [0.75, 0.25]
     bags = [0, 0, 1, 1, 1, 1]
     props = [[0.5, 0.5]] * 2 + [[0.75, 0.25]] * 4
-    report = check_identifiability(bags, props)
+    report = check_identifiability(None, bags, props)
     assert (report.n_samples, report.n_bags, report.n_classes) == (6, 2, 2)
     assert report.classes == (0, 1)
     # shares 1/3, 2/3: prior = (2/3, 1/3)
@@ -83,7 +83,7 @@ def test_multiclass_chi_square_matches_scipy():
     counts = rng.randint(1, 30, size=(7, 4))
     bags = np.repeat(np.arange(7), counts.sum(axis=1))
     props = counts / counts.sum(axis=1, keepdims=True)
-    report = check_identifiability(bags, props[bags])
+    report = check_identifiability(None, bags, props[bags])
     chi2 = chi2_contingency(counts, correction=False)[0]
     n = counts.sum()
     rho2 = np.square(report.canonical_correlations)
@@ -105,7 +105,7 @@ def test_multiclass_chi_square_matches_scipy():
     # pure bags: classes 0 and 2 in one bag each, class 1 in two
     bags = np.repeat(np.arange(4), [3, 5, 2, 6])
     y = np.array([0, 1, 2, 1]).repeat([3, 5, 2, 6])
-    report = check_identifiability(bags, label_proportions(bags, y))
+    report = check_identifiability(None, bags, label_proportions(bags, y))
     np.testing.assert_allclose(report.canonical_correlations, [1.0, 1.0])
     assert report.effective_labels == pytest.approx(16)  # = n_samples
 
@@ -132,24 +132,27 @@ def test_dataframe_features_count_levels_and_missing_categories():
         {"a": np.arange(1.0, 7.0), "colour": colour, "flag": [True, False] * 3}
     )
     bags = [0, 0, 1, 1, 2, 2]
-    report = check_identifiability(bags, [0.1, 0.1, 0.5, 0.5, 0.9, 0.9], X)
+    report = check_identifiability(X, bags, [0.1, 0.1, 0.5, 0.5, 0.9, 0.9])
     assert report.n_features == 1 + 3 + 2  # a missing category: no level
     assert 1 < report.effective_dimension < np.inf
     ints = np.random.RandomState(1).randint(0, 5, (6, 2))
-    assert check_identifiability(bags, [0.1] * 2 + [0.5] * 4, ints).n_features == 2
+    assert check_identifiability(ints, bags, [0.1] * 2 + [0.5] * 4).n_features == 2
 
 
 # --- verdicts
 def test_fires_on_six_groups_with_near_equal_rates():
     bags, props, X = six_groups()
-    report = check_identifiability(bags, props, X)
+    report = check_identifiability(X, bags, props)
     assert not report.ok
     assert report.between_bag_share < 0.005
     assert "6 bags carry information" in report.problems[0]
     assert "seeds" in report.problems[0]
     # the same verdict without X (assumed dimension)
-    no_x = check_identifiability(bags, props)
+    no_x = check_identifiability(None, bags, props)
     assert not no_x.ok and "assumed without X" in no_x.problems[0]
+    for old_order in [(bags, props, X), (bags, props), (list(bags), props)]:
+        with pytest.raises(TypeError, match=r"takes \(X, bags, props\), the order"):
+            check_identifiability(*old_order)  # bags first: the earlier order
     with pytest.warns(IdentifiabilityWarning, match="seeds") as record:
         assert warn_if_unidentifiable(report) is True
     # two classes, full rank: the measured alternatives are named
@@ -162,7 +165,7 @@ def test_quiet_on_random_bags_of_16_rare_positives():
     X = rng.normal(size=(30000, 20))
     y = (rng.uniform(size=30000) < 0.05).astype(int)
     bags = rng.permutation(30000) // 16
-    report = check_identifiability(bags, label_proportions(bags, y), X)
+    report = check_identifiability(X, bags, label_proportions(bags, y))
     assert report.ok, str(report)
     assert report.effective_labels == pytest.approx(report.n_bags, rel=0.15)
     with warnings.catch_warnings():
@@ -175,13 +178,13 @@ def test_digits_random_bags_of_16(digits_bags):
     there (README), and the report must stay quiet; in bags of 256 there are
     fewer bags (5) than classes."""
     X, bags, props, y, _, _ = digits_bags
-    report = check_identifiability(bags, props, X)
+    report = check_identifiability(X, bags, props)
     assert report.ok, str(report)
     assert report.n_classes == 10 and report.rank == 9
     # random bags of 16: proportions vary a lot (relative spread ~0.8)
     assert min(report.relative_spread) > 0.5
     big = np.random.RandomState(0).permutation(len(y)) // 256
-    report = check_identifiability(big, label_proportions(big, y), X)
+    report = check_identifiability(X, big, label_proportions(big, y))
     assert not report.ok
     assert "5 bag(s) for 10 classes" in report.problems[0]
 
@@ -191,16 +194,16 @@ def test_adult_census_groups_are_quiet_and_random_halves_warn():
     X, y = X.iloc[:20000], y.iloc[:20000]
     groups = FeatureBagGenerator(["age", "sex", "education"], n_bins={"age": 6})
     bags, props = groups.make_bags(X, y)
-    report = check_identifiability(bags, props, X)
+    report = check_identifiability(X, bags, props)
     assert report.ok, str(report)
     assert 8 < report.effective_dimension < 20
     # two groups by sex: few bags, but very different rates -> a note only
     by_sex = FeatureBagGenerator("sex").fit_transform(X)
-    report = check_identifiability(by_sex, label_proportions(by_sex, y), X)
+    report = check_identifiability(X, by_sex, label_proportions(by_sex, y))
     assert report.ok and report.notes
     # two random halves: rates equal up to sampling noise
     halves = np.random.RandomState(0).permutation(len(y)) % 2
-    report = check_identifiability(halves, label_proportions(halves, y), X)
+    report = check_identifiability(X, halves, label_proportions(halves, y))
     assert not report.ok
 
 
@@ -224,7 +227,7 @@ def _three_bags_of(rows):
     ],
 )
 def test_rank_deficient_proportions_warn(bags, props, rank, problem):
-    report = check_identifiability(bags, props)
+    report = check_identifiability(None, bags, props)
     assert not report.ok and problem in report.problems[0]
     assert report.rank == rank and math.isinf(report.condition_number)
     if rank == 0:
@@ -243,7 +246,7 @@ def test_nearly_identical_proportions_warn_on_information():
     bags = np.repeat(np.arange(300), 100)
     props = np.where(np.arange(300) % 3 == 0, 0.06, 0.05)[bags]
     X = np.random.RandomState(0).normal(size=(len(bags), 20))
-    report = check_identifiability(bags, props, X)
+    report = check_identifiability(X, bags, props)
     assert report.informative_n_bags > report.effective_dimension
     assert not report.ok
     assert "labelled rows per class contrast" in report.problems[-1]
@@ -251,7 +254,7 @@ def test_nearly_identical_proportions_warn_on_information():
 
 def test_report_is_frozen_and_readable():
     bags, props, X = six_groups(n_per_group=200)
-    report = check_identifiability(bags, props, X)
+    report = check_identifiability(X, bags, props)
     assert isinstance(report, IdentifiabilityReport)
     with pytest.raises(dataclasses.FrozenInstanceError):
         report.n_bags = 3
@@ -275,7 +278,7 @@ def small_problem(seed=0, n=600):
 def test_invariant_to_ids_row_order_props_form_and_equal_weights():
     X, y, bags = small_problem()
     table = label_proportions(bags, y)
-    base = check_identifiability(bags, table, X)
+    base = check_identifiability(X, bags, table)
     aligned = table.to_numpy()[np.searchsorted(table.index, bags)]
     relabel = np.random.RandomState(1).permutation(40)
     names = np.array([f"bag-{k:03d}" for k in relabel])[bags]
@@ -288,20 +291,20 @@ def test_invariant_to_ids_row_order_props_form_and_equal_weights():
         (bags[order], aligned[order], X[order], None),  # all rows: the dimension
         (bags, table, X, np.full(len(y), 3.0)),  # equal weights are no weights
     ]:
-        other = check_identifiability(other_bags, props, other_X, sample_weight=weights)
+        other = check_identifiability(other_X, other_bags, props, sample_weight=weights)
         assert_same_report(base, other)
     # binary: a positive fraction, a per-bag Series and a two-column table
     tb = label_proportions(bags, (y == 2).astype(int))
-    first = check_identifiability(bags, tb, X)
-    assert_same_report(first, check_identifiability(bags, tb[1], X))
-    assert_same_report(first, check_identifiability(bags, tb[1].to_numpy()[bags], X))
+    first = check_identifiability(X, bags, tb)
+    assert_same_report(first, check_identifiability(X, bags, tb[1]))
+    assert_same_report(first, check_identifiability(X, bags, tb[1].to_numpy()[bags]))
 
 
 def test_overlapping_bags():
     rows = [np.arange(0, 60), np.arange(40, 100), np.arange(90, 150)]
     props = [[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]]
     X = np.random.RandomState(0).normal(size=(150, 3))
-    report = check_identifiability(rows, props, X)
+    report = check_identifiability(X, rows, props)
     assert report.n_samples == 150 and report.n_bags == 3
     pairs = 180  # (bag, row) pairs
     assert report.effective_labels == pytest.approx(pairs * report.between_bag_share)
@@ -312,9 +315,9 @@ def test_integer_weights_act_as_copies_except_kish():
     X, y, bags = small_problem(n=300)
     weights = np.random.RandomState(3).randint(1, 4, len(y))
     table = label_proportions(bags, y, sample_weight=weights)
-    weighted = check_identifiability(bags, table, X, sample_weight=weights)
+    weighted = check_identifiability(X, bags, table, sample_weight=weights)
     copies = np.repeat(np.arange(len(y)), weights)
-    copied = check_identifiability(bags[copies], table, X[copies])
+    copied = check_identifiability(X[copies], bags[copies], table)
     skip = ("n_samples", "effective_labels", "effective_dimension", "problems")
     assert_same_report(weighted, copied, skip=skip)
     kish = weights.sum() ** 2 / np.square(weights).sum()
@@ -322,5 +325,5 @@ def test_integer_weights_act_as_copies_except_kish():
     assert weighted.effective_labels == pytest.approx(kish * rho2.sum() / 2)
     assert copied.effective_labels == pytest.approx(weights.sum() * rho2.sum() / 2)
     weights = np.where(bags == bags[0], 0.0, 1.0)  # a bag of weight 0 is dropped
-    dropped = check_identifiability(bags, table, X, sample_weight=weights)
+    dropped = check_identifiability(X, bags, table, sample_weight=weights)
     assert dropped.n_bags == weighted.n_bags - 1

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from sklearn_llp import LLPClassifier
+from sklearn_llp.methods import available_methods
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -58,6 +59,14 @@ def test_every_parameter_is_in_the_guide_table_and_the_docstring():
     signature = _signature()
     assert set(_parameter_table()) == set(signature)
     assert _docstring_parameters() == set(signature)
+
+
+def test_every_method_name_is_in_the_method_row_and_the_methods_table():
+    text = PARAMETERS_PAGE.read_text(encoding="utf-8")
+    (row,) = [r for r in _list_table_rows(text) if r[0] == "``method``"]
+    methods = (PARAMETERS_PAGE.parent / "methods.rst").read_text(encoding="utf-8")
+    for name in available_methods():
+        assert f'``"{name}"``' in row[2] and f'* - ``"{name}"``' in methods, name
 
 
 def test_guide_table_defaults_match_the_signature():

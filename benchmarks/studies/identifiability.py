@@ -187,7 +187,7 @@ def run_grouping(dataset, data, key, label, kind, bags, seeds, quick):
     X, y, bags = data[0][keep], data[2][keep], bags[keep]
     table = llp_bags.label_proportions(bags, y, classes=[0, 1])
     start = time.perf_counter()
-    report = llp_bags.check_identifiability(bags, table, X)
+    report = llp_bags.check_identifiability(X, bags, table)
     report_seconds = time.perf_counter() - start
     codes = pd.Index(table.index).get_indexer(bags)
     sizes = np.bincount(codes)

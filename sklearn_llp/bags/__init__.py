@@ -1,5 +1,6 @@
 """Make bags and proportion tables, and check that bags can identify a classifier."""
 
+from ._base import warn_if_names_lost as warn_if_names_lost
 from ._feature import FeatureBagGenerator
 from ._identifiability import IdentifiabilityReport, check_identifiability
 from ._identifiability import warn_if_unidentifiable as warn_if_unidentifiable

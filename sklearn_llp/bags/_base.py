@@ -1,6 +1,7 @@
 """What the bag generators share."""
 
 import warnings
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -11,18 +12,24 @@ from ._proportions import id_bags, label_proportions
 
 #: make_bags warns when numeric labels take more distinct values than this.
 _MANY_LABELS = 20
+#: id -> (weak reference, classes) of the props make_bags returned whose
+#: columns' names are not their positions: what an unnamed array loses.
+_NAMED_PROPS = {}
 
 
 class _BaseBagGenerator(BaseEstimator):
-    """A subclass's ``fit(X, y=None)`` ends with ``self._set_labels(labels)``."""
+    """A subclass's ``fit(X, y=None)`` ends with ``self._set_labels(labels, y)``."""
 
-    def _set_labels(self, labels):
+    def _set_labels(self, labels, y=None):
         self.labels_ = np.asarray(labels, dtype=np.int64)
         self.sample_mask_ = self.labels_ != UNBAGGED
         self.bag_ids_, self.bag_sizes_ = np.unique(
             self.labels_[self.sample_mask_], return_counts=True
         )
         self.n_bags_ = len(self.bag_ids_)
+        vars(self).pop("classes_", None)
+        if y is not None:  # class labels, read as make_bags reads them
+            self.classes_ = np.unique(_class_labels(self.labels_, y))
         return self
 
     def fit_transform(self, X, y=None):
@@ -31,13 +38,14 @@ class _BaseBagGenerator(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : None
+        y : array-like of shape (n_samples,), default=None
+            Class labels: sets ``classes_``, as :meth:`make_bags` does.
 
         Returns
         -------
         bags : ndarray of shape (n_samples,), dtype int64
         """
-        return self.fit(X).labels_.copy()
+        return self.fit(X, y).labels_.copy()
 
     def make_bags(self, X, y):
         """Fit, and give every row its bag's class proportions (sets ``classes_``).
@@ -58,24 +66,7 @@ class _BaseBagGenerator(BaseEstimator):
         props : ndarray of shape (n_samples, n_classes)
             Every row's bag proportions; NaN in no bag.
         """
-        y = _check_y(X, y)
-        if y.dtype.kind in "iuf":
-            finite = y[np.isfinite(y)] if y.dtype.kind == "f" else y
-            if np.any(finite != np.round(finite)):
-                raise ValueError(
-                    "y holds non-integral numbers, which are no class labels; "
-                    "for the bag means of a continuous target use "
-                    "make_bag_means(X, y)."
-                )
-            n_values = len(np.unique(finite))
-            if n_values > _MANY_LABELS:
-                warnings.warn(
-                    f"y holds {n_values} distinct numbers, read as {n_values} "
-                    "classes; if they are a count or a score, their bag means "
-                    "are make_bag_means(X, y).",
-                    UserWarning,
-                    stacklevel=2,
-                )
+        y = _class_labels(X, y)
         bags = self.fit_transform(X)
         self.classes_ = np.unique(y)
         props = np.full((len(bags), len(self.classes_)), np.nan)
@@ -83,6 +74,10 @@ class _BaseBagGenerator(BaseEstimator):
             table = label_proportions(bags, y, classes=self.classes_)
             rows = pd.Index(table.index).get_indexer(bags[self.sample_mask_])
             props[self.sample_mask_] = table.to_numpy()[rows]
+        if not np.array_equal(self.classes_, np.arange(len(self.classes_))):
+            key = id(props)
+            forget = lambda _: _NAMED_PROPS.pop(key, None)  # noqa: E731
+            _NAMED_PROPS[key] = (weakref.ref(props, forget), self.classes_)
         return bags, props
 
     def make_bag_means(self, X, y):
@@ -116,7 +111,6 @@ class _BaseBagGenerator(BaseEstimator):
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite values.")
         bags = self.fit_transform(X)
-        vars(self).pop("classes_", None)
         validated = id_bags(bags)  # code -1 (no bag): NaN
         return bags, np.append(bag_means(validated, y), np.nan)[validated.codes]
 
@@ -131,3 +125,46 @@ def _check_y(X, y):
             "one class label per row."
         )
     return y
+
+
+def _class_labels(X, y):
+    """``y`` checked as class labels: the task is never guessed from ``y``."""
+    y = _check_y(X, y)
+    if y.dtype.kind in "iuf":
+        finite = y[np.isfinite(y)] if y.dtype.kind == "f" else y
+        if np.any(finite != np.round(finite)):
+            raise ValueError(
+                "y holds non-integral numbers, which are no class labels; "
+                "for the bag means of a continuous target use "
+                "make_bag_means(X, y)."
+            )
+        n_values = len(np.unique(finite))
+        if n_values > _MANY_LABELS:
+            warnings.warn(
+                f"y holds {n_values} distinct numbers, read as {n_values} "
+                "classes; if they are a count or a score, their bag means "
+                "are make_bag_means(X, y).",
+                UserWarning,
+                stacklevel=3,
+            )
+    return y
+
+
+def warn_if_names_lost(bags, props, stacklevel):
+    """Warn when ``bags`` read the unnamed ``props`` (or a view of them)
+    that :meth:`make_bags` returned for classes other than 0, 1, ...: the
+    estimator's ``classes_`` are then the columns' positions."""
+    found = None
+    while found is None and isinstance(props, np.ndarray):
+        ref, classes = _NAMED_PROPS.get(id(props), (lambda: None, None))
+        found, props = (classes if ref() is props else None), props.base
+    if found is None or not bags.positional_classes:
+        return
+    warnings.warn(
+        f"props come from make_bags, whose y held the classes {found.tolist()}; "
+        "an array has no column names, so classes_ are the positions "
+        f"{bags.classes.tolist()} and predict returns them. Pass classes= "
+        "(the bag generator's classes_) to name them.",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )

@@ -209,7 +209,8 @@ class FeatureBagGenerator(_BaseBagGenerator):
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
-        y : None
+        y : array-like of shape (n_samples,), default=None
+            Class labels: sets ``classes_``, as ``make_bags`` does.
 
         Returns
         -------
@@ -271,7 +272,7 @@ class FeatureBagGenerator(_BaseBagGenerator):
         values = {col: enc.labels(groups[:, j]) for j, (col, enc) in enumerate(names)}
         index = pd.RangeIndex(len(groups), name="bag")
         self.bag_labels_ = pd.DataFrame(values, index=index).infer_objects()
-        return self._set_labels(labels.ravel())
+        return self._set_labels(labels.ravel(), y)
 
     def transform(self, X):
         """The fitted bag of every row of ``X``, by its grouping columns.

@@ -9,7 +9,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.utils import assert_all_finite
 
-from ..core import check_bags, num_rows
+from ..core import Bags, check_bags, num_rows
 from ..exceptions import IdentifiabilityWarning
 
 #: Canonical correlations at or below this count as zero (numerical rank).
@@ -40,8 +40,15 @@ def _n_columns(X):
         return sum(
             1 if _is_number(col) else max(int(col.nunique()), 1) for _, col in X.items()
         )
-    shape = X.shape if sp.issparse(X) else np.shape(X)
+    shape = _shape(X)
     return int(np.prod(shape[1:])) if len(shape) > 1 else 1
+
+
+def _shape(X):
+    try:  # a ragged list (row lists of bags): 1-D
+        return X.shape if hasattr(X, "shape") else np.shape(X)
+    except ValueError:
+        return (len(X),)
 
 
 def _numeric_rows(X, rows):
@@ -273,18 +280,20 @@ def _findings(report):
     return tuple(problems), tuple(notes)
 
 
-def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=None):
+def check_identifiability(X, bags, props=None, *, sample_weight=None, classes=None):
     """Check whether bags and their proportions can identify a classifier.
 
     How much the proportions vary across bags against the classes and the
-    effective dimension of ``X`` (:ref:`identifiability_report`).
+    effective dimension of ``X`` (:ref:`identifiability_report`). The
+    arguments come in the order of ``fit(X, bags, props)``.
 
     Parameters
     ----------
+    X : array-like, DataFrame or sparse matrix of shape (n_samples, ...) or None
+        The instances (finite), for the effective dimension; None: 10.
     bags, props : array-like, DataFrame, sparse matrix, list of arrays or Bags
-        The bags and their label proportions (:ref:`data_model`).
-    X : array-like, DataFrame or sparse matrix, default=None
-        The instances (finite), for the effective dimension; default 10.
+        The bags and their label proportions (:ref:`data_model`); ``props``
+        None when ``bags`` is a ``Bags`` that holds them.
     sample_weight : array-like of shape (n_samples,), default=None
         Weight of every row.
     classes : array-like of shape (n_classes,), default=None
@@ -301,10 +310,17 @@ def check_identifiability(bags, props, X=None, *, sample_weight=None, classes=No
     >>> bags = np.repeat(np.arange(6), 5000)  # 6 groups, rates of 3 to 6 %
     >>> rates = np.array([0.03, 0.035, 0.04, 0.05, 0.055, 0.06])
     >>> X = np.random.RandomState(0).normal(size=(30000, 20))
-    >>> report = check_identifiability(bags, rates[bags], X)
+    >>> report = check_identifiability(X, bags, rates[bags])
     >>> report.ok, round(report.between_bag_share, 4)
     (False, 0.0027)
     """
+    if isinstance(X, Bags) or (X is not None and len(_shape(X)) < 2):
+        raise TypeError(
+            "check_identifiability takes (X, bags, props), the order of fit; "
+            f"its first argument X is {'a Bags' if isinstance(X, Bags) else '1-D'}"
+            " (bags first was the earlier order). Call "
+            "check_identifiability(X, bags, props) (X=None: no features)."
+        )
     if X is not None:
         _check_finite_X(X)
     n_samples = None if X is None else num_rows(X)
@@ -372,7 +388,7 @@ def warn_if_unidentifiable(report, stacklevel=2):
         "The bags may not identify an instance-level classifier: "
         + " ".join(f"({i}) {p}" for i, p in enumerate(report.problems, 1))
         + remedy
-        + " Call sklearn_llp.bags.check_identifiability(bags, props, X) for "
+        + " Call sklearn_llp.bags.check_identifiability(X, bags, props) for "
         "the full report.",
         IdentifiabilityWarning,
         stacklevel=stacklevel + 1,

@@ -79,7 +79,8 @@ class KMeansBagGenerator(_BaseBagGenerator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : None
+        y : array-like of shape (n_samples,), default=None
+            Class labels: sets ``classes_``, as ``make_bags`` does.
 
         Returns
         -------
@@ -97,7 +98,7 @@ class KMeansBagGenerator(_BaseBagGenerator):
         estimator = MiniBatchKMeans if minibatch else KMeans
         self.kmeans_ = estimator(self.n_clusters, n_init="auto", random_state=rng)
         self.kmeans_.fit(Z)
-        return self._set_labels(self.kmeans_.labels_)
+        return self._set_labels(self.kmeans_.labels_, y)
 
     def transform(self, X):
         """The bag (nearest cluster centre) of every row of ``X``.

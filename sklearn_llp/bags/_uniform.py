@@ -34,7 +34,8 @@ class UniformBagGenerator(_BaseBagGenerator):
     n_bags_, bag_ids_, bag_sizes_ : int, ndarray, ndarray
         Number of bags, their ids ``0..n_bags_ - 1`` and their sizes.
     classes_ : ndarray of shape (n_classes,)
-        Sorted labels of ``y``, set by :meth:`make_bags`.
+        Sorted labels of ``y``, set by :meth:`make_bags` (and by ``fit`` and
+        ``fit_transform`` given class labels ``y``).
     n_features_in_, feature_names_in_
 
     Examples
@@ -67,7 +68,8 @@ class UniformBagGenerator(_BaseBagGenerator):
         Parameters
         ----------
         X : array-like of shape (n_samples, ...)
-        y : None
+        y : array-like of shape (n_samples,), default=None
+            Class labels: sets ``classes_``, as ``make_bags`` does.
 
         Returns
         -------
@@ -94,4 +96,4 @@ class UniformBagGenerator(_BaseBagGenerator):
         labels[order] = np.arange(n_samples) // self.bag_size
         if self.drop_last:  # the left-over rows, the last bag: in no bag
             labels[labels == n_full] = UNBAGGED
-        return self._set_labels(labels)
+        return self._set_labels(labels, y)

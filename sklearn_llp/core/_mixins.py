@@ -38,14 +38,24 @@ _CROSS_VAL_PREDICT = (
 )
 
 
-def _sklearn_caller(function, depth=12):
-    """The locals of sklearn's cross-validation ``function`` if a few frames up."""
+_PIPELINE_SCORE = (
+    "Pipeline.score gave {name} no {values}: with metadata routing off it "
+    "passes its last step only sample_weight{received}. Turn routing on, "
+    "sklearn.set_config(enable_metadata_routing=True), and call "
+    "pipeline.score(X, bags, {values}={values}) ({name} requests {values}), or "
+    "score the last step: pipeline[-1].score(pipeline[:-1].transform(X), bags, "
+    "{values})."
+)
+
+
+def _sklearn_caller(function, depth=12, module="sklearn.model_selection._validation"):
+    """The locals of sklearn's ``function`` (of ``module``) if a few frames up."""
     frame = sys._getframe(2)
     for _ in range(depth):
         if frame is None:
             return None
         if frame.f_code.co_name == function and (
-            frame.f_globals.get("__name__") == "sklearn.model_selection._validation"
+            frame.f_globals.get("__name__") == module
         ):
             return frame.f_locals
         frame = frame.f_back
@@ -108,9 +118,15 @@ class _LLPScoreMixin:
         key = values_argument(task)
         if values is None and not isinstance(y, Bags):
             if not self._fit_on_labels_:
-                words = _SCORE_WORDS[task]
+                name, words = type(self).__name__, _SCORE_WORDS[task]
+                if _sklearn_caller("score", module="sklearn.pipeline") is None:
+                    raise ValueError(_SCORE_WITHOUT_VALUES.format(name=name, **words))
                 raise ValueError(
-                    _SCORE_WITHOUT_VALUES.format(name=type(self).__name__, **words)
+                    _PIPELINE_SCORE.format(
+                        name=name,
+                        values=key,
+                        received=_received(sample_weight, num_rows(X), key),
+                    )
                 )
             return None
         bags = check_bags(
@@ -128,6 +144,17 @@ class _LLPScoreMixin:
         proba = check_proba(raw, bags.n_samples, bags.n_classes)
         error = bag_errors_of(bags, proba, ("hard_l1",), pred=self._decide(raw))
         return 1.0 - error["hard_l1"] / 2.0
+
+
+def _received(sample_weight, n_samples, key):
+    """What a Pipeline's sample_weight says about a positional ``key``."""
+    try:  # a dict, table or ragged lists of bags: no row weights
+        rows = not isinstance(sample_weight, dict) and np.shape(sample_weight)
+    except ValueError:
+        rows = ()
+    if sample_weight is None or rows == (n_samples,):
+        return "" if sample_weight is None else f" (were these the {key}?)"
+    return f", and the {key} passed positionally arrived as sample_weight"
 
 
 _SCORE_WORDS = {

@@ -14,6 +14,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..bags import warn_if_names_lost
 from ..core import (
     LLPClassifierMixin,
     bag_means,
@@ -350,6 +351,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
                 sample_weight=sample_weight,
                 classes=self.classes,
             )
+            warn_if_names_lost(bags, props, 2)
             self._check_threshold(bags.classes)  # before any fitting
         totals, means = _statistics(X, bags, on_labels, self.get_params())
         rows = np.flatnonzero(np.bincount(bags.members, minlength=X.shape[0]))

@@ -168,7 +168,17 @@ def _silent(*args, **kwargs):
 
 
 class EpochTable(PrintLog):
-    """skorch's epoch table; best values marked ``*`` off a terminal."""
+    """skorch's epoch table; best values marked ``*`` off a terminal. With
+    ``verbose >= 2`` each epoch also records and shows its optimizer steps
+    (``steps``) and training rows a second (``rows_per_s``)."""
+
+    def on_epoch_end(self, net, **kwargs):
+        if net.verbose >= 2:  # after EpochTimer: skorch calls PrintLog last
+            batches = net.history[-1, "batches"]
+            sizes = [b["train_batch_size"] for b in batches if "train_batch_size" in b]
+            net.history.record("steps", len(sizes))
+            net.history.record("rows_per_s", round(sum(sizes) / net.history[-1, "dur"]))
+        return super().on_epoch_end(net, **kwargs)
 
     def on_train_begin(self, net, **kwargs):
         reason = net.fit_plan_.reason
@@ -195,8 +205,11 @@ class CallbackGuard(Callback):
             if isinstance(callback, ProgressBar) and per_epoch == "auto":
                 raise TypeError(
                     f"callbacks: {name!r} is ProgressBar(batches_per_epoch='auto'), "
-                    "which counts batches of batch_size rows; LLP batches hold "
-                    "whole bags. Use ProgressBar('count')."
+                    "ProgressBar()'s default, which takes len(X) / batch_size "
+                    "as the batches of an epoch; LLP batches pack whole bags "
+                    "(and hold some out), so that total would be wrong. Use "
+                    "ProgressBar('count'), which counts the first epoch's "
+                    "batches (that epoch's bar has no total)."
                 )
             if isinstance(callback, (EpochScoring, BatchScoring)):
                 raise TypeError(

@@ -8,7 +8,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..bags import check_identifiability, warn_if_unidentifiable
+from ..bags import check_identifiability, warn_if_names_lost, warn_if_unidentifiable
 from ..core import (
     BAG_METRICS,
     LLPClassifierMixin,
@@ -209,6 +209,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
                 f"props has classes {bags.classes.tolist()} but the model was "
                 f"fitted on {self.classes_.tolist()}."
             )
+        warn_if_names_lost(bags, props, 5)  # fit -> _fit -> _validate_and_train
         return bags, on_labels
 
     def _check_fit_problem(self, bags):
@@ -221,7 +222,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     def _warn_if_unidentifiable(self, bags, X):
         # fit -> _fit -> here -> warn: point at the user's call
-        warn_if_unidentifiable(check_identifiability(bags, None, X), 5)
+        warn_if_unidentifiable(check_identifiability(X, bags, None), 5)
 
     def _n_outputs(self):
         if hasattr(self, "classes_"):
@@ -267,16 +268,35 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
+        return self._class_scores(X, torch.softmax)
+
+    @over_dask_partitions
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`, from the logits: finite also
+        where a probability rounds to 0.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        return self._class_scores(X, torch.log_softmax)
+
+    def _class_scores(self, X, function):
+        """``function`` (softmax or its log) of the logits, in float32."""
         check_is_fitted(self)
         logits = self._forward_outputs(self._validate_X(X, reset=False))
-        proba = torch.softmax(logits.float(), dim=1).numpy()
-        if not np.isfinite(proba).all():
+        scores = function(logits.float(), dim=1).numpy()
+        if not np.isfinite(scores).all():
             raise ValueError(
                 "The network predicts NaN or infinite probabilities: its weights "
                 "are not finite (a diverged fit, or weights loaded from one). "
                 "Fit again, e.g. with a smaller lr."
             )
-        return proba
+        return scores
 
     def load_params(self, *args, **kwargs):
         """Load weights saved by ``save_params`` or a ``Checkpoint``.

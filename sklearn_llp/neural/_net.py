@@ -103,7 +103,8 @@ KEY_PARAMETERS = """
         Seeds initialisation, shuffling, the held-out split and perturbations;
         an int makes a fit reproducible on a given machine.
     verbose : int, default=1
-        1 prints the epoch table; 0 is silent.
+        1 prints the epoch table; 2 adds each epoch's optimizer steps and
+        training rows a second (``steps``, ``rows_per_s``); 0 is silent.
     device : str, torch.device or None, default="auto"
         ``"auto"``: CUDA when available, else the CPU. None leaves placement
         to a wrapper (an accelerator).
@@ -328,6 +329,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         "device": [str, torch.device, None],
         "precision": [StrOptions({"float32", "bfloat16", "float16"})],
         "n_threads": [_POSITIVE, StrOptions({"auto"}), None],
+        "verbose": ["verbose"],
     }
 
     def __init__(
