@@ -57,19 +57,18 @@ def test_no_shuffle_keeps_bag_order():
     assert [list(b) for b in sampler] == [[1, 4], [0, 2], [3, 5]]
 
 
-def test_large_bags_are_subsampled_afresh_every_epoch():
-    codes = _codes([500, 10, 300])
+def test_a_bag_above_max_bag_size_is_whole_and_alone_in_its_batch():
+    codes = _codes([500, 10, 300, 20, 30])
     sampler = BagBatchSampler(codes, 64, max_bag_size=100, random_state=0)
-    seen = []
-    for _ in range(2):
-        batches = list(sampler)
-        kept = np.concatenate(batches)
-        counts = np.bincount(codes[kept], minlength=3)
-        assert counts.tolist() == [100, 10, 100]
-        assert len(np.unique(kept)) == len(kept)
-        assert all(len(set(codes[b])) == 1 or len(b) <= 164 for b in batches)
-        seen.append(set(kept[codes[kept] == 0]))
-    assert seen[0] != seen[1]
+    batches = list(sampler)
+    kept = np.concatenate(batches)
+    assert np.array_equal(np.sort(kept), np.arange(len(codes)))  # every row
+    alone = [set(codes[b]) for b in batches if len(b) > 100]
+    assert sorted(alone, key=min) == [{0}, {2}]
+    # the small bags are packed as they would be without the large ones
+    small = [b for b in batches if len(b) <= 100]
+    assert len(small) == 1 and set(codes[small[0]]) == {1, 3, 4}
+    assert len(sampler) == 3
 
 
 @pytest.mark.parametrize("max_bag_size", [None, 7])

@@ -217,7 +217,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         if not isinstance(mixbag, MixBag):
             mixbag = MixBag() if mixbag is True else MixBag(n_mixed=float(mixbag))
         mixbag._validate_params()
-        if not method.labels_mini_bags:
+        if not method.reads_bag_means:
             name = self.method if isinstance(self.method, str) else type(method)
             raise ValueError(
                 f"mixbag={self.mixbag!r} adds mixed bags, which only the methods "

@@ -112,38 +112,6 @@ class BagDataset(torch.utils.data.Dataset):
         )
 
 
-def mini_bag_props(props, sizes, taken, rng):
-    """Proportions of mini-bags of ``taken`` rows drawn from bags of
-    ``sizes``: class counts drawn from the multivariate hypergeometric
-    distribution of the bag's counts (Kubo et al. 2024), so a mini-bag's
-    label varies as its true proportions do.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_llp.neural._data import mini_bag_props
-    >>> rng = np.random.RandomState(0)
-    >>> mini = mini_bag_props([[0.25, 0.75]], [400], [8], rng)  # 8 of 400 rows
-    >>> mini * 8  # whole counts
-    array([[1., 7.]])
-    """
-    props = np.asarray(props, dtype=np.float64)
-    sizes, taken = np.asarray(sizes, np.int64), np.asarray(taken, np.int64)
-    scaled = props / props.sum(1, keepdims=True) * sizes[:, None]
-    counts = np.floor(scaled).astype(np.int64)  # largest remainders: sum = size
-    short = sizes - counts.sum(1)
-    extra = np.argsort(np.argsort(counts - scaled, axis=1), axis=1) < short[:, None]
-    counts += extra
-    left, to_draw = sizes.copy(), taken.copy()
-    drawn = np.zeros_like(counts)
-    for c in range(counts.shape[1] - 1):  # one vectorised draw per class
-        drawn[:, c] = rng.hypergeometric(counts[:, c], left - counts[:, c], to_draw)
-        left -= counts[:, c]
-        to_draw -= drawn[:, c]
-    drawn[:, -1] = to_draw
-    return drawn / taken[:, None]
-
-
 #: Plan entries of the mixed bags, read on the host only.
 _HOST_ONLY = ("mixed", "mixes", "confidence")
 
@@ -162,11 +130,10 @@ class EpochBatches:
     """One epoch's whole-bag batches, their structure built and copied to the
     device in one go."""
 
-    def __init__(self, dataset, sampler, device=None, label_rng=None):
+    def __init__(self, dataset, sampler, device=None):
         self.dataset = dataset
         self.sampler = sampler
         self.device = device
-        self.label_rng = label_rng  # draws cut bags' labels (mini_bag_props)
 
     def __len__(self):
         return len(self.sampler)
@@ -192,8 +159,6 @@ class EpochBatches:
             if k not in _HOST_ONLY
         }
         bag_props = data.bag_props.to(device)[on_device["bag_index"]]
-        if self.label_rng is not None:
-            bag_props = self._mini_bag_labels(bag_props, plan)
         weights = bag_weights = margins = None
         if data.weights is not None:
             weights = data.weights.to(device)[on_device["rows"]]
@@ -240,25 +205,6 @@ class EpochBatches:
             else:  # sparse rows are densified on the host, one batch at a time
                 X = take_rows(data.X, plan["rows"][r]).to(device)
             yield X, target
-
-    def _mini_bag_labels(self, bag_props, plan):
-        """Cut bags (``max_bag_size``) labelled by :func:`mini_bag_props`."""
-        full = self.dataset.bags.sizes[plan["bag_index"]]
-        cut = plan["segment_counts"] < full
-        if "mixed" in plan:
-            cut &= ~plan["mixed"]
-        cut = np.flatnonzero(cut)
-        if not len(cut):
-            return bag_props
-        props = self.dataset.bag_props[plan["bag_index"][cut]].numpy()
-        drawn = mini_bag_props(
-            props, full[cut], plan["segment_counts"][cut], self.label_rng
-        )
-        bag_props = bag_props.clone()
-        bag_props[torch.from_numpy(cut).to(bag_props.device)] = torch.from_numpy(
-            drawn
-        ).to(bag_props)
-        return bag_props
 
     def _mixed_labels(self, plan, bag_props, bag_weights):
         """Mixed bags' labels, weights and interval half-widths; -1 elsewhere."""
@@ -360,7 +306,8 @@ def _local_offsets(starts, group_cuts, pair_cuts):
 class BagBatchSampler(Sampler):
     """Batches of whole bags, packed to about ``batch_size`` rows.
 
-    Every epoch the bags are shuffled and cut to ``max_bag_size`` afresh;
+    Every epoch the bags are shuffled afresh; a bag above ``max_bag_size``
+    rows is a batch of its own, which the step computes in chunks (:ref:`mini_bags`).
     ``codes`` is the bag of every pair; it yields arrays of pair indices."""
 
     def __init__(
@@ -383,12 +330,12 @@ class BagBatchSampler(Sampler):
     @staticmethod
     def count(sizes, batch_size, max_bag_size=None, mixbag=None):
         """Batches of an epoch of bags of ``sizes`` (mixed bags after them)."""
-        sizes = _capped(sizes, max_bag_size)
         if mixbag is not None and len(sizes):
             n_mixed = mixbag.n_mixed_bags(len(sizes))
-            sizes = np.r_[sizes, np.full(n_mixed, int(np.median(sizes)))]
-        offsets = np.cumsum(sizes) - sizes
-        return max(1, len(np.unique(offsets // batch_size)))
+            typical = int(np.median(_capped(sizes, max_bag_size)))
+            sizes = np.r_[sizes, np.full(n_mixed, typical)]
+        batch = _pack(np.asarray(sizes), batch_size, max_bag_size)[1]
+        return max(1, len(np.unique(batch)))
 
     def batches(self):
         """The index arrays of one epoch."""
@@ -402,19 +349,12 @@ class BagBatchSampler(Sampler):
         rank = np.empty(n_bags, dtype=np.int64)
         rank[bag_order] = np.arange(n_bags)
         order = np.lexsort((within, rank[self.codes]))
-
         sizes = self.sizes[bag_order]
-        if self.max_bag_size is not None:
-            starts = np.cumsum(sizes) - sizes
-            position = np.arange(len(order)) - np.repeat(starts, sizes)
-            order = order[position < self.max_bag_size]
-        sizes = _capped(sizes, self.max_bag_size)
         if self.mixbag is not None and n_bags > 1:
             return self._mixed_batches(order, bag_order, sizes)
-        offsets = np.cumsum(sizes) - sizes
-        batch_of_bag = offsets // self.batch_size
-        cuts = offsets[np.flatnonzero(np.diff(batch_of_bag)) + 1]
-        return np.split(order, cuts)
+        items, batch = _pack(sizes, self.batch_size, self.max_bag_size)
+        order, starts = _reorder(order, sizes, items)
+        return np.split(order, starts[np.flatnonzero(np.diff(batch)) + 1])
 
     def _mixed_rows(self, mixes):
         """The pairs of every mixed bag, each part drawn without replacement."""
@@ -439,14 +379,15 @@ class BagBatchSampler(Sampler):
         n_mixed = len(mixes)
         items = self.rng.permutation(n_bags + n_mixed)
         item_sizes = np.r_[sizes, mixes[:, 2] + mixes[:, 3]]
-        source = np.r_[order, self._mixed_rows(mixes)]
-        starts = np.cumsum(item_sizes) - item_sizes
+        packed, batch_of_item = _pack(
+            item_sizes[items], self.batch_size, self.max_bag_size
+        )
+        items = items[packed]
         new_sizes = item_sizes[items]
-        new_starts = np.cumsum(new_sizes) - new_sizes
-        within = np.arange(new_sizes.sum()) - np.repeat(new_starts, new_sizes)
-        pairs = source[np.repeat(starts[items], new_sizes) + within]
+        pairs, new_starts = _reorder(
+            np.r_[order, self._mixed_rows(mixes)], item_sizes, items
+        )
         # the bag of every pair: mixed bags numbered in order within a batch
-        batch_of_item = new_starts // self.batch_size
         is_mixed = items >= n_bags
         rank = np.cumsum(is_mixed) - 1
         first = np.r_[0, np.cumsum(is_mixed)][
@@ -478,8 +419,32 @@ class BagBatchSampler(Sampler):
 
 
 def _capped(sizes, max_bag_size):
-    """Bag sizes as an epoch trains them (cut to ``max_bag_size``)."""
+    """Bag sizes at most ``max_bag_size`` (a mixed bag's parts)."""
     return sizes if max_bag_size is None else np.minimum(sizes, max_bag_size)
+
+
+def _pack(sizes, batch_size, max_bag_size):
+    """The order of bags of ``sizes`` in an epoch and the batch of each:
+    packed to ``batch_size`` rows in their order, and every bag above
+    ``max_bag_size`` alone in a batch after its neighbours'."""
+    big = np.zeros(len(sizes), bool) if max_bag_size is None else sizes > max_bag_size
+    packed = np.where(big, 0, sizes)
+    batch = (np.cumsum(packed) - packed) // batch_size
+    if not big.any():
+        return np.arange(len(sizes)), batch
+    order = np.lexsort((big, batch))  # stable: the small bags keep their order
+    batch, big = batch[order], big[order]
+    return order, np.cumsum(np.r_[True, (np.diff(batch) != 0) | big[1:]]) - 1
+
+
+def _reorder(pairs, sizes, items):
+    """``pairs`` (runs of ``sizes``) in the order ``items`` of the runs, and
+    the start of every run there."""
+    starts = np.cumsum(sizes) - sizes
+    new_sizes = sizes[items]
+    new_starts = np.cumsum(new_sizes) - new_sizes
+    within = np.arange(new_sizes.sum()) - np.repeat(new_starts, new_sizes)
+    return pairs[np.repeat(starts[items], new_sizes) + within], new_starts
 
 
 class ShardedBatchSampler(Sampler):

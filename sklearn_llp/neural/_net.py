@@ -392,9 +392,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             self.n_train_steps_ = 0
             self._split_seed_ = None  # one held-out split per fit
         self._seed_ = draw_seed(self.random_state, self.n_train_steps_)
-        # cut bags' labels (_label_rng): a stream of their own
-        seed = None if self._seed_ is None else [self._seed_, 1]
-        self._label_rng_ = np.random.RandomState(seed)
         if self._split_seed_ is None:
             self._split_seed_ = (
                 self._seed_
@@ -631,7 +628,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 ),
                 device=self._resolved_device(),
                 seed=self._seed_,
-                label_rng=self._label_rng(),
             )
         if not isinstance(dataset, BagDataset):
             return array_loader(dataset, self.predict_batch_size)
@@ -642,13 +638,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             )
             return EpochBatches(dataset, sampler, device)
         sampler = self._train_sampler(dataset)
-        return EpochBatches(dataset, sampler, device, self._label_rng())
-
-    def _label_rng(self):
-        """The generator of cut bags' labels (:ref:`mini_bags`)."""
-        if not self.method_.labels_mini_bags:
-            return None
-        return self._label_rng_
+        return EpochBatches(dataset, sampler, device)
 
     def get_metadata_routing(self):
         """Request the bags' values for ``fit``, ``partial_fit`` and ``score``."""
@@ -733,8 +723,17 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The method's loss in training, :meth:`_validation_loss` otherwise."""
-        target = to_tensor(y_true, device=self.device)
-        bags = BagBatch(
+        bags = self._bag_batch(y_true)
+        self._check_output(y_pred, self._n_outputs())
+        if not training:
+            return self._validation_loss(y_pred, bags)
+        return self.method_.get_loss(
+            self.module_, X, y_pred, bags, self.n_train_steps_, self.total_steps_
+        )
+
+    def _bag_batch(self, target):
+        target = to_tensor(target, device=self.device)
+        return BagBatch(
             target["segments"],
             target["bag_props"],
             target["bag_index"],
@@ -743,23 +742,67 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             target.get("bag_weights"),
             target.get("margins"),
         )
-        self._check_output(y_pred, self._n_outputs())
-        if not training:
-            return self._validation_loss(y_pred, bags)
-        return self.method_.get_loss(
-            self.module_, X, y_pred, bags, self.n_train_steps_, self.total_steps_
-        )
 
     def train_step_single(self, batch, **fit_params):
-        """One forward/backward pass on a batch of whole bags."""
+        """One forward/backward pass on a batch of whole bags; a bag above
+        ``max_bag_size`` rows (alone in its batch) in chunks."""
         self._set_training(True)
         Xi, target = unpack_data(batch)
         Xi = self.augment_batch(to_tensor(Xi, device=self.device))
+        cap = self.max_bag_size
+        if cap is not None and len(Xi) > cap and len(target["bag_props"]) == 1:
+            return self._chunked_step(Xi, target, cap, **fit_params)
         with self._autocast():
             logits = self.infer(Xi, **fit_params)
             loss = self.get_loss(logits, target, X=Xi, training=True)
         self._backward(loss)
         return {"loss": loss, "y_pred": logits}
+
+    def _chunked_step(self, Xi, target, cap, **fit_params):
+        """The batch's exact gradient, the module run on ``cap`` rows at a time.
+
+        A first pass without gradient gives the logits ``z``; ``g``, the
+        gradient of the method's ``logit_loss`` at ``z``; every chunk then
+        backpropagates ``<z_chunk, g_chunk>`` plus its rows' share of the
+        ``row_loss`` (a weighted mean over rows), the gradients adding up."""
+        method = self.method_
+        if type(method).logit_loss is LLPMethod.logit_loss:
+            raise ValueError(
+                f"A bag of {len(Xi)} rows is above max_bag_size={cap}: it trains "
+                f"in chunks, which needs the method's logit_loss and row_loss, "
+                f"and {type(method).__name__} defines get_loss only. Split its "
+                "loss into them, or pass max_bag_size=None (every bag in one "
+                "pass)."
+            )
+        chunks = [slice(i, i + cap) for i in range(0, len(Xi), cap)]
+        with torch.no_grad(), self._autocast():
+            logits = torch.cat([self.infer(Xi[c], **fit_params) for c in chunks])
+        self._check_output(logits, self._n_outputs())
+        bags, steps = self._bag_batch(target), (self.n_train_steps_, self.total_steps_)
+        leaf = logits.float().requires_grad_()
+        with self._autocast():
+            loss = method.logit_loss(leaf, bags, *steps)
+        (grad,) = torch.autograd.grad(loss, leaf)
+        weights, loss = bags.weights, loss.detach()
+        total = len(Xi) if weights is None else weights.sum()
+        for k, c in enumerate(chunks):
+            # data-parallel: only the last chunk's backward synchronises
+            last = k == len(chunks) - 1
+            with nullcontext() if last else self._accumulating():
+                with self._autocast():
+                    part = self.infer(Xi[c], **fit_params)
+                    share = (part.float() * grad[c]).sum()
+                    w = None if weights is None else weights[c]
+                    rows = method.row_loss(self.module_, Xi[c], part, w, *steps)
+                if rows is not None:
+                    rows = rows * ((len(part) if w is None else w.sum()) / total)
+                    share, loss = share + rows, loss + rows.detach()
+                self._backward(share)
+        return {"loss": loss, "y_pred": logits}
+
+    def _accumulating(self):
+        """Context of a backward pass whose gradients the next one completes."""
+        return nullcontext()
 
     def train_step(self, batch, **fit_params):
         step = super().train_step(batch, **fit_params)
