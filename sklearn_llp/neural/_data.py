@@ -426,13 +426,15 @@ def _capped(sizes, max_bag_size):
 def _pack(sizes, batch_size, max_bag_size):
     """The order of bags of ``sizes`` in an epoch and the batch of each:
     packed to ``batch_size`` rows in their order, and every bag above
-    ``max_bag_size`` alone in a batch after its neighbours'."""
+    ``max_bag_size`` alone in a batch, after the batch of the bag before it."""
     big = np.zeros(len(sizes), bool) if max_bag_size is None else sizes > max_bag_size
     packed = np.where(big, 0, sizes)
     batch = (np.cumsum(packed) - packed) // batch_size
     if not big.any():
         return np.arange(len(sizes)), batch
-    order = np.lexsort((big, batch))  # stable: the small bags keep their order
+    before = np.maximum.accumulate(np.where(big, -1, np.arange(len(sizes))))
+    batch = np.where(big, np.where(before < 0, -1, batch[before]), batch)
+    order = np.lexsort((big, batch))  # stable: the bags keep their order
     batch, big = batch[order], big[order]
     return order, np.cumsum(np.r_[True, (np.diff(batch) != 0) | big[1:]]) - 1
 
