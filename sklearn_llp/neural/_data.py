@@ -94,6 +94,7 @@ class BagDataset(torch.utils.data.Dataset):
         segments = np.cumsum(new_bag) - 1
         bags_present = bag_of_pair[new_bag]
         target["segments"] = torch.from_numpy(segments)
+        target["largest_bag"] = int(np.bincount(segments).max())
         target["bag_index"] = torch.from_numpy(bags_present)
         target["bag_props"] = self.bag_props[target["bag_index"]]
         if self.bag_numbers is not None:
@@ -185,6 +186,7 @@ class EpochBatches:
                 "bag_index": on_device["bag_index"][s],
                 "bag_props": bag_props[s],
                 "rows": on_device["rows"][r],
+                "largest_bag": int(plan["segment_counts"][s].max()),
             }
             if data.overlapping:  # the gather's backward sums by member
                 target["members"] = attach_plan(
@@ -306,9 +308,10 @@ def _local_offsets(starts, group_cuts, pair_cuts):
 class BagBatchSampler(Sampler):
     """Batches of whole bags, packed to about ``batch_size`` rows.
 
-    Every epoch the bags are shuffled afresh; a bag above ``max_bag_size``
-    rows is a batch of its own, which the step computes in chunks (:ref:`mini_bags`).
-    ``codes`` is the bag of every pair; it yields arrays of pair indices."""
+    Every epoch the bags are shuffled afresh and packed as if cut to
+    ``max_bag_size``, but whole (the step computes a batch holding a larger
+    bag in chunks, :ref:`mini_bags`); ``codes`` is the bag of every pair; it
+    yields arrays of pair indices."""
 
     def __init__(
         self,
@@ -330,12 +333,12 @@ class BagBatchSampler(Sampler):
     @staticmethod
     def count(sizes, batch_size, max_bag_size=None, mixbag=None):
         """Batches of an epoch of bags of ``sizes`` (mixed bags after them)."""
+        sizes = _capped(sizes, max_bag_size)
         if mixbag is not None and len(sizes):
             n_mixed = mixbag.n_mixed_bags(len(sizes))
-            typical = int(np.median(_capped(sizes, max_bag_size)))
-            sizes = np.r_[sizes, np.full(n_mixed, typical)]
-        batch = _pack(np.asarray(sizes), batch_size, max_bag_size)[1]
-        return max(1, len(np.unique(batch)))
+            sizes = np.r_[sizes, np.full(n_mixed, int(np.median(sizes)))]
+        offsets = np.cumsum(sizes) - sizes
+        return max(1, len(np.unique(offsets // batch_size)))
 
     def batches(self):
         """The index arrays of one epoch."""
@@ -352,9 +355,10 @@ class BagBatchSampler(Sampler):
         sizes = self.sizes[bag_order]
         if self.mixbag is not None and n_bags > 1:
             return self._mixed_batches(order, bag_order, sizes)
-        items, batch = _pack(sizes, self.batch_size, self.max_bag_size)
-        order, starts = _reorder(order, sizes, items)
-        return np.split(order, starts[np.flatnonzero(np.diff(batch)) + 1])
+        capped = _capped(sizes, self.max_bag_size)
+        batch_of_bag = (np.cumsum(capped) - capped) // self.batch_size
+        starts = np.cumsum(sizes) - sizes
+        return np.split(order, starts[np.flatnonzero(np.diff(batch_of_bag)) + 1])
 
     def _mixed_rows(self, mixes):
         """The pairs of every mixed bag, each part drawn without replacement."""
@@ -379,14 +383,15 @@ class BagBatchSampler(Sampler):
         n_mixed = len(mixes)
         items = self.rng.permutation(n_bags + n_mixed)
         item_sizes = np.r_[sizes, mixes[:, 2] + mixes[:, 3]]
-        packed, batch_of_item = _pack(
-            item_sizes[items], self.batch_size, self.max_bag_size
-        )
-        items = items[packed]
+        source = np.r_[order, self._mixed_rows(mixes)]
+        starts = np.cumsum(item_sizes) - item_sizes
         new_sizes = item_sizes[items]
-        pairs, new_starts = _reorder(
-            np.r_[order, self._mixed_rows(mixes)], item_sizes, items
-        )
+        new_starts = np.cumsum(new_sizes) - new_sizes
+        within = np.arange(new_sizes.sum()) - np.repeat(new_starts, new_sizes)
+        pairs = source[np.repeat(starts[items], new_sizes) + within]
+        # packed as if cut to max_bag_size (mixed bags are at most that)
+        packed = _capped(new_sizes, self.max_bag_size)
+        batch_of_item = (np.cumsum(packed) - packed) // self.batch_size
         # the bag of every pair: mixed bags numbered in order within a batch
         is_mixed = items >= n_bags
         rank = np.cumsum(is_mixed) - 1
@@ -419,34 +424,8 @@ class BagBatchSampler(Sampler):
 
 
 def _capped(sizes, max_bag_size):
-    """Bag sizes at most ``max_bag_size`` (a mixed bag's parts)."""
+    """Bag sizes at most ``max_bag_size``: as batches are packed."""
     return sizes if max_bag_size is None else np.minimum(sizes, max_bag_size)
-
-
-def _pack(sizes, batch_size, max_bag_size):
-    """The order of bags of ``sizes`` in an epoch and the batch of each:
-    packed to ``batch_size`` rows in their order, and every bag above
-    ``max_bag_size`` alone in a batch, after the batch of the bag before it."""
-    big = np.zeros(len(sizes), bool) if max_bag_size is None else sizes > max_bag_size
-    packed = np.where(big, 0, sizes)
-    batch = (np.cumsum(packed) - packed) // batch_size
-    if not big.any():
-        return np.arange(len(sizes)), batch
-    before = np.maximum.accumulate(np.where(big, -1, np.arange(len(sizes))))
-    batch = np.where(big, np.where(before < 0, -1, batch[before]), batch)
-    order = np.lexsort((big, batch))  # stable: the bags keep their order
-    batch, big = batch[order], big[order]
-    return order, np.cumsum(np.r_[True, (np.diff(batch) != 0) | big[1:]]) - 1
-
-
-def _reorder(pairs, sizes, items):
-    """``pairs`` (runs of ``sizes``) in the order ``items`` of the runs, and
-    the start of every run there."""
-    starts = np.cumsum(sizes) - sizes
-    new_sizes = sizes[items]
-    new_starts = np.cumsum(new_sizes) - new_sizes
-    within = np.arange(new_sizes.sum()) - np.repeat(new_starts, new_sizes)
-    return pairs[np.repeat(starts[items], new_sizes) + within], new_starts
 
 
 class ShardedBatchSampler(Sampler):

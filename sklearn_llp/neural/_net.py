@@ -121,9 +121,10 @@ MORE_PARAMETERS = """
     n_iter_no_change : int, default=10
         Patience of early stopping, in epochs.
     max_bag_size : int, default=1024
-        Larger bags are subsampled afresh every epoch to this many rows; a
-        subsampled bag keeps its full size as its weight in the loss. None
-        never subsamples.
+        A larger bag trains whole in a batch of its own, the network run on
+        this many rows at a time: the exact whole-bag gradient in bounded
+        memory, for a second forward pass (:ref:`mini_bags`). None runs
+        every bag in one pass.
     optimizer : torch optimizer class, default=torch.optim.Adam
     predict_batch_size : int, default=4096
         Rows per forward pass when predicting.
@@ -733,24 +734,16 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _bag_batch(self, target):
         target = to_tensor(target, device=self.device)
-        return BagBatch(
-            target["segments"],
-            target["bag_props"],
-            target["bag_index"],
-            target.get("members"),
-            target.get("weights"),
-            target.get("bag_weights"),
-            target.get("margins"),
-        )
+        return BagBatch(*(target.get(name) for name in BagBatch._fields))
 
     def train_step_single(self, batch, **fit_params):
-        """One forward/backward pass on a batch of whole bags; a bag above
-        ``max_bag_size`` rows (alone in its batch) in chunks."""
+        """One forward/backward pass on a batch of whole bags; in chunks if
+        it holds a bag above ``max_bag_size`` rows."""
         self._set_training(True)
         Xi, target = unpack_data(batch)
         Xi = self.augment_batch(to_tensor(Xi, device=self.device))
         cap = self.max_bag_size
-        if cap is not None and len(Xi) > cap and len(target["bag_props"]) == 1:
+        if cap is not None and target.get("largest_bag", 0) > cap:
             return self._chunked_step(Xi, target, cap, **fit_params)
         with self._autocast():
             logits = self.infer(Xi, **fit_params)
@@ -766,38 +759,39 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         backpropagates ``<z_chunk, g_chunk>`` plus its rows' share of the
         ``row_loss`` (a weighted mean over rows), the gradients adding up."""
         method = self.method_
-        if type(method).logit_loss is LLPMethod.logit_loss:
+        if type(method).get_loss is not LLPMethod.get_loss:
             raise ValueError(
                 f"A bag of {len(Xi)} rows is above max_bag_size={cap}: it trains "
-                f"in chunks, which needs the method's logit_loss and row_loss, "
-                f"and {type(method).__name__} defines get_loss only. Split its "
-                "loss into them, or pass max_bag_size=None (every bag in one "
-                "pass)."
+                f"in chunks, on the method's logit_loss and row_loss, and "
+                f"{type(method).__name__} overrides get_loss. Split its loss "
+                "into them, or pass max_bag_size=None (every bag in one pass)."
             )
         chunks = [slice(i, i + cap) for i in range(0, len(Xi), cap)]
         with torch.no_grad(), self._autocast():
             logits = torch.cat([self.infer(Xi[c], **fit_params) for c in chunks])
         self._check_output(logits, self._n_outputs())
         bags, steps = self._bag_batch(target), (self.n_train_steps_, self.total_steps_)
-        leaf = logits.float().requires_grad_()
+        leaf = logits.detach().float().requires_grad_()
         with self._autocast():
             loss = method.logit_loss(leaf, bags, *steps)
         (grad,) = torch.autograd.grad(loss, leaf)
         weights, loss = bags.weights, loss.detach()
-        total = len(Xi) if weights is None else weights.sum()
+        mass = torch.ones(len(Xi)) if weights is None else weights
+        shares = (torch.stack([mass[c].sum() for c in chunks]) / mass.sum()).tolist()
         for k, c in enumerate(chunks):
             # data-parallel: only the last chunk's backward synchronises
             last = k == len(chunks) - 1
             with nullcontext() if last else self._accumulating():
                 with self._autocast():
                     part = self.infer(Xi[c], **fit_params)
-                    share = (part.float() * grad[c]).sum()
-                    w = None if weights is None else weights[c]
-                    rows = method.row_loss(self.module_, Xi[c], part, w, *steps)
+                    surrogate = (part.float() * grad[c]).sum()
+                    w, rows = None if weights is None else weights[c], None
+                    if shares[k] > 0:  # else no rows' mean (0 / 0)
+                        rows = method.row_loss(self.module_, Xi[c], part, w, *steps)
                 if rows is not None:
-                    rows = rows * ((len(part) if w is None else w.sum()) / total)
-                    share, loss = share + rows, loss + rows.detach()
-                self._backward(share)
+                    rows = rows * shares[k]
+                    surrogate, loss = surrogate + rows, loss + rows.detach()
+                self._backward(surrogate)
         return {"loss": loss, "y_pred": logits}
 
     def _accumulating(self):
