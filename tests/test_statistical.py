@@ -17,39 +17,17 @@ from sklearn_llp.neural._data import BagDataset, EpochBatches, as_tensor
 _ROWS, _CAP = 96, 32
 
 
-def _bags(kind, task, rng):
-    n = 4 * _ROWS
-    if kind == "overlapping":  # 4 bags of 96 rows out of 300
-        n = 300
-        ids = [rng.choice(n, _ROWS, replace=False) for _ in range(4)]
-    else:
-        ids = np.repeat(np.arange(4), _ROWS)
-    if task == "regression":
-        values = rng.normal(size=4)
-    else:
-        values = rng.dirichlet(np.ones(2), size=4)
-    weights = rng.uniform(0.5, 2.0, n) if kind == "weights" else None
-    if kind != "overlapping":
-        values = values[ids]
-    read = dict(n_samples=n, sample_weight=weights)
-    read["targets" if task == "regression" else "props"] = values
-    return n, check_bags(ids, **read), ids, values, weights
-
-
 def _gradient(net, batch, cap):
     """The module's gradient and the loss of one step on ``batch``."""
-    net.set_params(max_bag_size=cap)
-    net.optimizer_.zero_grad()
+    net.set_params(max_bag_size=cap).optimizer_.zero_grad()
     torch.manual_seed(0)
     loss = net.train_step_single(batch)["loss"]
     return torch.cat([p.grad.ravel() for p in net.module_.parameters()]), loss
 
 
 @pytest.mark.parametrize("kind", ["plain", "weights", "overlapping"])
-@pytest.mark.parametrize(
-    "method",
-    # "auto" trains the method it picks
-    sorted(set(available_methods()) - {"auto"}) + available_methods("regression"),
+@pytest.mark.parametrize(  # "auto" trains the method it picks
+    "method", sorted(set(available_methods()) - {"auto"}) + ["bag", "instance"]
 )
 def test_chunked_gradient_is_the_whole_batch_gradient(method, kind):
     """Every method, the gradient of a bag of 96 rows computed in chunks of
@@ -57,17 +35,23 @@ def test_chunked_gradient_is_the_whole_batch_gradient(method, kind):
     largest entry, about 2 float32 epsilons (sums in another order)."""
     if method == "llpfc" and kind == "overlapping":
         pytest.skip("LLPFC refuses overlapping bags")
+    rng, n = np.random.RandomState(0), 4 * _ROWS
+    ids = np.repeat(np.arange(4), _ROWS)
+    if kind == "overlapping":  # 4 bags of 96 rows out of 300
+        n, ids = 300, [rng.choice(300, _ROWS, replace=False) for _ in range(4)]
     regression = method in available_methods("regression")
-    task = "regression" if regression else "classification"
-    rng = np.random.RandomState(0)
-    n, bags, ids, values, weights = _bags(kind, task, rng)
+    values = rng.normal(size=4) if regression else rng.dirichlet([1, 1], size=4)
+    values = values if kind == "overlapping" else values[ids]
+    weights = rng.uniform(0.5, 2.0, n) if kind == "weights" else None
     X = rng.normal(size=(n, 4)).astype(np.float32)
-    Estimator = LLPRegressor if task == "regression" else LLPClassifier
     params = {"method__xi": 1e-3} if method in ("vat", "hybrid") else {}
-    net = Estimator(method=method, max_epochs=0, verbose=0, random_state=0, **params)
-    net.set_params(early_stopping=False, module__hidden_sizes=(16,), device="cpu")
+    net = (LLPRegressor if regression else LLPClassifier)(method=method, **params)
+    net.set_params(max_epochs=0, verbose=0, random_state=0, early_stopping=False)
+    net.set_params(module__hidden_sizes=(16,), device="cpu")
     net.fit(X, ids, values, sample_weight=weights)
     net.total_steps_, net.n_train_steps_ = 10, 5  # mid ramp-up: every term on
+    read = {"targets" if regression else "props": values, "sample_weight": weights}
+    bags = check_bags(ids, n_samples=n, **read)
     dataset = BagDataset(as_tensor(X), bags, net._values_of(bags))
     (batch,) = EpochBatches(dataset, [np.flatnonzero(bags.pair_bags == 1)])
     whole, whole_loss = _gradient(net, batch, None)

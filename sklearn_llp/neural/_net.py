@@ -121,10 +121,9 @@ MORE_PARAMETERS = """
     n_iter_no_change : int, default=10
         Patience of early stopping, in epochs.
     max_bag_size : int, default=1024
-        A larger bag trains whole in a batch of its own, the network run on
-        this many rows at a time: the exact whole-bag gradient in bounded
-        memory, for a second forward pass (:ref:`mini_bags`). None runs
-        every bag in one pass.
+        A larger bag trains whole, the network run on this many rows at a
+        time: the exact whole-bag gradient in bounded memory, for a second
+        forward pass (:ref:`mini_bags`). None runs every batch in one pass.
     optimizer : torch optimizer class, default=torch.optim.Adam
     predict_batch_size : int, default=4096
         Rows per forward pass when predicting.
