@@ -132,7 +132,7 @@ class BareLoop:
     (``BagBatchSampler``), bag means by ``index_add_``, optional VAT, Adam."""
 
     def __init__(self, X, bags, props, method, max_bag_size, device, seed, epochs):
-        self.method, self.device = method, device
+        self.method, self.device, self.cap = method, device, max_bag_size or len(X)
         sizes = np.bincount(codes_of(bags))
         self.members = np.argsort(codes_of(bags), kind="stable")
         self.pair_bags = np.repeat(np.arange(len(sizes)), sizes)
@@ -176,18 +176,29 @@ class BareLoop:
             )
             x, segments, bag_props = (t.to(self.device) for t in host)
             self.optimizer.zero_grad(set_to_none=True)
-            logits = self.model(x)
+            # a bag above max_bag_size: the exact gradient in chunks of it
+            cap = self.cap if np.bincount(pair_bags).max() > self.cap else len(x)
+            chunks = [slice(i, i + cap) for i in range(0, len(x), cap)]
+            with torch.set_grad_enabled(len(chunks) == 1):
+                logits = torch.cat([self.model(x[c]) for c in chunks])
+            logits = logits if len(chunks) == 1 else logits.requires_grad_()
             probs, n = torch.softmax(logits, dim=1), len(bag_props)
             sums = probs.new_zeros((n, probs.shape[1])).index_add_(0, segments, probs)
             ones = probs.new_ones(len(segments))
             bag_probs = sums / probs.new_zeros(n).index_add_(0, segments, ones)[:, None]
             loss = -(bag_props * bag_probs.clamp_min(1e-8).log()).sum(1).mean()
-            if self.method == "vat":
-                ramp = int(round(VAT_PARAMS["rampup"] * self.total_steps))
-                phase = 1.0 - self.step / ramp if self.step < ramp else 0.0
-                weight = VAT_PARAMS["alpha"] * math.exp(-5.0 * phase * phase)
-                loss = loss + weight * self._vat_loss(x, logits)
-            loss.backward()
+            if len(chunks) > 1:
+                (grad,), loss = torch.autograd.grad(loss, logits), loss.detach()
+            ramp = int(round(VAT_PARAMS["rampup"] * self.total_steps))
+            phase = 1.0 - self.step / ramp if self.step < ramp else 0.0
+            weight = VAT_PARAMS["alpha"] * math.exp(-5.0 * phase * phase)
+            for c in chunks:
+                part = logits if len(chunks) == 1 else self.model(x[c])
+                step = loss if len(chunks) == 1 else (part * grad[c]).sum()
+                if self.method == "vat":
+                    share = len(part) / len(x) * weight * self._vat_loss(x[c], part)
+                    step, loss = step + share, loss + share.detach()
+                step.backward()
             self.optimizer.step()
             self.step += 1
             total += loss.detach()
@@ -271,7 +282,7 @@ def run_config(cfg):
     data_s = time.perf_counter() - t_data
     device = _setup_torch(cfg)
     sizes, cap, seed = np.bincount(codes_of(bags)), cfg["max_bag_size"], cfg["seed"]
-    used = int(np.minimum(sizes, cap).sum()) if cap else int(sizes.sum())
+    used = int(sizes.sum())  # bags above max_bag_size train whole, in chunks
     engines, warmup, epochs = {}, {}, cfg["repeats"] + 1
     for name in ENGINES:  # the first epoch warms up; its memory is measured
 

@@ -282,15 +282,6 @@ def test_batch_size_auto(sizes, expected):
     assert clf.batch_size_ == 64
 
 
-def test_max_bag_size_bounds_the_batch(small_bags):
-    X, _, _, _ = small_bags
-    bags = np.repeat([0, 1], 60)
-    proportions = np.repeat([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5]], 60, axis=0)
-    clf = LLPClassifier(max_epochs=1, max_bag_size=16, batch_size=8, verbose=0)
-    clf.fit(X, bags, proportions)
-    assert clf.history[-1, "batches", :, "train_batch_size"] == [16, 16]
-
-
 def _chains():
     """30 bags in chains of 3 sharing a row: 10 connected groups of 7 rows."""
     return [np.arange(s + k, s + k + 3) for s in range(0, 70, 7) for k in (0, 2, 4)]

@@ -941,7 +941,7 @@ def _dask_forms(p, order, starts):
     }
 
 
-@pytest.mark.parametrize("max_bag_size", [1024, 3])  # 3: cut bags, drawn labels
+@pytest.mark.parametrize("max_bag_size", [1024, 3])  # 3: bags in chunks
 @pytest.mark.parametrize("form", ["one_block", "blocks", "frame"])
 @pytest.mark.parametrize("name", NETS)
 def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form, max_bag_size):

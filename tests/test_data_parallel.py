@@ -248,6 +248,14 @@ _WORKER = textwrap.dedent(
         float((p.grad - q.grad / world).abs().max())
         for p, q in zip(wrapped.module.parameters(), network.parameters())
     )
+    # a bag above max_bag_size on one process: its chunks synchronise once
+    merged = np.where(bags < 12, 0, bags)
+    counts = np.zeros((merged.max() + 1, 10))
+    np.add.at(counts, merged, np.eye(10)[y])
+    kw = dict(accelerator=accelerator, method="dllp", max_bag_size=64)
+    clf = AcceleratedLLPClassifier(max_epochs=2, **kw, **common)
+    clf.fit(X, merged, (counts / counts.sum(1, keepdims=True))[merged])
+    result["chunked"] = clf.predict_proba(X_test).tolist()
     with open(f"{out}/rank{rank}.json", "w") as f:
         json.dump(result, f)
     """
@@ -270,6 +278,7 @@ def test_two_cpu_processes_train_like_one(tmp_path):
     # VAT's power iteration and perturbed pass through the wrapped network:
     # DDP averages the processes' gradients exactly
     assert ranks[0]["vat_grad_error"] < 1e-6 and ranks[1]["vat_grad_error"] < 1e-6
+    np.testing.assert_array_equal(ranks[0]["chunked"], ranks[1]["chunked"])
 
     for method in ("dllp", "vat"):
         fits = [rank[method] for rank in ranks]

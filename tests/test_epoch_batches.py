@@ -18,7 +18,6 @@ from sklearn_llp.neural._data import (
     BagDataset,
     EpochBatches,
     as_tensor,
-    mini_bag_props,
 )
 
 
@@ -118,38 +117,6 @@ def test_fit_is_the_fit_of_batches_built_one_at_a_time(method, kind, monkeypatch
     for a, b in zip(new.module_.parameters(), old.module_.parameters()):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert new.history[:, "valid_hard_l1"] == old.history[:, "valid_hard_l1"]
-
-
-def test_mini_bag_props_are_whole_hypergeometric_counts():
-    rng = np.random.RandomState(0)
-    props = np.array([[0.25, 0.5, 0.25], [0.1, 0.0, 0.9]])
-    draws = [mini_bag_props(props, [400, 30], [100, 10], rng) for _ in range(4000)]
-    draws = np.array(draws)
-    counts = draws * np.array([100, 10])[:, None]
-    np.testing.assert_allclose(counts, np.round(counts), atol=1e-9)
-    assert (draws[:, 1, 1] == 0).all()  # an absent class is never drawn
-    np.testing.assert_allclose(draws.mean(0), props, atol=0.01)
-    # var p(1 - p) / m (n - m) / (n - 1) of sampling without replacement
-    expected = props * (1 - props) / [[100], [10]] * [[300 / 399], [20 / 29]]
-    np.testing.assert_allclose(draws.var(0), expected, rtol=0.1, atol=1e-6)
-
-
-@pytest.mark.parametrize("method, drawn", [("dllp", True), ("easyllp", False)])
-def test_cut_bags_are_labelled_by_draws_for_the_bag_mean_losses(method, drawn):
-    rng = np.random.RandomState(0)
-    ids = np.repeat(np.arange(6), 40)
-    props = np.repeat(rng.dirichlet(np.ones(3), 6).round(1), 40, axis=0)
-    props /= props.sum(1, keepdims=True)
-    X = rng.normal(size=(240, 4)).astype(np.float32)
-    clf = LLPClassifier(method=method, max_bag_size=8, max_epochs=1, verbose=0)
-    clf.fit(X, ids, props)
-    dataset = BagDataset(as_tensor(X), check_bags(ids, props))
-    targets = [t for _, t in clf.get_iterator(dataset, True)]
-    labels = torch.cat([t["bag_props"] for t in targets])
-    own = dataset.bag_props[torch.cat([t["bag_index"] for t in targets])]
-    assert torch.equal(labels, own) is not drawn
-    if drawn:  # counts of 8 rows, whole
-        torch.testing.assert_close(labels * 8, (labels * 8).round())
 
 
 class _HostReads(TorchDispatchMode):

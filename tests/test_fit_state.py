@@ -255,9 +255,9 @@ def test_auto_device_survives_skorch_reinitialisation(small_bags):
     assert clf.device == "cpu"
 
 
-def test_zero_weight_rows_never_fill_a_subsampled_bag():
-    # bags of 40 rows cut to 4 a step; 36 rows of every bag weigh 0: a
-    # subsample of only zero weights would be 0/0 (it blamed the lr before)
+def test_zero_weight_rows_of_a_bag_above_max_bag_size():
+    # bags of 40 rows in chunks of 4; 36 rows of every bag weigh 0: a chunk
+    # of only zero weights has no mean (0/0; it blamed the lr before)
     X, bags, props = make_problem(n_bags=6, size=40)
     weights = np.zeros(len(X))
     weights[np.arange(len(X)) % 40 < 4] = 1.0

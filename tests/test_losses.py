@@ -9,7 +9,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sklearn_llp import LLPRegressor
 from sklearn_llp.core import check_bags
 from sklearn_llp.methods import VAT, BagBatch, BagLoss, InstanceLoss, InterpolatingLoss
 from sklearn_llp.methods.functional import (
@@ -181,36 +180,3 @@ def test_a_subsampled_bag_weighs_its_full_size(method, expected):
     predictions = torch.tensor([[1.0], [3.0], [4.0]])
     loss = method.prepare(bags, None).get_loss(None, None, predictions, batch, 0, 1)
     assert loss.item() == pytest.approx(expected, rel=1e-6)
-
-
-def test_llp_regressor_weighs_a_subsampled_bag_by_its_size():
-    """A linear model on y = x^2, x sorted into 60 bags of 5 rows and 3 of
-    600: the fit is size-weighted least squares on the bag means (slope
-    1.997) with max_bag_size=20 as without it; weighting every bag by the
-    rows drawn gave 1.655 (least squares weighted so: 1.657)."""
-    rng = np.random.RandomState(0)
-    sizes = np.r_[np.full(60, 5), np.full(3, 600)]
-    x = np.sort(rng.uniform(0, 2, sizes.sum()))
-    ids = np.repeat(np.arange(len(sizes)), sizes)
-    means = np.bincount(ids, weights=x**2) / sizes
-    x_means = np.bincount(ids, weights=x) / sizes
-
-    def least_squares_slope(bag_weights):
-        design = np.c_[x_means, np.ones_like(x_means)] * np.sqrt(bag_weights)[:, None]
-        solution = np.linalg.lstsq(design, means * np.sqrt(bag_weights), rcond=None)
-        return solution[0][0]
-
-    def fitted_slope(max_bag_size):
-        params = dict(max_epochs=100, lr=0.05, early_stopping=False, random_state=0)
-        params.update(n_threads=1, verbose=0, module__hidden_sizes=())
-        # one batch: the loss is the whole objective
-        reg = LLPRegressor(max_bag_size=max_bag_size, batch_size=10**6, **params)
-        reg.fit(x[:, None], ids, means[ids])
-        return float(np.diff(reg.predict(np.array([[0.0], [1.0]])))[0])
-
-    by_size = least_squares_slope(sizes)
-    by_rows_drawn = least_squares_slope(np.minimum(sizes, 20))
-    subsampled, whole = fitted_slope(20), fitted_slope(None)
-    assert by_size - by_rows_drawn > 0.3  # the two weightings differ
-    assert subsampled == pytest.approx(whole, abs=0.02)
-    assert subsampled == pytest.approx(by_size, abs=0.05)

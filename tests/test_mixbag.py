@@ -105,9 +105,9 @@ def test_an_epoch_holds_every_bag_and_the_mixed_bags_drawn(max_bag_size):
         starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
         for start, end in zip(starts, np.r_[starts[1:], len(codes)]):
             pairs, code = batch.pairs[start:end], codes[start]
-            if code >= 0:  # an original bag, cut to max_bag_size
+            if code >= 0:  # an original bag, whole
                 assert (pair_bags[pairs] == code).all()
-                assert len(pairs) == capped[code]
+                assert len(pairs) == sizes[code]
                 originals.append(code)
                 continue
             i, j, m_i, m_j = batch.mixes[-1 - code]

@@ -71,7 +71,7 @@ class LLPMethod(BaseEstimator):
     --------
     >>> from sklearn_llp.methods import LLPMethod
     >>> class HalfProportion(LLPMethod):
-    ...     def get_loss(self, module, X, logits, bags, step, total_steps):
+    ...     def logit_loss(self, logits, bags, step, total_steps):
     ...         return 0.5 * bags.proportion_loss(logits)
     """
 
@@ -81,10 +81,9 @@ class LLPMethod(BaseEstimator):
     #: Whether ``early_stopping="auto"`` turns early stopping on.
     early_stopping_default: bool = False
 
-    #: Whether a bag cut to ``max_bag_size`` is labelled by a draw of its
-    #: mini-bag's proportions (:ref:`mini_bags`): right for losses of the
-    #: batch's bag means, wrong for losses that read the whole bag's.
-    labels_mini_bags: bool = False
+    #: Whether the loss reads a bag only through its mean prediction and its
+    #: label, so MixBag's mixed bags (labelled by their mix) fit it.
+    reads_bag_means: bool = False
 
     def validate(self):
         """Check the hyperparameters; an error names ``method__<name>``."""
@@ -127,8 +126,22 @@ class LLPMethod(BaseEstimator):
         return state
 
     def get_loss(self, module, X, logits, bags, step, total_steps):
-        """The loss of a batch: ``logits = module(X)``, ``bags`` a :class:`BagBatch`."""
+        """The loss of a batch: ``logits = module(X)``, ``bags`` a :class:`BagBatch`.
+
+        :meth:`logit_loss` plus :meth:`row_loss`: a bag above ``max_bag_size``
+        trains on that split, in chunks (:ref:`mini_bags`)."""
+        loss = self.logit_loss(logits, bags, step, total_steps)
+        rows = self.row_loss(module, X, logits, bags.weights, step, total_steps)
+        return loss if rows is None else loss + rows
+
+    def logit_loss(self, logits, bags, step, total_steps):
+        """The terms of the loss that read the module only through ``logits``."""
         raise NotImplementedError
+
+    def row_loss(self, module, X, logits, weights, step, total_steps):
+        """The terms that run the module again: a mean over the rows of ``X``
+        weighted by ``weights`` (None: the plain mean), or None if none."""
+        return None
 
     def rampup_weight(self, alpha, rampup, step, total_steps):
         """``alpha exp(-5 (1 - t/T)^2)`` at step ``t < T = rampup * total_steps``."""
@@ -159,23 +172,25 @@ class ConsistencyMethod(LLPMethod):
     ...         return (module(X) - target_logits).pow(2).sum(1)
     """
 
-    labels_mini_bags = True
+    reads_bag_means = True
 
     def consistency_loss(self, module, X, target_logits):
         """Consistency loss of every row, shape ``(n,)``."""
         raise NotImplementedError
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
-        loss = bags.proportion_loss(logits)
+    def logit_loss(self, logits, bags, step, total_steps):
+        return bags.proportion_loss(logits)
+
+    def row_loss(self, module, X, logits, weights, step, total_steps):
         weight = self.rampup_weight(self.alpha, self.rampup, step, total_steps)
         if weight == 0.0:
-            return loss
+            return None
         target = logits.detach()
         if _active_dropouts(module):
             with torch.no_grad(), perturbation_mode(module):
                 target = module(X)
         consistency = self.consistency_loss(module, X, target)
-        return loss + weight * ops.weighted_mean(consistency, bags.weights)
+        return weight * ops.weighted_mean(consistency, weights)
 
 
 class DLLP(LLPMethod):
@@ -187,9 +202,9 @@ class DLLP(LLPMethod):
     >>> clf = LLPClassifier(method="dllp")
     """
 
-    labels_mini_bags = True
+    reads_bag_means = True
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
+    def logit_loss(self, logits, bags, step, total_steps):
         return bags.proportion_loss(logits)
 
 

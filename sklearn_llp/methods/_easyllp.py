@@ -120,7 +120,7 @@ class EasyLLP(LLPMethod):
             )
         return self
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
+    def logit_loss(self, logits, bags, step, total_steps):
         logits, weights = bags.pairs(logits)
         return easyllp_loss(
             logits,

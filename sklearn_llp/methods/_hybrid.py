@@ -85,8 +85,8 @@ class Hybrid(VAT):
         self.reg = reg
         self.n_iter = n_iter
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
-        loss = super().get_loss(module, X, logits, bags, step, total_steps)
+    def logit_loss(self, logits, bags, step, total_steps):
+        loss = super().logit_loss(logits, bags, step, total_steps)
         weight = self.rampup_weight(self.beta, self.beta_rampup, step, total_steps)
         if weight == 0.0:
             return loss

@@ -123,7 +123,7 @@ class LLPFC(LLPMethod):
         if epoch > 0 and self.regroup_every and epoch % self.regroup_every == 0:
             self._regroup()
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
+    def logit_loss(self, logits, bags, step, total_steps):
         logits, weights = bags.pairs(logits)
         group = self.bag_tensor("groups_", logits, bags)
         position = self.bag_tensor("positions_", logits, bags)

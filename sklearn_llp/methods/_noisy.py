@@ -271,7 +271,7 @@ default=None
             released[0] = False  # the other count is the public size minus it
         return counts, released
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
+    def logit_loss(self, logits, bags, step, total_steps):
         if self.loss == "counts":
             return noisy_count_loss(
                 bags.take(logits),

@@ -80,7 +80,7 @@ class RegressionMethod(LLPMethod):
     --------
     >>> from sklearn_llp.methods import RegressionMethod
     >>> class HalfBagLoss(RegressionMethod):
-    ...     def get_loss(self, module, X, logits, bags, step, total_steps):
+    ...     def logit_loss(self, logits, bags, step, total_steps):
     ...         return 0.5 * self._losses(logits, bags)[0]
     """
 
@@ -122,7 +122,7 @@ class BagLoss(RegressionMethod):
     >>> reg = LLPRegressor(method="bag")
     """
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
+    def logit_loss(self, logits, bags, step, total_steps):
         return self._losses(logits, bags)[0]
 
 
@@ -135,7 +135,7 @@ class InstanceLoss(RegressionMethod):
     >>> reg = LLPRegressor(method="instance")
     """
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
+    def logit_loss(self, logits, bags, step, total_steps):
         return self._losses(logits, bags)[1]
 
 
@@ -171,7 +171,7 @@ class InterpolatingLoss(RegressionMethod):
         self.lam_ = 0.25 / k if self.lam == "auto" else self.lam
         return self
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
+    def logit_loss(self, logits, bags, step, total_steps):
         bag, instance = self._losses(logits, bags)
         lam = getattr(self, "lam_", 0.25 if self.lam == "auto" else self.lam)
         return bag + lam * instance if lam else bag

@@ -90,14 +90,14 @@ class ROT(LLPMethod):
         "n_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
-    labels_mini_bags = True
+    reads_bag_means = True
 
     def __init__(self, rot_alpha=0.5, reg=1.0, n_iter=50):
         self.rot_alpha = rot_alpha
         self.reg = reg
         self.n_iter = n_iter
 
-    def get_loss(self, module, X, logits, bags, step, total_steps):
+    def logit_loss(self, logits, bags, step, total_steps):
         if self.rot_alpha == 1:
             return bags.proportion_loss(logits)
         # pseudo-labels of (bag, row) pairs: one per bag a row is in

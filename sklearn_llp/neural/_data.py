@@ -94,6 +94,7 @@ class BagDataset(torch.utils.data.Dataset):
         segments = np.cumsum(new_bag) - 1
         bags_present = bag_of_pair[new_bag]
         target["segments"] = torch.from_numpy(segments)
+        target["largest_bag"] = int(np.bincount(segments).max())
         target["bag_index"] = torch.from_numpy(bags_present)
         target["bag_props"] = self.bag_props[target["bag_index"]]
         if self.bag_numbers is not None:
@@ -110,38 +111,6 @@ class BagDataset(torch.utils.data.Dataset):
         return BagDataset(
             self.X, self.bags.select(bag_mask), np.asarray(self.values)[bag_mask]
         )
-
-
-def mini_bag_props(props, sizes, taken, rng):
-    """Proportions of mini-bags of ``taken`` rows drawn from bags of
-    ``sizes``: class counts drawn from the multivariate hypergeometric
-    distribution of the bag's counts (Kubo et al. 2024), so a mini-bag's
-    label varies as its true proportions do.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_llp.neural._data import mini_bag_props
-    >>> rng = np.random.RandomState(0)
-    >>> mini = mini_bag_props([[0.25, 0.75]], [400], [8], rng)  # 8 of 400 rows
-    >>> mini * 8  # whole counts
-    array([[1., 7.]])
-    """
-    props = np.asarray(props, dtype=np.float64)
-    sizes, taken = np.asarray(sizes, np.int64), np.asarray(taken, np.int64)
-    scaled = props / props.sum(1, keepdims=True) * sizes[:, None]
-    counts = np.floor(scaled).astype(np.int64)  # largest remainders: sum = size
-    short = sizes - counts.sum(1)
-    extra = np.argsort(np.argsort(counts - scaled, axis=1), axis=1) < short[:, None]
-    counts += extra
-    left, to_draw = sizes.copy(), taken.copy()
-    drawn = np.zeros_like(counts)
-    for c in range(counts.shape[1] - 1):  # one vectorised draw per class
-        drawn[:, c] = rng.hypergeometric(counts[:, c], left - counts[:, c], to_draw)
-        left -= counts[:, c]
-        to_draw -= drawn[:, c]
-    drawn[:, -1] = to_draw
-    return drawn / taken[:, None]
 
 
 #: Plan entries of the mixed bags, read on the host only.
@@ -162,11 +131,10 @@ class EpochBatches:
     """One epoch's whole-bag batches, their structure built and copied to the
     device in one go."""
 
-    def __init__(self, dataset, sampler, device=None, label_rng=None):
+    def __init__(self, dataset, sampler, device=None):
         self.dataset = dataset
         self.sampler = sampler
         self.device = device
-        self.label_rng = label_rng  # draws cut bags' labels (mini_bag_props)
 
     def __len__(self):
         return len(self.sampler)
@@ -192,8 +160,6 @@ class EpochBatches:
             if k not in _HOST_ONLY
         }
         bag_props = data.bag_props.to(device)[on_device["bag_index"]]
-        if self.label_rng is not None:
-            bag_props = self._mini_bag_labels(bag_props, plan)
         weights = bag_weights = margins = None
         if data.weights is not None:
             weights = data.weights.to(device)[on_device["rows"]]
@@ -220,6 +186,7 @@ class EpochBatches:
                 "bag_index": on_device["bag_index"][s],
                 "bag_props": bag_props[s],
                 "rows": on_device["rows"][r],
+                "largest_bag": int(plan["segment_counts"][s].max()),
             }
             if data.overlapping:  # the gather's backward sums by member
                 target["members"] = attach_plan(
@@ -240,25 +207,6 @@ class EpochBatches:
             else:  # sparse rows are densified on the host, one batch at a time
                 X = take_rows(data.X, plan["rows"][r]).to(device)
             yield X, target
-
-    def _mini_bag_labels(self, bag_props, plan):
-        """Cut bags (``max_bag_size``) labelled by :func:`mini_bag_props`."""
-        full = self.dataset.bags.sizes[plan["bag_index"]]
-        cut = plan["segment_counts"] < full
-        if "mixed" in plan:
-            cut &= ~plan["mixed"]
-        cut = np.flatnonzero(cut)
-        if not len(cut):
-            return bag_props
-        props = self.dataset.bag_props[plan["bag_index"][cut]].numpy()
-        drawn = mini_bag_props(
-            props, full[cut], plan["segment_counts"][cut], self.label_rng
-        )
-        bag_props = bag_props.clone()
-        bag_props[torch.from_numpy(cut).to(bag_props.device)] = torch.from_numpy(
-            drawn
-        ).to(bag_props)
-        return bag_props
 
     def _mixed_labels(self, plan, bag_props, bag_weights):
         """Mixed bags' labels, weights and interval half-widths; -1 elsewhere."""
@@ -358,8 +306,10 @@ def _local_offsets(starts, group_cuts, pair_cuts):
 class BagBatchSampler(Sampler):
     """Batches of whole bags, packed to about ``batch_size`` rows.
 
-    Every epoch the bags are shuffled and cut to ``max_bag_size`` afresh;
-    ``codes`` is the bag of every pair; it yields arrays of pair indices."""
+    Every epoch the bags are shuffled afresh and packed as if cut to
+    ``max_bag_size``, but whole (the step computes a batch holding a larger
+    bag in chunks, :ref:`mini_bags`); ``codes`` is the bag of every pair; it
+    yields arrays of pair indices."""
 
     def __init__(
         self,
@@ -400,19 +350,13 @@ class BagBatchSampler(Sampler):
         rank = np.empty(n_bags, dtype=np.int64)
         rank[bag_order] = np.arange(n_bags)
         order = np.lexsort((within, rank[self.codes]))
-
         sizes = self.sizes[bag_order]
-        if self.max_bag_size is not None:
-            starts = np.cumsum(sizes) - sizes
-            position = np.arange(len(order)) - np.repeat(starts, sizes)
-            order = order[position < self.max_bag_size]
-        sizes = _capped(sizes, self.max_bag_size)
         if self.mixbag is not None and n_bags > 1:
             return self._mixed_batches(order, bag_order, sizes)
-        offsets = np.cumsum(sizes) - sizes
-        batch_of_bag = offsets // self.batch_size
-        cuts = offsets[np.flatnonzero(np.diff(batch_of_bag)) + 1]
-        return np.split(order, cuts)
+        capped = _capped(sizes, self.max_bag_size)
+        batch_of_bag = (np.cumsum(capped) - capped) // self.batch_size
+        starts = np.cumsum(sizes) - sizes
+        return np.split(order, starts[np.flatnonzero(np.diff(batch_of_bag)) + 1])
 
     def _mixed_rows(self, mixes):
         """The pairs of every mixed bag, each part drawn without replacement."""
@@ -443,8 +387,10 @@ class BagBatchSampler(Sampler):
         new_starts = np.cumsum(new_sizes) - new_sizes
         within = np.arange(new_sizes.sum()) - np.repeat(new_starts, new_sizes)
         pairs = source[np.repeat(starts[items], new_sizes) + within]
+        # packed as if cut to max_bag_size (mixed bags are at most that)
+        packed = _capped(new_sizes, self.max_bag_size)
+        batch_of_item = (np.cumsum(packed) - packed) // self.batch_size
         # the bag of every pair: mixed bags numbered in order within a batch
-        batch_of_item = new_starts // self.batch_size
         is_mixed = items >= n_bags
         rank = np.cumsum(is_mixed) - 1
         first = np.r_[0, np.cumsum(is_mixed)][
@@ -476,7 +422,7 @@ class BagBatchSampler(Sampler):
 
 
 def _capped(sizes, max_bag_size):
-    """Bag sizes as an epoch trains them (cut to ``max_bag_size``)."""
+    """Bag sizes at most ``max_bag_size``: as batches are packed."""
     return sizes if max_bag_size is None else np.minimum(sizes, max_bag_size)
 
 

@@ -127,9 +127,9 @@ MORE_PARAMETERS = """
     n_iter_no_change : int, default=10
         Patience of early stopping, in epochs.
     max_bag_size : int, default=1024
-        Larger bags are subsampled afresh every epoch to this many rows; a
-        subsampled bag keeps its full size as its weight in the loss. None
-        never subsamples.
+        A larger bag trains whole, the network run on this many rows at a
+        time: the exact whole-bag gradient in bounded memory, for a second
+        forward pass (:ref:`mini_bags`). None runs every batch in one pass.
     optimizer : torch optimizer class, default=torch.optim.Adam
     predict_batch_size : int, default=4096
         Rows per forward pass when predicting.
@@ -227,7 +227,7 @@ def _mixbag(value, method, name):
         mixbag = value if isinstance(value, MixBag) else MixBag(n_mixed=float(value))
     if mixbag is not None:
         mixbag._validate_params()
-    if mixbag is not None and not method.labels_mini_bags:
+    if mixbag is not None and not method.reads_bag_means:
         name = name if isinstance(name, str) else type(method)
         raise ValueError(
             f"mixbag={value!r} adds mixed bags, which only the methods of bag "
@@ -475,9 +475,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             self.n_train_steps_ = 0
             self._split_seed_ = None  # one held-out split per fit
         self._seed_ = draw_seed(self.random_state, self.n_train_steps_)
-        # cut bags' labels (_label_rng): a stream of their own
-        seed = None if self._seed_ is None else [self._seed_, 1]
-        self._label_rng_ = np.random.RandomState(seed)
         if self._split_seed_ is None:
             self._split_seed_ = (
                 self._seed_
@@ -654,7 +651,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                 ),
                 device=self._resolved_device(),
                 seed=self._seed_,
-                label_rng=self._label_rng(),
             )
         if not isinstance(dataset, BagDataset):
             return array_loader(dataset, self.predict_batch_size)
@@ -665,13 +661,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             )
             return EpochBatches(dataset, sampler, device)
         sampler = self._train_sampler(dataset)
-        return EpochBatches(dataset, sampler, device, self._label_rng())
-
-    def _label_rng(self):
-        """The generator of cut bags' labels (:ref:`mini_bags`)."""
-        if not self.method_.labels_mini_bags:
-            return None
-        return self._label_rng_
+        return EpochBatches(dataset, sampler, device)
 
     def get_metadata_routing(self):
         """Request the bags' values for ``fit``, ``partial_fit`` and ``score``."""
@@ -760,8 +750,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The method's loss in training, :meth:`_validation_loss` otherwise."""
-        # the batches are made on the device
-        bags = BagBatch(**{name: y_true.get(name) for name in BagBatch._fields})
+        bags = self._bag_batch(y_true)
         self._check_output(y_pred, self._n_outputs())
         if not training:
             return self._validation_loss(y_pred, bags)
@@ -769,16 +758,79 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             self.module_, X, y_pred, bags, self.n_train_steps_, self.total_steps_
         )
 
+    def _bag_batch(self, target):
+        # the batches are made on the device
+        return BagBatch(**{name: target.get(name) for name in BagBatch._fields})
+
     def train_step_single(self, batch, **fit_params):
-        """One forward/backward pass on a batch of whole bags."""
+        """One forward/backward pass on a batch of whole bags; in chunks if
+        it holds a bag above ``max_bag_size`` rows."""
         self._set_training(True)
         Xi, target = unpack_data(batch)
         Xi = self.augment_batch(to_tensor(Xi, device=self.device))
+        cap = self.max_bag_size
+        if cap is not None and target.get("largest_bag", 0) > cap:
+            return self._chunked_step(Xi, target, cap, **fit_params)
         with self._autocast():
             logits = self.infer(Xi, **fit_params)
             loss = self.get_loss(logits, target, X=Xi, training=True)
         self._backward(loss)
         return {"loss": loss, "y_pred": logits}
+
+    def _chunked_step(self, Xi, target, cap, **fit_params):
+        """The batch's exact gradient, the module run on ``cap`` rows at a time.
+
+        A first pass without gradient gives the logits ``z``; ``g``, the
+        gradient of the method's ``logit_loss`` at ``z``; every chunk then
+        backpropagates ``<z_chunk, g_chunk>`` plus its rows' share of the
+        ``row_loss`` (a weighted mean over rows), the gradients adding up."""
+        method = self.method_
+        if type(method).get_loss is not LLPMethod.get_loss:
+            raise ValueError(
+                f"A bag of {len(Xi)} rows is above max_bag_size={cap}: it trains "
+                f"in chunks, on the method's logit_loss and row_loss, and "
+                f"{type(method).__name__} overrides get_loss. Split its loss "
+                "into them, or pass max_bag_size=None (every bag in one pass)."
+            )
+        chunks = [slice(i, i + cap) for i in range(0, len(Xi), cap)]
+        with torch.no_grad(), self._autocast():
+            logits = torch.cat([self.infer(Xi[c], **fit_params) for c in chunks])
+        self._check_output(logits, self._n_outputs())
+        bags, steps = self._bag_batch(target), (self.n_train_steps_, self.total_steps_)
+        leaf = logits.detach().float().requires_grad_()
+        with self._autocast():
+            loss = method.logit_loss(leaf, bags, *steps)
+        (grad,) = torch.autograd.grad(loss, leaf)
+        weights, loss = bags.weights, loss.detach()
+        for k, c in enumerate(chunks):
+            # data-parallel: only the last chunk's backward synchronises
+            last = k == len(chunks) - 1
+            with nullcontext() if last else self._accumulating():
+                with self._autocast():
+                    part = self.infer(Xi[c], **fit_params)
+                    surrogate = (part.float() * grad[c]).sum()
+                    w, share = self._chunk_share(weights, c, len(Xi), len(part))
+                    rows = method.row_loss(self.module_, Xi[c], part, w, *steps)
+                if rows is not None:
+                    rows = rows * share
+                    surrogate, loss = surrogate + rows, loss + rows.detach()
+                self._backward(surrogate)
+        return {"loss": loss, "y_pred": logits}
+
+    @staticmethod
+    def _chunk_share(weights, chunk, n_rows, n_chunk):
+        """A chunk's row weights and its share of the batch's row weight,
+        without a read of the device; a chunk of zero weight gets a finite
+        mean (plain weights) times its zero share."""
+        if weights is None:
+            return None, n_chunk / n_rows
+        mass = weights[chunk].sum()
+        own = torch.where(mass > 0, weights[chunk], torch.ones_like(weights[chunk]))
+        return own, mass / weights.sum()
+
+    def _accumulating(self):
+        """Context of a backward pass whose gradients the next one completes."""
+        return nullcontext()
 
     def train_step(self, batch, **fit_params):
         """skorch's step; ``on_grad_computed`` runs only when a callback

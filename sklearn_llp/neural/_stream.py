@@ -248,9 +248,8 @@ class StreamedBags:
 class StreamedEpochs:
     """Every epoch: the partitions in a seeded order, in windows."""
 
-    def __init__(self, dataset, sampler_of, n_batches, device, seed, label_rng=None):
+    def __init__(self, dataset, sampler_of, n_batches, device, seed):
         self.dataset, self.sampler_of, self.device = dataset, sampler_of, device
-        self.label_rng = label_rng  # draws cut bags' labels (EpochBatches)
         self.n_batches = n_batches
         self.order_rng = np.random.RandomState(seed)
         self.rng = np.random.RandomState(seed)
@@ -302,4 +301,4 @@ class StreamedEpochs:
                         dataset = self.dataset.window(windows[k])
                         batches = list(self.sampler_of(dataset, self.rng))
                     sampler = [batches[i % len(batches)] for i in range(steps)]
-                yield from EpochBatches(dataset, sampler, self.device, self.label_rng)
+                yield from EpochBatches(dataset, sampler, self.device)

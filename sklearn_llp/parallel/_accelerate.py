@@ -112,6 +112,9 @@ class LLPAccelerateMixin(AccelerateMixin):
     def _backward(self, loss):
         self.accelerator.backward(loss)
 
+    def _accumulating(self):
+        return self.accelerator.no_sync(self.module_)
+
     def train_step(self, batch, **fit_params):
         step = super().train_step(batch, **fit_params)
         # the history records the mean loss over the processes: the same on
