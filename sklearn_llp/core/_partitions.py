@@ -1,14 +1,16 @@
 """Dask collections: lazy predictions and the row partitions a fit streams."""
 
 import functools
+import math
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from ._bags import CLASSIFICATION
+from ._bags import CLASSIFICATION, Bags
 from ._errors import bag_errors_of, check_predictions, check_proba
-from ._read import attach_table, check_bags, values_argument
+from ._read import attach_table, bags_form, check_bags, values_argument, weighted_enough
 
 _PREDICTING = threading.RLock()
 
@@ -24,7 +26,7 @@ def is_dask(obj):
     return type(obj).__module__.startswith("dask") and hasattr(obj, "dask")
 
 
-def row_partitions(X, *columns, names=()):
+def row_partitions(X, *columns, names=(), first="X"):
     """The blocks of rows of ``X`` and ``columns``, as delayed tuples.
 
     ``columns`` are split like ``X`` (columns of the same Dask DataFrame, read in
@@ -62,19 +64,38 @@ def row_partitions(X, *columns, names=()):
         )
     import dask.array as da
 
-    blocks = [_blocks(X.rechunk({axis: -1 for axis in range(1, X.ndim)}))]
+    blocks = [_blocks(known_rows(X, first).rechunk({a: -1 for a in range(1, X.ndim)}))]
     for column, name in zip(columns, names):
+        if name == "bags" and not is_dask(column):
+            form = bags_form(column, name=name)[0]
+            if form != "ids":
+                raise TypeError(
+                    f"bags: with Dask X, pass one bag id per row (a Dask or NumPy "
+                    f"array); bags as a {form.replace('_', ' ')} "
+                    "(overlapping bags, a Bags object) are read in memory only."
+                )
         if hasattr(column, "to_dask_array"):
             column = column.to_dask_array(lengths=True)
-        column = da.asarray(column)
+        column = known_rows(da.asarray(column), name)
         if column.shape[0] != X.shape[0]:
             raise ValueError(
-                f"{name} has {column.shape[0]} rows but X has {X.shape[0]}."
+                f"{name} has {column.shape[0]} rows but {first} has {X.shape[0]}."
             )
         chunks = {a: -1 for a in range(1, column.ndim)}
         blocks.append(_blocks(column.rechunk({0: X.chunks[0], **chunks})))
     join = dask.delayed(tuple, pure=True)
     return [join(b) for b in zip(*blocks)], [join(b[1:]) for b in zip(*blocks)]
+
+
+def known_rows(array, name):
+    """``array``, refused when its row chunks are unknown (NaN)."""
+    if any(math.isnan(rows) for rows in array.chunks[0]):
+        raise ValueError(
+            f"{name} has unknown chunk sizes (a boolean mask or a filter leaves "
+            f"them unknown), so its rows cannot be matched to the other "
+            f"arrays'; compute them first: {name} = {name}.compute_chunk_sizes()."
+        )
+    return array
 
 
 def _split_frame(frame, features, layout):
@@ -111,31 +132,115 @@ def over_dask_partitions(method):
     def predict(self, X, *args, **kwargs):
         if not is_dask(X):
             return method(self, X, *args, **kwargs)
+        frame = hasattr(X, "map_partitions")  # a DataFrame: partitions of rows
+        if not frame:
+            X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})  # rows only
+        first = X.head(1, npartitions=-1) if frame else np.asarray(X[:1].compute())
+        head = _one_at_a_time(method, self, first, *args, **kwargs)
+        empty = np.empty((0, *head.shape[1:]), head.dtype)
 
-        def block(rows):
+        def block(rows):  # an empty partition (after a filter) predicts nothing
+            if not rows.shape[0]:
+                return empty
             return _one_at_a_time(method, self, rows, *args, **kwargs)
 
-        if hasattr(X, "map_partitions"):  # a DataFrame: its partitions of rows
-            head = block(X.head(1, npartitions=-1))
-            return X.map_partitions(
-                block, meta=np.empty((0, *head.shape[1:]), head.dtype)
-            )
-        X = X.rechunk({axis: -1 for axis in range(1, X.ndim)})  # rows only
-        head = block(np.asarray(X[:1].compute()))
+        if frame:
+            return X.map_partitions(block, meta=empty)
         return X.map_blocks(
             block,
             dtype=head.dtype,
             chunks=(X.chunks[0], *head.shape[1:]),
             drop_axis=list(range(head.ndim, X.ndim)),
-            meta=np.empty((0, *head.shape[1:]), head.dtype),
+            meta=empty,
         )
 
     return predict
 
 
+def read_partition(ids, values, task, classes, rows=None):
+    """One partition's bags, read by :func:`check_bags`, or None if it is empty.
+
+    Returns its bag ids, their sizes, per-row ``values`` as one row per bag
+    (None without), their class columns (None: positional) and the per-bag
+    sums of ``rows``; :func:`reduce_partitions` reads these as one."""
+    if not len(ids):  # an empty partition (normal after a filter)
+        return None
+    if hasattr(values, "reset_index"):  # aligned by position, not by index
+        values = values.reset_index(drop=True)
+    bags = check_bags(ids, **{values_argument(task): values}, classes=classes)
+    columns = None if bags.positional_classes else bags.classes
+    if rows is not None:
+        rows = np.add.reduceat(rows[bags.members], bags.indptr[:-1], axis=0)
+    return bags.ids, bags.sizes, bags.values, columns, rows
+
+
+def reduce_partitions(summaries, task, table, classes, *, whole=False, min_bags=1):
+    """The bags of every partition (:func:`read_partition`) read as one.
+
+    One :func:`check_bags` over one row per bag and partition checks what spans
+    partitions: ids, classes, and per-row values, which must agree within a
+    bag; ``whole``: every bag lies in one partition. Empty partitions are
+    skipped. Returns ``(bags, sizes, sums)``, one row per bag in sorted-id
+    order, with the bags' row counts and sums of ``rows``."""
+    found = [(k, s) for k, s in enumerate(summaries) if s is not None]
+    parts = [s for _, s in found]
+    ids = np.concatenate([s[0] for s in parts]) if parts else np.zeros(0, int)
+    bags = check_bags(ids, min_bags=0)
+    split = np.flatnonzero(bags.sizes > 1)
+    if whole and len(split):
+        owner = np.repeat([k for k, _ in found], [len(s[0]) for s in parts])
+        start, stop = bags.indptr[split[0] : split[0] + 2]
+        bag = bags.ids[split[0]]
+        raise ValueError(
+            f"bags: bag {bag.item() if hasattr(bag, 'item') else bag!r} has rows "
+            f"in partitions {owner[bags.members[start:stop]][:5].tolist()}; a "
+            "Dask fit needs every bag whole in one partition. Put each bag's "
+            "rows together first, e.g. ddf = ddf.shuffle('bag') or "
+            "ddf.set_index('bag') (DataFrames), or sort the rows by bag "
+            "before making the arrays."
+        )
+    key = values_argument(task)
+    if parts and parts[0][2] is not None:  # per-row values, one row per bag
+        values = np.concatenate([s[2] for s in parts])
+        if parts[0][3] is not None:
+            values = pd.DataFrame(values, columns=parts[0][3])
+        bags = check_bags(ids, **{key: values}, classes=classes, task=task, min_bags=0)
+    elif table is not None:
+        bags = attach_table(bags, table, task, classes, key)
+    bags = weighted_enough(bags, None, min_bags, "bags")
+
+    def per_bag(column):
+        return np.add.reduceat(np.concatenate(column)[bags.members], bags.indptr[:-1])
+
+    sizes = per_bag([s[1] for s in parts])
+    sums = None if parts[0][4] is None else per_bag([s[4] for s in parts])
+    n = bags.n_bags
+    bags = replace(bags, indptr=np.arange(n + 1), members=np.arange(n), n_samples=n)
+    return bags, sizes, sums
+
+
+def stand_in(bags, sizes, keep=slice(None)):
+    """Bags ``keep`` of ``bags`` with their true ``sizes``; ``members`` is a
+    zero-stride placeholder, never an index."""
+    sizes = sizes[keep]
+    out = Bags(
+        np.r_[0, np.cumsum(sizes)],
+        np.broadcast_to(np.int64(0), (int(np.sum(sizes)),)),
+        bags.ids[keep],
+        int(np.sum(sizes)),
+        None if bags.values is None else bags.values[keep],
+        bags.task,
+        bags.classes,
+        positional_classes=bags.positional_classes,
+    )
+    vars(out).update(overlapping=False)  # the cached property, known
+    return out
+
+
 def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=None):
-    """``{metric: error}`` of Dask ``output`` (and ``bags``, per-row
-    ``values``, class index ``pred``), reduced partition by partition.
+    """``({metric: error}, bags)`` of Dask ``output`` (and ``bags``, per-row
+    ``values``, class index ``pred``), reduced partition by partition; the
+    bags carry their row counts (:func:`stand_in`).
 
     Per-bag sums of every partition are added, so a bag may span partitions.
 
@@ -145,63 +250,46 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
     >>> from sklearn_llp.core import dask_bag_errors
     >>> proba = da.from_array(np.array([[0.9, 0.1], [0.2, 0.8]] * 2), chunks=2)
     >>> dask_bag_errors("classification", da.from_array([0, 0, 1, 1], chunks=2),
-    ...                 {0: [0.5, 0.5], 1: [0.5, 0.5]}, proba, ["hard_l1"])
+    ...                 {0: [0.5, 0.5], 1: [0.5, 0.5]}, proba, ["hard_l1"])[0]
     {'hard_l1': 0.0}
     """
     import dask
 
     per_row = is_dask(values)
-    extra = {"values": values if per_row else None, "pred": pred}
+    extra = {values_argument(task): values if per_row else None, "pred": pred}
     names = ["bags", *(k for k, v in extra.items() if v is not None)]
     columns = [bags, *(v for v in extra.values() if v is not None)]
     if hasattr(output, "divisions"):
         output = output.to_dask_array(lengths=True)
-    parts, _ = row_partitions(output, *columns, names=names)
-    sums = dask.delayed(_bag_sums)
-    reduced = dask.compute(*[sums(p, task, per_row, pred is not None) for p in parts])
-    totals = pd.concat([r[0] for r in reduced]).groupby(level=0, sort=False).sum()
-    if per_row:
-        values = pd.concat([r[1] for r in reduced]).groupby(level=0, sort=False).first()
-        values = values.iloc[:, 0] if values.shape[1] == 1 else values
-    key = values_argument(task)
-    single = check_bags(totals.index.to_numpy())
-    single = attach_table(single, values, task, classes, key)
-    means = totals.filter(like="out").to_numpy() / totals["n"].to_numpy()[:, None]
+    first = "y_proba" if task == CLASSIFICATION else "y_pred"
+    parts, _ = row_partitions(output, *columns, names=names, first=first)
+    read = dask.delayed(_read_scored)
+    has_pred = pred is not None
+    summaries = dask.compute(*[read(p, task, classes, per_row, has_pred) for p in parts])
+    table = None if per_row else values
+    bags, sizes, sums = reduce_partitions(summaries, task, table, classes)
+    means = sums / sizes[:, None]
     if task != CLASSIFICATION:
-        sizes = totals["n"].to_numpy()[single.members]  # bag order of single
-        return bag_errors_of(single, means, metrics, sizes=sizes)
-    hard = totals.filter(like="hard").to_numpy() / totals["n"].to_numpy()[:, None]
-    errors = {}
+        errors = bag_errors_of(bags, means[:, 0], metrics, sizes=sizes)
+        return errors, stand_in(bags, sizes)
+    errors, width = {}, bags.n_classes
     for metric in metrics:
         kind, distance = metric.split("_")
-        estimate = hard if kind == "hard" else means
+        estimate = means[:, width:] if kind == "hard" else means[:, :width]
         soft = f"soft_{distance}"
-        errors[metric] = bag_errors_of(single, estimate, [soft])[soft]
-    return errors
+        errors[metric] = bag_errors_of(bags, estimate, [soft])[soft]
+    return errors, stand_in(bags, sizes)
 
 
-def _bag_sums(part, task, per_row, has_pred):
-    """Per-bag row count and output sums of one partition, by bag id."""
+def _read_scored(part, task, classes, per_row, has_pred):
+    """:func:`read_partition` of a partition's output (and hard labels)."""
     output, ids, *rest = part
     output = np.asarray(output, dtype=np.float64)
     n = len(output)
     if task == CLASSIFICATION:
         output = check_proba(output, n, output.shape[1] if output.ndim == 2 else 2)
         pred = np.asarray(rest[-1]) if has_pred else np.argmax(output, axis=1)
-        hard = np.eye(output.shape[1])[pred]
+        output = np.column_stack([output, np.eye(output.shape[1])[pred]])
     else:
-        output, hard = check_predictions(output, n)[:, None], np.zeros((n, 0))
-    frame = pd.DataFrame(
-        np.column_stack([np.ones(n), output, hard]),
-        columns=["n"]
-        + [f"out{j}" for j in range(output.shape[1])]
-        + [f"hard{j}" for j in range(hard.shape[1])],
-    )
-    frame.index = pd.Index(np.asarray(ids), tupleize_cols=False)
-    sums = frame.groupby(level=0, sort=False).sum()
-    if not per_row:
-        return sums, None
-    values = rest[0]
-    if not hasattr(values, "columns"):
-        values = pd.DataFrame(np.asarray(values).reshape(n, -1))
-    return sums, values.set_axis(frame.index).groupby(level=0, sort=False).first()
+        output = check_predictions(output, n)[:, None]
+    return read_partition(ids, rest[0] if per_row else None, task, classes, output)
