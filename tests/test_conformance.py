@@ -273,9 +273,9 @@ FORM_CASES = [
 ]
 
 
-def form_of(name, variant, form):
+def form_of(name, variant, form, p=None):
     """``(bags, values, params)``; a value form gives the bags as int ids."""
-    p = data(name, variant)
+    p = data(name, variant) if p is None else p
     if form in BAG_FORMS:
         return (*BAG_FORMS[form](p), {})[:3]
     return (p.codes, *VALUE_FORMS[task(name)][form](p), {})[:3]
@@ -538,6 +538,8 @@ MALFORMED = {
     "bags_with_none": lambda p: (np.where(p.codes == 0, None, p.codes), p.aligned),
     "bags_with_nat": lambda p: (
         pd.to_datetime(p.codes, unit="D").where(p.codes > 0), p.aligned),
+    "float_ids_with_nan": lambda p: (
+        np.where(p.codes == 0, np.nan, p.codes), p.aligned),
     "ids_mixing_types_in_a_list": lambda p: (_mixed(p.codes), p.aligned),
     "ids_mixing_types_in_an_array": lambda p: (
         np.array(_mixed(p.codes), dtype=object), p.aligned),
@@ -920,14 +922,15 @@ def _by_bag(p):
 
 def _dask_forms(p, order, starts):
     """name -> (X, bags, values): one partition, blocks at bag starts, and a
-    DataFrame indexed by bag (its divisions never cut a bag)."""
-    da, dd = pytest.importorskip("dask.array"), pytest.importorskip("dask.dataframe")
+    DataFrame indexed by bag (its partitions never cut a bag); both with an
+    empty partition second, as a filter leaves."""
+    da = pytest.importorskip("dask.array")
     X, codes, aligned = p.X[order], p.codes[order], p.aligned[order]
-    chunks = tuple(np.diff(np.r_[starts[::3], len(codes)]))
+    chunks = _cuts(starts, len(codes))
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
     frame.index = pd.Index(codes, name="bag")
     columns = pd.DataFrame(aligned.reshape(len(aligned), -1), index=frame.index)
-    ddf = dd.from_pandas(pd.concat([frame, columns], axis=1), npartitions=3)
+    ddf = _partitioned(pd.concat([frame, columns], axis=1), chunks)
     v = ddf[0] if aligned.ndim == 1 else ddf[list(columns.columns)]
     table = keyed(p.per_bag, range(p.n_bags))
     return {
@@ -939,6 +942,20 @@ def _dask_forms(p, order, starts):
         ),
         "frame": (ddf[list(frame.columns)], ddf.index.to_series(), v),
     }
+
+
+def _cuts(starts, n):
+    """Partition sizes: a cut at every third bag start, an empty partition second."""
+    sizes = np.diff(np.r_[starts[::3], n])
+    return (int(sizes[0]), 0, *map(int, sizes[1:]))
+
+
+def _partitioned(frame, sizes):
+    """``frame`` as a Dask DataFrame of partitions of ``sizes`` rows."""
+    dask, dd = pytest.importorskip("dask"), pytest.importorskip("dask.dataframe")
+    ends = np.cumsum(sizes)
+    parts = [dask.delayed(frame.iloc[e - n : e]) for n, e in zip(sizes, ends)]
+    return dd.from_delayed(parts, meta=frame.iloc[:0])
 
 
 @pytest.mark.parametrize("max_bag_size", [1024, 3])  # 3: cut bags, drawn labels
@@ -1042,32 +1059,162 @@ def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler(local_cluster)
     )
 
 
-@pytest.mark.parametrize("name", ["LLPClassifier-dllp", "LLPRegressor-bag"])
-def test_dask_bag_errors_and_scorers_reduce_what_arrays_give(name):
-    # any blocks (a bag may span them), per-bag table or per-row values
+# --- 8b. Dask: every input form, read by the same reader as in memory
+def _sorted(p):
+    """``p`` with its rows sorted by bag: a Dask fit reads bags whole."""
+    order = np.argsort(p.codes, kind="stable")
+    rows = {k: getattr(p, k)[order] for k in ("X", "y", "codes", "aligned")}
+    return SimpleNamespace(**{**vars(p), **rows})
+
+
+def _per_row(values):
+    """Values given row by row (not a per-bag table keyed by bag id)."""
+    if isinstance(values, (pd.Series, pd.DataFrame)):
+        return isinstance(values.index, pd.RangeIndex) and values.index.name is None
+    return isinstance(values, (list, np.ndarray))
+
+
+def _on_dask(p, bags, values, layout):
+    """``(X, bags, values)`` of sorted ``p`` on Dask, split at bag starts with
+    an empty partition: arrays, or columns of one DataFrame; a per-bag table
+    stays as it is."""
     da = pytest.importorskip("dask.array")
-    p = data(name)
-    est = make(name).fit(p.X, p.codes, p.aligned)
-    X, codes = da.from_array(p.X, chunks=(10, -1)), da.from_array(p.codes, chunks=10)
-    table = keyed(p.per_bag, range(p.n_bags))
-    per_row = da.from_array(p.aligned, chunks=(10, *p.aligned.shape[1:]))
-    if task(name) == C:
-        metrics = ("hard_l1", "soft_kl")
-        errors = functools.partial(bag_errors, metrics=metrics)
+    sizes = _cuts(np.flatnonzero(np.diff(p.codes, prepend=-1)), p.n)
+    if layout == "arrays":
+
+        def split(a):
+            a = np.asarray(a)
+            return da.from_array(a, chunks=(sizes, *a.shape[1:]))
+
+        return split(p.X), split(bags), split(values) if _per_row(values) else values
+    x = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
+    if isinstance(bags, (pd.Series, pd.DataFrame)):
+        keys = pd.DataFrame(bags).reset_index(drop=True)
     else:
-        metrics = ("mse", "r2")
-        errors = lambda *a: dict(  # noqa: E731
-            mse=bag_mean_squared_error(*a), r2=bag_r2_score(*a)
-        )
-    expected = errors(p.codes, p.aligned, output(est, p.X))
-    for values in (table, per_row):
-        got = errors(codes, values, output(est, X))
-        assert got == pytest.approx(expected, rel=1e-6)  # float32 blocks
-        for metric in metrics:
-            score = make_bag_scorer(metric)
-            with pytest.warns(BagLeakageWarning):
-                in_memory = score(est, p.X, p.codes, p.aligned)
-            assert score(est, X, codes, values) == pytest.approx(in_memory, rel=1e-6)
+        keys = pd.DataFrame({"bag": list(bags)} if np.ndim(bags[0]) == 0 else bags)
+    keys.columns = [f"key{j}" for j in range(keys.shape[1])]
+    v = pd.DataFrame(values) if _per_row(values) else pd.DataFrame(index=x.index)
+    ddf = _partitioned(pd.concat([x, keys, v.add_prefix("v_")], axis=1), sizes)
+    one = lambda columns: ddf[columns[0]] if len(columns) == 1 else ddf[columns]  # noqa: E731
+    y = one(list(keys.columns))
+    if _per_row(values):
+        values = one(list(ddf.columns[-v.shape[1] :]))
+        if values.ndim == 2:  # the class columns keep their names
+            values = values.rename(columns=dict(zip(values.columns, v.columns)))
+    return ddf[list(x.columns)], y, values
+
+
+#: Value forms only a Dask case adds: ``classes=`` naming unnamed shares and
+#: ordering named columns (issue 46, case 1).
+DASK_VALUE_FORMS = {
+    "series_of_fractions_named_by_classes": lambda p: (
+        keyed(p.per_bag[:, 1], range(p.n_bags)),
+        {"classes": ["no", "yes"]},
+    ),
+    "positive_fraction_named_by_classes": lambda p: (
+        p.aligned[:, 1],
+        {"classes": ["no", "yes"]},
+    ),
+    "frame_str_columns_in_the_other_order": lambda p: (
+        keyed(p.per_bag, range(p.n_bags)).set_axis(_columns(p), axis=1),
+        {"classes": _columns(p)[::-1]},
+    ),
+}
+#: Bag forms with one id per row; overlapping bags and Bags objects are
+#: read in memory only (refused below).
+DASK_BAG_FORMS = [
+    "str_ids",
+    "series",
+    "one_column_frame",
+    "tuple_keys",
+    "uint64_hash_array",
+    "interval_keys",
+    "str_ids_with_str_keyed_table",
+]
+DASK_CASES = [
+    *[("LLPClassifier-dllp", 2, f, "frame") for f in DASK_BAG_FORMS],
+    *[("LLPClassifier-dllp", 2, f, "arrays") for f in ["str_ids", "uint64_hash_array"]],
+    *[
+        ("LLPClassifier-dllp", 2, f, layout)
+        for f in [*VALUE_FORMS[C], *DASK_VALUE_FORMS]
+        for layout in ("arrays", "frame")
+    ],
+    *[
+        ("LLPRegressor-bag", "many", f, layout)
+        for f in VALUE_FORMS[R]
+        for layout in ("arrays", "frame")
+    ],
+    *[("MeanMapClassifier", 3, f, "frame") for f in ["frame_int_columns", "str_ids"]],
+]
+
+
+@pytest.mark.parametrize(("name", "variant", "form", "layout"), DASK_CASES)
+def test_every_form_fits_predicts_and_scores_alike_on_dask(name, variant, form, layout):
+    # the NumPy fit on the same rows is the Dask fit's promise (fewer rows than
+    # a window); the partitions include an empty one (issue 46, case 4)
+    p = _sorted(data(name, variant))
+    if form in DASK_VALUE_FORMS:
+        bags, (values, params) = p.codes, DASK_VALUE_FORMS[form](p)
+    else:
+        bags, values, params = form_of(name, variant, form, p)
+    expected = make(name, **params).fit(p.X, bags, values)
+    X, dask_bags, dask_values = _on_dask(p, bags, values, layout)
+    est = make(name, **params).fit(X, dask_bags, dask_values)
+    if task(name) == C:
+        assert est.classes_.tolist() == expected.classes_.tolist()
+    np.testing.assert_array_equal(output(est, p.X), output(expected, p.X))
+    for method in ["predict", "predict_proba"][: 2 if task(name) == C else 1]:
+        lazy = getattr(est, method)(X).compute()  # blocks of rows: float32 ulps
+        in_memory = getattr(expected, method)(p.X)
+        if lazy.dtype.kind == "f":
+            np.testing.assert_allclose(lazy, in_memory, rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(lazy, in_memory)
+    score = BagScorer(SCORE_METRIC[task(name)])
+    if name != "MeanMapClassifier":  # trained on these bags: both warn
+        with pytest.warns(BagLeakageWarning):
+            in_memory = score(expected, p.X, bags, values)
+        with pytest.warns(BagLeakageWarning):
+            on_dask = score(est, X, dask_bags, dask_values)
+        assert on_dask == pytest.approx(in_memory, rel=1e-6)
+
+
+#: Malformed inputs a Dask reader must refuse as the in-memory one does (a
+#: single bag cut by the partitions is refused as a split bag first).
+DASK_MALFORMED = [
+    "bags_with_none",
+    "bags_with_nat",
+    "float_ids_with_nan",
+    "ids_mixing_types_in_an_array",
+    "rows_in_no_bag",
+    "values_with_nan",
+    "values_differing_within_a_bag",
+    "a_table_missing_a_bag",
+    "a_fraction_outside_0_1",
+    "duplicated_class",
+]
+DASK_ENTRIES = {C: ["LLPClassifier-dllp", "scorer", "metric"]}
+DASK_ENTRIES[R] = ["LLPRegressor-bag", "scorer", "metric"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "entry", "case"),
+    [
+        case
+        for case in READ_CASES
+        if case[1] in DASK_ENTRIES[case[0]] and case[2] in DASK_MALFORMED
+    ],
+)
+def test_dask_input_is_refused_as_the_reader_refuses_it(kind, entry, case):
+    p = _sorted(problem(kind, VARIANTS[kind][0]))
+    y, values, w, classes = (*MALFORMED[case](p), None, None)[:4]
+    with pytest.raises((ValueError, TypeError)) as expected:
+        _read(kind, entry, p, y, values, w, classes)
+    X, y, values = _on_dask(p, y, values, "arrays")
+    with pytest.raises(Exception) as got:
+        _enter(kind, entry, SimpleNamespace(X=X, n=p.n), y, values, w, classes)
+    assert type(got.value) is type(expected.value)
+    assert str(got.value) == str(expected.value)
 
 
 @pytest.mark.parametrize(
@@ -1076,28 +1223,53 @@ def test_dask_bag_errors_and_scorers_reduce_what_arrays_give(name):
         ("split_bag", ValueError, "bag 0 has rows in partitions \\[0, 1\\].*shuffle"),
         ("sample_weight", TypeError, "sample_weight is not supported with Dask"),
         ("labels_only", ValueError, "needs bags and their values"),
-        ("array_values", TypeError, "props: with Dask X, pass per-bag values"),
         ("numpy_bags_of_frame", TypeError, "bags: with a Dask DataFrame X"),
         ("short_bags", ValueError, "bags has 60 rows but X has 64"),
+        ("membership", TypeError, "bags: with Dask X, pass one bag id per row"),
+        ("masked_X", ValueError, "X has unknown chunk sizes.*X.compute_chunk_sizes"),
+        ("masked_bags", ValueError, "bags = bags.compute_chunk_sizes\\(\\)"),
+        (
+            "spanning_bag_metric",
+            ValueError,
+            "props differ between rows of the same bag \\(bag 0",
+        ),
     ],
 )
-def test_dask_fit_refuses_what_it_cannot_stream(change, error, match):
+def test_dask_input_refuses_what_it_cannot_read(change, error, match):
+    # issue 46, cases 2 and 5: never NaN compared with !=, never a bag dropped
     da = pytest.importorskip("dask.array")
-    p = data("LLPClassifier-dllp")
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)["one_block"]
-    frame_X = _dask_forms(p, order, starts)["frame"][0]
+    p = _sorted(problem(C, 2))
+    X, bags, values = _on_dask(p, p.codes, dict(enumerate(p.per_bag)), "arrays")
     kwargs = {"sample_weight": np.ones(p.n)} if change == "sample_weight" else {}
+    mask = da.from_array(np.arange(p.n) % 7 > 0, chunks=X.chunks[0])
+    differing = p.aligned.copy()
+    differing[-1] = differing[-1][::-1]  # a row of bag 0 in another partition
     X, bags, values = {
         "split_bag": (X.rechunk(4), bags.rechunk(4), values),
         "labels_only": (X, bags, None),
-        "array_values": (X, bags, p.per_bag),
-        "numpy_bags_of_frame": (frame_X, p.codes, values),
+        "numpy_bags_of_frame": (
+            _on_dask(p, p.codes, values, "frame")[0],
+            p.codes,
+            values,
+        ),
         "short_bags": (X, da.from_array(p.codes[:60]), values),
+        "membership": (X, membership(p.codes, p.n_bags), p.per_bag),
+        "masked_X": (X[mask], bags, values),
+        "masked_bags": (X, bags[mask], values),
+        "spanning_bag_metric": (
+            X,
+            da.from_array(np.r_[p.codes[:-1], 0], chunks=X.chunks[0]),
+            da.from_array(
+                np.r_[p.aligned[:-1], differing[-1:]], chunks=(X.chunks[0], -1)
+            ),
+        ),
     }.get(change, (X, bags, values))
     est = make("LLPClassifier-dllp")
     with pytest.raises(error, match=match):
-        est.fit(X, bags, values, **kwargs)
+        if change == "spanning_bag_metric":
+            bag_errors(bags, values, da.ones_like(values) / 2)
+        else:
+            est.fit(X, bags, values, **kwargs)
     assert not hasattr(est, "classes_")
 
 

@@ -10,7 +10,14 @@ import pandas as pd
 
 from ._bags import CLASSIFICATION, Bags
 from ._errors import bag_errors_of, check_predictions, check_proba
-from ._read import attach_table, bags_form, check_bags, values_argument, weighted_enough
+from ._read import (
+    attach_table,
+    bags_form,
+    check_bags,
+    is_table,
+    values_argument,
+    weighted_enough,
+)
 
 _PREDICTING = threading.RLock()
 
@@ -26,11 +33,33 @@ def is_dask(obj):
     return type(obj).__module__.startswith("dask") and hasattr(obj, "dask")
 
 
-def row_partitions(X, *columns, names=(), first="X"):
+def reads_here(collections):
+    """Whether Dask's scheduler for ``collections`` runs in this process."""
+    import dask.local
+    import dask.threaded
+    from dask.base import get_scheduler
+
+    local = (None, dask.threaded.get, dask.local.get_sync)
+    return get_scheduler(collections=collections) in local
+
+
+def compute_here(*collections, here):
+    """``dask.compute``; in this thread when the reads are ``here``: in
+    partition order (the first error is the first partition's), and a
+    partition is one task, whose read's buffers, freed in a worker thread's
+    allocator arena, were not all returned (a fit's setup peaked about
+    250 MiB higher at 4M rows, :ref:`dask`)."""
+    import dask
+
+    return dask.compute(*collections, scheduler="sync" if here else None)
+
+
+def row_partitions(X, *columns, names=(), first="X", paired=False):
     """The blocks of rows of ``X`` and ``columns``, as delayed tuples.
 
     ``columns`` are split like ``X`` (columns of the same Dask DataFrame, read in
-    one task, or arrays rechunked to its row chunks). Returns one
+    one task, or arrays rechunked to its row chunks; ``paired``: block ``k`` of
+    a prediction of unknown chunks with partition ``k``). Returns one
     ``(X_block, *column_blocks)`` and one ``column_blocks`` per block."""
     import dask
 
@@ -64,8 +93,19 @@ def row_partitions(X, *columns, names=(), first="X"):
         )
     import dask.array as da
 
-    blocks = [_blocks(known_rows(X, first).rechunk({a: -1 for a in range(1, X.ndim)}))]
+    by_partition = (
+        paired
+        and any(math.isnan(rows) for rows in X.chunks[0])
+        and all(is_dask(c) and c.npartitions == X.numblocks[0] for c in columns)
+    )
+    if not by_partition:
+        known_rows(X, first)
+    blocks = [_blocks(X.rechunk({a: -1 for a in range(1, X.ndim)}))]
     for column, name in zip(columns, names):
+        if by_partition:
+            frame = hasattr(column, "divisions")
+            blocks.append(column.to_delayed() if frame else _blocks(column))
+            continue
         if name == "bags" and not is_dask(column):
             form = bags_form(column, name=name)[0]
             if form != "ids":
@@ -157,21 +197,43 @@ def over_dask_partitions(method):
     return predict
 
 
-def read_partition(ids, values, task, classes, rows=None):
+def read_partition(part, task, classes, per_row, scored=False, has_pred=False):
     """One partition's bags, read by :func:`check_bags`, or None if it is empty.
 
-    Returns its bag ids, their sizes, per-row ``values`` as one row per bag
-    (None without), their class columns (None: positional) and the per-bag
-    sums of ``rows``; :func:`reduce_partitions` reads these as one."""
-    if not len(ids):  # an empty partition (normal after a filter)
-        return None
-    if hasattr(values, "reset_index"):  # aligned by position, not by index
-        values = values.reset_index(drop=True)
-    bags = check_bags(ids, **{values_argument(task): values}, classes=classes)
-    columns = None if bags.positional_classes else bags.classes
-    if rows is not None:
-        rows = np.add.reduceat(rows[bags.members], bags.indptr[:-1], axis=0)
-    return bags.ids, bags.sizes, bags.values, columns, rows
+    ``part``: its bag ids (after the output when ``scored``), then per-row
+    values and the class index of its rows as given. Returns its bag ids,
+    their sizes, per-row values as one row per bag (None without), their class
+    columns (None: positional) and the per-bag sums of the output (and, for
+    classes, of its one-hot hard labels); :func:`reduce_partitions` reads
+    these as one."""
+    try:
+        output, ids, *rest = part if scored else (None, *part)
+        if not len(ids):  # an empty partition (normal after a filter)
+            return None
+        values = rest[0] if per_row else None
+        if hasattr(values, "reset_index"):  # aligned by position, not by index
+            values = values.reset_index(drop=True)
+        bags = check_bags(ids, **{values_argument(task): values}, classes=classes)
+        columns = None if bags.positional_classes else bags.classes
+        if scored:
+            output, n = np.asarray(output, dtype=np.float64), len(ids)
+            if task == CLASSIFICATION:
+                width = output.shape[1] if output.ndim == 2 else 2
+                output = check_proba(output, n, width)
+                pred = np.asarray(rest[-1]) if has_pred else np.argmax(output, axis=1)
+                output = np.column_stack([output, np.eye(width)[pred]])
+            else:
+                output = check_predictions(output, n)[:, None]
+            output = np.add.reduceat(output[bags.members], bags.indptr[:-1], axis=0)
+        return bags.ids, bags.sizes, bags.values, columns, output
+    except (ValueError, TypeError) as exc:  # raised in partition order
+        return exc
+
+
+def is_per_row(values):
+    """Whether Dask-side ``values`` are per row (split like ``X``), not a
+    per-bag table keyed by bag id (read as in memory)."""
+    return is_dask(values) or not is_table(values, None, None, None, "values")
 
 
 def reduce_partitions(summaries, task, table, classes, *, whole=False, min_bags=1):
@@ -182,6 +244,9 @@ def reduce_partitions(summaries, task, table, classes, *, whole=False, min_bags=
     bag; ``whole``: every bag lies in one partition. Empty partitions are
     skipped. Returns ``(bags, sizes, sums)``, one row per bag in sorted-id
     order, with the bags' row counts and sums of ``rows``."""
+    error = next((s for s in summaries if isinstance(s, Exception)), None)
+    if error is not None:  # the first partition's, as the rows' first in memory
+        raise error
     found = [(k, s) for k, s in enumerate(summaries) if s is not None]
     parts = [s for _, s in found]
     ids = np.concatenate([s[0] for s in parts]) if parts else np.zeros(0, int)
@@ -254,20 +319,26 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
     {'hard_l1': 0.0}
     """
     import dask
+    import dask.array as da
 
-    per_row = is_dask(values)
+    per_row = is_per_row(values)
     extra = {values_argument(task): values if per_row else None, "pred": pred}
     names = ["bags", *(k for k, v in extra.items() if v is not None)]
     columns = [bags, *(v for v in extra.values() if v is not None)]
     if hasattr(output, "divisions"):
         output = output.to_dask_array(lengths=True)
+    elif not is_dask(output):  # in memory, beside Dask bags: one block
+        output = da.asarray(output)
     first = "y_proba" if task == CLASSIFICATION else "y_pred"
-    parts, _ = row_partitions(output, *columns, names=names, first=first)
-    read = dask.delayed(_read_scored)
-    has_pred = pred is not None
-    summaries = dask.compute(*[read(p, task, classes, per_row, has_pred) for p in parts])
-    table = None if per_row else values
-    bags, sizes, sums = reduce_partitions(summaries, task, table, classes)
+    parts, _ = row_partitions(output, *columns, names=names, first=first, paired=True)
+    read = dask.delayed(read_partition)
+    summaries = compute_here(
+        *[read(p, task, classes, per_row, True, pred is not None) for p in parts],
+        here=reads_here(parts[:1]),
+    )
+    bags, sizes, sums = reduce_partitions(
+        summaries, task, None if per_row else values, classes
+    )
     means = sums / sizes[:, None]
     if task != CLASSIFICATION:
         errors = bag_errors_of(bags, means[:, 0], metrics, sizes=sizes)
@@ -279,17 +350,3 @@ def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=N
         soft = f"soft_{distance}"
         errors[metric] = bag_errors_of(bags, estimate, [soft])[soft]
     return errors, stand_in(bags, sizes)
-
-
-def _read_scored(part, task, classes, per_row, has_pred):
-    """:func:`read_partition` of a partition's output (and hard labels)."""
-    output, ids, *rest = part
-    output = np.asarray(output, dtype=np.float64)
-    n = len(output)
-    if task == CLASSIFICATION:
-        output = check_proba(output, n, output.shape[1] if output.ndim == 2 else 2)
-        pred = np.asarray(rest[-1]) if has_pred else np.argmax(output, axis=1)
-        output = np.column_stack([output, np.eye(output.shape[1])[pred]])
-    else:
-        output = check_predictions(output, n)[:, None]
-    return read_partition(ids, rest[0] if per_row else None, task, classes, output)

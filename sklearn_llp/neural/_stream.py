@@ -8,7 +8,6 @@ a seeded order. Bags must lie whole within a partition.
 import ctypes
 import functools
 import sys
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -16,9 +15,12 @@ import numpy as np
 import pandas as pd
 
 from ..core import (
+    bags_form,
     check_bags,
-    is_dask,
+    compute_here,
+    is_per_row,
     read_partition,
+    reads_here,
     reduce_partitions,
     row_partitions,
     stand_in,
@@ -34,26 +36,6 @@ _WINDOW_ROWS = 2**18
 
 def _index(ids):
     return pd.Index(list(ids) if ids.dtype == object else ids, tupleize_cols=False)
-
-
-def _reads_here(collections):
-    """Whether Dask's scheduler for ``collections`` runs in this process."""
-    import dask.local
-    import dask.threaded
-    from dask.base import get_scheduler
-
-    local = (None, dask.threaded.get, dask.local.get_sync)
-    return get_scheduler(collections=collections) in local
-
-
-def _compute(*collections, here):
-    """``dask.compute``; in this thread when the reads are ``here``: a
-    partition is one task, and its read's buffers, freed in a worker thread's
-    allocator arena, were not all returned (a fit's setup peaked about
-    250 MiB higher at 4M rows, :ref:`dask`)."""
-    import dask
-
-    return dask.compute(*collections, scheduler="sync" if here else None)
 
 
 @functools.cache
@@ -102,25 +84,17 @@ class DaskSource:
                 "A fit on Dask X needs bags and their values (props or targets); "
                 "instance labels or targets alone are not streamed."
             )
-        per_row = is_dask(values)
-        key = values_argument(task)
-        if not per_row and not isinstance(values, (pd.DataFrame, pd.Series, Mapping)):
-            raise TypeError(
-                f"{key}: with Dask X, pass per-bag values as a table keyed by "
-                f"bag id (DataFrame, Series or dict), or per-row values as a "
-                f"Dask collection split like X; got {type(values).__name__}."
-            )
+        per_row, key = is_per_row(values), values_argument(task)
         columns = (y, values) if per_row else (y,)
         names = ("bags", key)
         parts, columns = row_partitions(X, *columns, names=names)
         self.task = task
-        self.here = _reads_here(parts[:1])
+        self.here = reads_here(parts[:1])
         import dask
 
         read = dask.delayed(read_partition, pure=True)
-        summaries = _compute(
-            *[read(c[0], c[1] if per_row else None, task, classes) for c in columns],
-            here=self.here,
+        summaries = compute_here(
+            *[read(c, task, classes, per_row) for c in columns], here=self.here
         )
         single, sizes, _ = reduce_partitions(
             summaries, task, values, classes, whole=True, min_bags=2
@@ -135,10 +109,10 @@ class DaskSource:
 
     def load(self, partitions):
         """Rows and bag ids of ``partitions``, concatenated in that order."""
-        loaded = _compute(*[self.parts[k] for k in partitions], here=self.here)
+        loaded = compute_here(*[self.parts[k] for k in partitions], here=self.here)
         X = [part[0] for part in loaded]
         X = pd.concat(X) if hasattr(X[0], "columns") else np.concatenate(X)
-        ids = np.concatenate([np.asarray(part[1]) for part in loaded])  # by position
+        ids = np.concatenate([bags_form(part[1])[1] for part in loaded])  # by position
         return X, ids
 
     def rows(self, partitions, read_X):
@@ -146,14 +120,14 @@ class DaskSource:
         a time) and their bag ids."""
         X, ids, start = None, [], 0
         for k in partitions:
-            rows, part_ids = _compute(self.parts[k], here=self.here)[0][:2]
+            rows, part_ids = compute_here(self.parts[k], here=self.here)[0][:2]
             rows = read_X(rows)
             if X is None:
                 shape = (int(np.sum(self.part_rows[partitions])), *rows.shape[1:])
                 X = np.empty(shape, rows.dtype)
             X[start : start + len(rows)] = rows
             start += len(rows)
-            ids.append(np.asarray(part_ids))
+            ids.append(bags_form(part_ids)[1])  # composite keys: tuples
         return X, np.concatenate(ids)
 
     def sample(self):
