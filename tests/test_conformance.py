@@ -870,25 +870,6 @@ def test_cross_validation_scores_agree_with_routing_on_and_off(name):
         cross_validate(est, p.X, p.codes, cv=cv, scoring=scorer, error_score="raise")
 
 
-@pytest.mark.parametrize(
-    "name", ["LLPClassifier-dllp", "MeanMapClassifier", "LLPRegressor-bag"]
-)
-def test_dask_input_predicts_lazily_what_an_array_gives(name):
-    da, dd = pytest.importorskip("dask.array"), pytest.importorskip("dask.dataframe")
-    p = data(name)
-    frame = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
-    est = make(name).fit(frame, p.codes, p.aligned)
-    lazy_inputs = [da.from_array(p.X, chunks=(16, 2))]
-    lazy_inputs.append(dd.from_pandas(frame, npartitions=3))
-    for method in ["predict", "predict_proba"][: 2 if task(name) == C else 1]:
-        expected = getattr(est, method)(frame)
-        for X in lazy_inputs:
-            lazy = getattr(est, method)(X)
-            assert type(lazy).__name__ == "Array"  # nothing computed yet
-            # a block of 16 rows may round as another BLAS kernel: float32 ulps
-            np.testing.assert_allclose(lazy.compute(), expected, rtol=1e-6)
-
-
 def test_lazy_predict_runs_blocks_safely_on_the_default_device_and_threads():
     # Dask's threads predict blocks of one estimator; device="auto" and
     # n_threads="auto" are swapped in and out while a block predicts
@@ -912,65 +893,75 @@ def test_read_only_rows_are_copied_not_shared_with_torch():
     assert not np.shares_memory(as_tensor(X).numpy(), X)
 
 
-def _by_bag(p):
-    """The rows sorted by bag (so that blocks can hold whole bags), and the
-    row offsets where a bag starts."""
+def _sorted(p):
+    """``p`` with its rows sorted by bag: a Dask fit reads bags whole."""
     order = np.argsort(p.codes, kind="stable")
-    starts = np.flatnonzero(np.diff(p.codes[order], prepend=-1))
-    return order, starts
+    rows = {k: getattr(p, k)[order] for k in ("X", "y", "codes", "aligned")}
+    return SimpleNamespace(**{**vars(p), **rows})
 
 
-def _dask_forms(p, order, starts):
-    """name -> (X, bags, values): one partition, blocks at bag starts, and a
-    DataFrame indexed by bag (its partitions never cut a bag); both with an
-    empty partition second, as a filter leaves."""
-    da = pytest.importorskip("dask.array")
-    X, codes, aligned = p.X[order], p.codes[order], p.aligned[order]
-    chunks = _cuts(starts, len(codes))
-    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
-    frame.index = pd.Index(codes, name="bag")
-    columns = pd.DataFrame(aligned.reshape(len(aligned), -1), index=frame.index)
-    ddf = _partitioned(pd.concat([frame, columns], axis=1), chunks)
-    v = ddf[0] if aligned.ndim == 1 else ddf[list(columns.columns)]
-    table = keyed(p.per_bag, range(p.n_bags))
-    return {
-        "one_block": (da.from_array(X), da.from_array(codes), table),
-        "blocks": (
-            da.from_array(X, chunks=(chunks, -1)),
-            da.from_array(codes, chunks=(chunks,)),
-            da.from_array(aligned, chunks=(chunks, *aligned.shape[1:])),
-        ),
-        "frame": (ddf[list(frame.columns)], ddf.index.to_series(), v),
-    }
+def _per_row(values):
+    """Values given row by row (not a per-bag table keyed by bag id)."""
+    if isinstance(values, (pd.Series, pd.DataFrame)):
+        return isinstance(values.index, pd.RangeIndex) and values.index.name is None
+    return isinstance(values, (list, np.ndarray))
 
 
-def _cuts(starts, n):
-    """Partition sizes: a cut at every third bag start, an empty partition second."""
-    sizes = np.diff(np.r_[starts[::3], n])
-    return (int(sizes[0]), 0, *map(int, sizes[1:]))
+def _on_dask(p, bags, values, layout):
+    """``(X, bags, values)`` of sorted ``p`` on Dask, split at bag starts with
+    an empty partition: arrays, or columns of one DataFrame; a per-bag table
+    stays as it is."""
+    dask, da = pytest.importorskip("dask"), pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    starts = np.flatnonzero(np.diff(p.codes, prepend=-1))[::3]  # a cut every 3 bags
+    sizes = np.diff(np.r_[starts[:2], starts[1:], p.n]).tolist()  # the 2nd empty
+    if layout == "arrays":
 
+        def split(a):
+            a = np.asarray(a)
+            return da.from_array(a, chunks=(sizes, *a.shape[1:]))
 
-def _partitioned(frame, sizes):
-    """``frame`` as a Dask DataFrame of partitions of ``sizes`` rows."""
-    dask, dd = pytest.importorskip("dask"), pytest.importorskip("dask.dataframe")
-    ends = np.cumsum(sizes)
+        return split(p.X), split(bags), split(values) if _per_row(values) else values
+    x = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
+    if isinstance(bags, (pd.Series, pd.DataFrame)):
+        keys = pd.DataFrame(bags).reset_index(drop=True)
+    else:
+        keys = pd.DataFrame({"bag": list(bags)} if np.ndim(bags[0]) == 0 else bags)
+    keys.columns = [f"key{j}" for j in range(keys.shape[1])]
+    v = pd.DataFrame(values) if _per_row(values) else pd.DataFrame(index=x.index)
+    frame, ends = pd.concat([x, keys, v.add_prefix("v_")], axis=1), np.cumsum(sizes)
     parts = [dask.delayed(frame.iloc[e - n : e]) for n, e in zip(sizes, ends)]
-    return dd.from_delayed(parts, meta=frame.iloc[:0])
+    ddf = dd.from_delayed(parts, meta=frame.iloc[:0])
+    one = lambda columns: ddf[columns[0]] if len(columns) == 1 else ddf[columns]  # noqa: E731
+    y = one(list(keys.columns))
+    if _per_row(values):
+        values = one(list(ddf.columns[-v.shape[1] :]))
+        if values.ndim == 2:  # the class columns keep their names
+            values = values.rename(columns=dict(zip(values.columns, v.columns)))
+    return ddf[list(x.columns)], y, values
+
+
+def _dask_fit_inputs(name, variant, layout, per_row=True):
+    """Sorted ``p`` and its rows on Dask with per-row values or a table."""
+    p = _sorted(data(name, variant))
+    values = p.aligned if per_row else keyed(p.per_bag, range(p.n_bags))
+    return p, *_on_dask(p, p.codes, values, layout)
 
 
 @pytest.mark.parametrize("max_bag_size", [1024, 3])  # 3: cut bags, drawn labels
-@pytest.mark.parametrize("form", ["one_block", "blocks", "frame"])
+@pytest.mark.parametrize("form", ["arrays_and_a_table", "arrays", "frame"])
 @pytest.mark.parametrize("name", NETS)
 def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form, max_bag_size):
     # fewer rows than a window: every epoch trains on the same bags and
-    # batches as the NumPy fit, in any partition order
-    p = data(name, "many" if task(name) == R else 2)
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)[form]
+    # batches as the NumPy fit, in any partition order (an empty one too)
+    variant = "many" if task(name) == R else 2
+    p, X, bags, values = _dask_fit_inputs(
+        name, variant, form[:6], form != "arrays_and_a_table"
+    )
     params = dict(
         early_stopping=True, n_iter_no_change=1, max_epochs=3, max_bag_size=max_bag_size
     )
-    expected = make(name, **params).fit(p.X[order], p.codes[order], p.aligned[order])
+    expected = make(name, **params).fit(p.X, p.codes, p.aligned)
     est = make(name, **params).fit(X, bags, values)
     assert_same_model(est, expected, rtol=0, atol=0)
     assert est.history[:, "valid_loss"] == expected.history[:, "valid_loss"]
@@ -982,9 +973,7 @@ def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form, max_bag_size):
 def test_dask_fit_reads_through_malloc_and_restores_arrows_pool():
     # Arrow's own pool keeps what windows free; the fit switches, then restores
     pa = pytest.importorskip("pyarrow")
-    p = data("LLPClassifier-dllp", 2)
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)["frame"]
+    _, X, bags, values = _dask_fit_inputs("LLPClassifier-dllp", 2, "frame")
     pools = []
 
     class Spy(Callback):
@@ -1012,8 +1001,7 @@ def test_dask_fit_reads_in_its_own_thread_unless_a_cluster_reads(
     monkeypatch.setattr(_stream.StreamedBags, "window", spy)
     monkeypatch.setattr(_stream, "_WINDOW_ROWS", 16)  # several windows
     here = threading.get_ident()
-    p = data("LLPClassifier-dllp", 3)
-    X, bags, values = _dask_forms(p, *_by_bag(p))["blocks"]
+    _, X, bags, values = _dask_fit_inputs("LLPClassifier-dllp", 3, "arrays")
     make("LLPClassifier-dllp", max_epochs=1).fit(X, bags, values)
     assert len(readers) > 2 and all(readers)
     readers.clear()
@@ -1026,9 +1014,7 @@ def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
     from sklearn_llp.neural import _stream
 
     monkeypatch.setattr(_stream, "_WINDOW_ROWS", 16)  # about a block a window
-    p = data("LLPClassifier-dllp", 3)
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)["blocks"]
+    p, X, bags, values = _dask_fit_inputs("LLPClassifier-dllp", 3, "arrays")
     est = make("LLPClassifier-dllp", max_epochs=1, batch_size=8).fit(X, bags, values)
     source = est._dask_source(X, bags, values, None, None, False)
     epochs = est.get_iterator(est._streamed(source, SimpleNamespace(valid=None)), True)
@@ -1041,9 +1027,7 @@ def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
 
 
 def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler(local_cluster):
-    p = data("LLPRegressor-bag", "many")
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)["frame"]
+    _, X, bags, values = _dask_fit_inputs("LLPRegressor-bag", "many", "frame")
     expected = make("LLPRegressor-bag").fit(X, bags, values)
     with local_cluster() as tasks:
         est = make("LLPRegressor-bag").fit(X, bags, values)
@@ -1059,93 +1043,31 @@ def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler(local_cluster)
     )
 
 
-# --- 8b. Dask: every input form, read by the same reader as in memory
-def _sorted(p):
-    """``p`` with its rows sorted by bag: a Dask fit reads bags whole."""
-    order = np.argsort(p.codes, kind="stable")
-    rows = {k: getattr(p, k)[order] for k in ("X", "y", "codes", "aligned")}
-    return SimpleNamespace(**{**vars(p), **rows})
-
-
-def _per_row(values):
-    """Values given row by row (not a per-bag table keyed by bag id)."""
-    if isinstance(values, (pd.Series, pd.DataFrame)):
-        return isinstance(values.index, pd.RangeIndex) and values.index.name is None
-    return isinstance(values, (list, np.ndarray))
-
-
-def _on_dask(p, bags, values, layout):
-    """``(X, bags, values)`` of sorted ``p`` on Dask, split at bag starts with
-    an empty partition: arrays, or columns of one DataFrame; a per-bag table
-    stays as it is."""
-    da = pytest.importorskip("dask.array")
-    sizes = _cuts(np.flatnonzero(np.diff(p.codes, prepend=-1)), p.n)
-    if layout == "arrays":
-
-        def split(a):
-            a = np.asarray(a)
-            return da.from_array(a, chunks=(sizes, *a.shape[1:]))
-
-        return split(p.X), split(bags), split(values) if _per_row(values) else values
-    x = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
-    if isinstance(bags, (pd.Series, pd.DataFrame)):
-        keys = pd.DataFrame(bags).reset_index(drop=True)
-    else:
-        keys = pd.DataFrame({"bag": list(bags)} if np.ndim(bags[0]) == 0 else bags)
-    keys.columns = [f"key{j}" for j in range(keys.shape[1])]
-    v = pd.DataFrame(values) if _per_row(values) else pd.DataFrame(index=x.index)
-    ddf = _partitioned(pd.concat([x, keys, v.add_prefix("v_")], axis=1), sizes)
-    one = lambda columns: ddf[columns[0]] if len(columns) == 1 else ddf[columns]  # noqa: E731
-    y = one(list(keys.columns))
-    if _per_row(values):
-        values = one(list(ddf.columns[-v.shape[1] :]))
-        if values.ndim == 2:  # the class columns keep their names
-            values = values.rename(columns=dict(zip(values.columns, v.columns)))
-    return ddf[list(x.columns)], y, values
-
-
+# fmt: off
 #: Value forms only a Dask case adds: ``classes=`` naming unnamed shares and
 #: ordering named columns (issue 46, case 1).
 DASK_VALUE_FORMS = {
     "series_of_fractions_named_by_classes": lambda p: (
-        keyed(p.per_bag[:, 1], range(p.n_bags)),
-        {"classes": ["no", "yes"]},
-    ),
+        keyed(p.per_bag[:, 1], range(p.n_bags)), {"classes": ["no", "yes"]}),
     "positive_fraction_named_by_classes": lambda p: (
-        p.aligned[:, 1],
-        {"classes": ["no", "yes"]},
-    ),
+        p.aligned[:, 1], {"classes": ["no", "yes"]}),
     "frame_str_columns_in_the_other_order": lambda p: (
         keyed(p.per_bag, range(p.n_bags)).set_axis(_columns(p), axis=1),
-        {"classes": _columns(p)[::-1]},
-    ),
+        {"classes": _columns(p)[::-1]}),
 }
-#: Bag forms with one id per row; overlapping bags and Bags objects are
-#: read in memory only (refused below).
-DASK_BAG_FORMS = [
-    "str_ids",
-    "series",
-    "one_column_frame",
-    "tuple_keys",
-    "uint64_hash_array",
-    "interval_keys",
-    "str_ids_with_str_keyed_table",
-]
+#: Bag forms of one id per row (overlapping bags and Bags objects: refused).
+DASK_BAG_FORMS = ["str_ids", "series", "one_column_frame", "tuple_keys",
+                  "uint64_hash_array", "interval_keys", "str_ids_with_str_keyed_table"]
 DASK_CASES = [
     *[("LLPClassifier-dllp", 2, f, "frame") for f in DASK_BAG_FORMS],
     *[("LLPClassifier-dllp", 2, f, "arrays") for f in ["str_ids", "uint64_hash_array"]],
-    *[
-        ("LLPClassifier-dllp", 2, f, layout)
-        for f in [*VALUE_FORMS[C], *DASK_VALUE_FORMS]
-        for layout in ("arrays", "frame")
-    ],
-    *[
-        ("LLPRegressor-bag", "many", f, layout)
-        for f in VALUE_FORMS[R]
-        for layout in ("arrays", "frame")
-    ],
+    *[("LLPClassifier-dllp", 2, f, layout) for f in [*VALUE_FORMS[C], *DASK_VALUE_FORMS]
+      for layout in ("arrays", "frame")],
+    *[("LLPRegressor-bag", "many", f, layout) for f in VALUE_FORMS[R]
+      for layout in ("arrays", "frame")],
     *[("MeanMapClassifier", 3, f, "frame") for f in ["frame_int_columns", "str_ids"]],
 ]
+# fmt: on
 
 
 @pytest.mark.parametrize(("name", "variant", "form", "layout"), DASK_CASES)
@@ -1179,31 +1101,21 @@ def test_every_form_fits_predicts_and_scores_alike_on_dask(name, variant, form, 
         assert on_dask == pytest.approx(in_memory, rel=1e-6)
 
 
+# fmt: off
 #: Malformed inputs a Dask reader must refuse as the in-memory one does (a
 #: single bag cut by the partitions is refused as a split bag first).
-DASK_MALFORMED = [
-    "bags_with_none",
-    "bags_with_nat",
-    "float_ids_with_nan",
-    "ids_mixing_types_in_an_array",
-    "rows_in_no_bag",
-    "values_with_nan",
-    "values_differing_within_a_bag",
-    "a_table_missing_a_bag",
-    "a_fraction_outside_0_1",
-    "duplicated_class",
-]
+DASK_MALFORMED = ["bags_with_none", "bags_with_nat", "float_ids_with_nan",
+                  "ids_mixing_types_in_an_array", "rows_in_no_bag", "values_with_nan",
+                  "values_differing_within_a_bag", "a_table_missing_a_bag",
+                  "a_fraction_outside_0_1", "duplicated_class"]
 DASK_ENTRIES = {C: ["LLPClassifier-dllp", "scorer", "metric"]}
 DASK_ENTRIES[R] = ["LLPRegressor-bag", "scorer", "metric"]
+# fmt: on
 
 
 @pytest.mark.parametrize(
     ("kind", "entry", "case"),
-    [
-        case
-        for case in READ_CASES
-        if case[1] in DASK_ENTRIES[case[0]] and case[2] in DASK_MALFORMED
-    ],
+    [c for c in READ_CASES if c[1] in DASK_ENTRIES[c[0]] and c[2] in DASK_MALFORMED],
 )
 def test_dask_input_is_refused_as_the_reader_refuses_it(kind, entry, case):
     p = _sorted(problem(kind, VARIANTS[kind][0]))
@@ -1217,56 +1129,42 @@ def test_dask_input_is_refused_as_the_reader_refuses_it(kind, entry, case):
     assert str(got.value) == str(expected.value)
 
 
-@pytest.mark.parametrize(
-    ("change", "error", "match"),
-    [
-        ("split_bag", ValueError, "bag 0 has rows in partitions \\[0, 1\\].*shuffle"),
-        ("sample_weight", TypeError, "sample_weight is not supported with Dask"),
-        ("labels_only", ValueError, "needs bags and their values"),
-        ("numpy_bags_of_frame", TypeError, "bags: with a Dask DataFrame X"),
-        ("short_bags", ValueError, "bags has 60 rows but X has 64"),
-        ("membership", TypeError, "bags: with Dask X, pass one bag id per row"),
-        ("masked_X", ValueError, "X has unknown chunk sizes.*X.compute_chunk_sizes"),
-        ("masked_bags", ValueError, "bags = bags.compute_chunk_sizes\\(\\)"),
-        (
-            "spanning_bag_metric",
-            ValueError,
-            "props differ between rows of the same bag \\(bag 0",
-        ),
-    ],
-)
+# fmt: off
+@pytest.mark.parametrize(("change", "error", "match"), [
+    ("split_bag", ValueError, "bag 0 has rows in partitions \\[0, 1\\].*shuffle"),
+    ("sample_weight", TypeError, "sample_weight is not supported with Dask"),
+    ("labels_only", ValueError, "needs bags and their values"),
+    ("numpy_bags_of_frame", TypeError, "bags: with a Dask DataFrame X"),
+    ("short_bags", ValueError, "bags has 60 rows but X has 64"),
+    ("membership", TypeError, "bags: with Dask X, pass one bag id per row"),
+    ("masked_X", ValueError, "X has unknown chunk sizes.*X.compute_chunk_sizes"),
+    ("masked_bags", ValueError, "bags = bags.compute_chunk_sizes\\(\\)"),
+    ("metric_of_a_bag_across_partitions", ValueError, "props differ .* \\(bag 0"),
+])
+# fmt: on
 def test_dask_input_refuses_what_it_cannot_read(change, error, match):
-    # issue 46, cases 2 and 5: never NaN compared with !=, never a bag dropped
+    # issue 46, cases 2 and 5: never NaN compared with !=, never a row dropped
     da = pytest.importorskip("dask.array")
     p = _sorted(problem(C, 2))
     X, bags, values = _on_dask(p, p.codes, dict(enumerate(p.per_bag)), "arrays")
     kwargs = {"sample_weight": np.ones(p.n)} if change == "sample_weight" else {}
     mask = da.from_array(np.arange(p.n) % 7 > 0, chunks=X.chunks[0])
-    differing = p.aligned.copy()
-    differing[-1] = differing[-1][::-1]  # a row of bag 0 in another partition
+    last = np.r_[p.aligned[:-1], p.aligned[-1:, ::-1]]  # bag 0's, 3 partitions on
+    spanning = _on_dask(p, np.r_[p.codes[:-1], 0], last, "arrays")
+    frame_X = _on_dask(p, p.codes, values, "frame")[0]
     X, bags, values = {
         "split_bag": (X.rechunk(4), bags.rechunk(4), values),
         "labels_only": (X, bags, None),
-        "numpy_bags_of_frame": (
-            _on_dask(p, p.codes, values, "frame")[0],
-            p.codes,
-            values,
-        ),
+        "numpy_bags_of_frame": (frame_X, p.codes, values),
         "short_bags": (X, da.from_array(p.codes[:60]), values),
         "membership": (X, membership(p.codes, p.n_bags), p.per_bag),
         "masked_X": (X[mask], bags, values),
         "masked_bags": (X, bags[mask], values),
-        "spanning_bag_metric": (
-            X,
-            da.from_array(np.r_[p.codes[:-1], 0], chunks=X.chunks[0]),
-            da.from_array(
-                np.r_[p.aligned[:-1], differing[-1:]], chunks=(X.chunks[0], -1)
-            ),
-        ),
-    }.get(change, (X, bags, values))
+        "metric_of_a_bag_across_partitions": spanning,
+    }.get(change, (X, bags, values))  # fmt: skip
     est = make("LLPClassifier-dllp")
     with pytest.raises(error, match=match):
-        if change == "spanning_bag_metric":
+        if change == "metric_of_a_bag_across_partitions":
             bag_errors(bags, values, da.ones_like(values) / 2)
         else:
             est.fit(X, bags, values, **kwargs)
