@@ -23,6 +23,7 @@ from skorch.callbacks import Callback
 from sklearn_llp import LLPClassifier, LLPRegressor
 from sklearn_llp.bags import check_identifiability, label_proportions
 from sklearn_llp.core import check_bags, check_fit_inputs
+from sklearn_llp.core._partitions import is_per_row
 from sklearn_llp.exceptions import BagLeakageWarning, IdentifiabilityWarning
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.methods import MixBag, available_methods, method_params
@@ -900,13 +901,6 @@ def _sorted(p):
     return SimpleNamespace(**{**vars(p), **rows})
 
 
-def _per_row(values):
-    """Values given row by row (not a per-bag table keyed by bag id)."""
-    if isinstance(values, (pd.Series, pd.DataFrame)):
-        return isinstance(values.index, pd.RangeIndex) and values.index.name is None
-    return isinstance(values, (list, np.ndarray))
-
-
 def _on_dask(p, bags, values, layout):
     """``(X, bags, values)`` of sorted ``p`` on Dask, split at bag starts with
     an empty partition: arrays, or columns of one DataFrame; a per-bag table
@@ -921,20 +915,20 @@ def _on_dask(p, bags, values, layout):
             a = np.asarray(a)
             return da.from_array(a, chunks=(sizes, *a.shape[1:]))
 
-        return split(p.X), split(bags), split(values) if _per_row(values) else values
+        return split(p.X), split(bags), split(values) if is_per_row(values) else values
     x = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
     if isinstance(bags, (pd.Series, pd.DataFrame)):
         keys = pd.DataFrame(bags).reset_index(drop=True)
     else:
         keys = pd.DataFrame({"bag": list(bags)} if np.ndim(bags[0]) == 0 else bags)
     keys.columns = [f"key{j}" for j in range(keys.shape[1])]
-    v = pd.DataFrame(values) if _per_row(values) else pd.DataFrame(index=x.index)
+    v = pd.DataFrame(values) if is_per_row(values) else pd.DataFrame(index=x.index)
     frame, ends = pd.concat([x, keys, v.add_prefix("v_")], axis=1), np.cumsum(sizes)
     parts = [dask.delayed(frame.iloc[e - n : e]) for n, e in zip(sizes, ends)]
     ddf = dd.from_delayed(parts, meta=frame.iloc[:0])
     one = lambda columns: ddf[columns[0]] if len(columns) == 1 else ddf[columns]  # noqa: E731
     y = one(list(keys.columns))
-    if _per_row(values):
+    if is_per_row(values):
         values = one(list(ddf.columns[-v.shape[1] :]))
         if values.ndim == 2:  # the class columns keep their names
             values = values.rename(columns=dict(zip(values.columns, v.columns)))
@@ -1058,13 +1052,20 @@ DASK_VALUE_FORMS = {
 #: Bag forms of one id per row (overlapping bags and Bags objects: refused).
 DASK_BAG_FORMS = ["str_ids", "series", "one_column_frame", "tuple_keys",
                   "uint64_hash_array", "interval_keys", "str_ids_with_str_keyed_table"]
+def _layouts(name, variant, form):
+    """Both layouts for per-row values; a per-bag table is read alike in each."""
+    read = DASK_VALUE_FORMS.get(form, lambda p: form_of(name, variant, form)[1:])
+    per_row = is_per_row(read(data(name, variant))[0])
+    return ("arrays", "frame") if per_row else ("arrays",)
+
+
 DASK_CASES = [
     *[("LLPClassifier-dllp", 2, f, "frame") for f in DASK_BAG_FORMS],
     *[("LLPClassifier-dllp", 2, f, "arrays") for f in ["str_ids", "uint64_hash_array"]],
     *[("LLPClassifier-dllp", 2, f, layout) for f in [*VALUE_FORMS[C], *DASK_VALUE_FORMS]
-      for layout in ("arrays", "frame")],
-    *[("LLPRegressor-bag", "many", f, layout) for f in VALUE_FORMS[R]
-      for layout in ("arrays", "frame")],
+      for layout in _layouts("LLPClassifier-dllp", 2, f)],
+    *[("LLPRegressor-bag", "few", f, layout) for f in VALUE_FORMS[R]
+      for layout in _layouts("LLPRegressor-bag", "few", f)],
     *[("MeanMapClassifier", 3, f, "frame") for f in ["frame_int_columns", "str_ids"]],
 ]
 # fmt: on

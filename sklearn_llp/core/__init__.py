@@ -29,17 +29,10 @@ from ._mixins import LLPClassifierMixin as LLPClassifierMixin
 from ._mixins import LLPRegressorMixin as LLPRegressorMixin
 from ._mixins import refuse_meaningless_cv as refuse_meaningless_cv
 from ._mixins import restore_on_error as restore_on_error
-from ._partitions import compute_here as compute_here
 from ._partitions import dask_bag_errors as dask_bag_errors
 from ._partitions import is_dask as is_dask
-from ._partitions import is_per_row as is_per_row
-from ._partitions import known_rows as known_rows
 from ._partitions import over_dask_partitions as over_dask_partitions
-from ._partitions import read_partition as read_partition
-from ._partitions import reads_here as reads_here
-from ._partitions import reduce_partitions as reduce_partitions
 from ._partitions import row_partitions as row_partitions
-from ._partitions import stand_in as stand_in
 from ._read import (
     PROPS_BAG_TOL,
     PROPS_NEG_TOL,

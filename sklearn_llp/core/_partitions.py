@@ -108,11 +108,10 @@ def row_partitions(X, *columns, names=(), first="X", paired=False):
             continue
         if name == "bags" and not is_dask(column):
             form = bags_form(column, name=name)[0]
-            if form != "ids":
+            if form != "ids":  # overlapping bags, a Bags object
                 raise TypeError(
-                    f"bags: with Dask X, pass one bag id per row (a Dask or NumPy "
-                    f"array); bags as a {form.replace('_', ' ')} "
-                    "(overlapping bags, a Bags object) are read in memory only."
+                    f"bags: with Dask X, pass one bag id per row; {form} are read "
+                    "in memory only."
                 )
         if hasattr(column, "to_dask_array"):
             column = column.to_dask_array(lengths=True)
@@ -131,9 +130,8 @@ def known_rows(array, name):
     """``array``, refused when its row chunks are unknown (NaN)."""
     if any(math.isnan(rows) for rows in array.chunks[0]):
         raise ValueError(
-            f"{name} has unknown chunk sizes (a boolean mask or a filter leaves "
-            f"them unknown), so its rows cannot be matched to the other "
-            f"arrays'; compute them first: {name} = {name}.compute_chunk_sizes()."
+            f"{name} has unknown chunk sizes (as after a boolean mask), so its rows "
+            f"cannot be matched: {name} = {name}.compute_chunk_sizes() first."
         )
     return array
 
@@ -198,14 +196,10 @@ def over_dask_partitions(method):
 
 
 def read_partition(part, task, classes, per_row, scored=False, has_pred=False):
-    """One partition's bags, read by :func:`check_bags`, or None if it is empty.
-
-    ``part``: its bag ids (after the output when ``scored``), then per-row
-    values and the class index of its rows as given. Returns its bag ids,
-    their sizes, per-row values as one row per bag (None without), their class
-    columns (None: positional) and the per-bag sums of the output (and, for
-    classes, of its one-hot hard labels); :func:`reduce_partitions` reads
-    these as one."""
+    """A partition ``([output,] ids[, values][, pred])`` read by
+    :func:`check_bags` (None if empty, its error if refused): its bags' ids,
+    sizes, values, class columns (None: positional) and output sums (with
+    one-hot hard labels for classes), which :func:`reduce_partitions` reads."""
     try:
         output, ids, *rest = part if scored else (None, *part)
         if not len(ids):  # an empty partition (normal after a filter)
@@ -231,19 +225,15 @@ def read_partition(part, task, classes, per_row, scored=False, has_pred=False):
 
 
 def is_per_row(values):
-    """Whether Dask-side ``values`` are per row (split like ``X``), not a
-    per-bag table keyed by bag id (read as in memory)."""
+    """Whether ``values`` beside Dask X are per row, not a per-bag table."""
     return is_dask(values) or not is_table(values, None, None, None, "values")
 
 
 def reduce_partitions(summaries, task, table, classes, *, whole=False, min_bags=1):
-    """The bags of every partition (:func:`read_partition`) read as one.
-
-    One :func:`check_bags` over one row per bag and partition checks what spans
-    partitions: ids, classes, and per-row values, which must agree within a
-    bag; ``whole``: every bag lies in one partition. Empty partitions are
-    skipped. Returns ``(bags, sizes, sums)``, one row per bag in sorted-id
-    order, with the bags' row counts and sums of ``rows``."""
+    """``(bags, sizes, sums)``, one row per bag, of every partition's summary
+    (:func:`read_partition`): one :func:`check_bags` of a row per bag and
+    partition checks ids, classes and per-row values agreeing within a bag
+    across partitions (``whole``: every bag in one partition)."""
     error = next((s for s in summaries if isinstance(s, Exception)), None)
     if error is not None:  # the first partition's, as the rows' first in memory
         raise error
@@ -304,8 +294,7 @@ def stand_in(bags, sizes, keep=slice(None)):
 
 def dask_bag_errors(task, bags, values, output, metrics, *, classes=None, pred=None):
     """``({metric: error}, bags)`` of Dask ``output`` (and ``bags``, per-row
-    ``values``, class index ``pred``), reduced partition by partition; the
-    bags carry their row counts (:func:`stand_in`).
+    ``values``, class index ``pred``), reduced partition by partition.
 
     Per-bag sums of every partition are added, so a bag may span partitions.
 

@@ -22,10 +22,10 @@ from ..core import (
     check_proba,
     dask_bag_errors,
     is_dask,
-    known_rows,
     num_rows,
     values_argument,
 )
+from ..core._partitions import known_rows
 from ..exceptions import BagLeakageWarning
 
 _NO_VALUES = (

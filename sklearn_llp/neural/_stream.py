@@ -14,17 +14,14 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
-from ..core import (
-    bags_form,
-    check_bags,
+from ..core import bags_form, check_bags, row_partitions, values_argument
+from ..core._partitions import (
     compute_here,
     is_per_row,
     read_partition,
     reads_here,
     reduce_partitions,
-    row_partitions,
     stand_in,
-    values_argument,
 )
 from ._data import BagDataset, EpochBatches, as_tensor
 
