@@ -1052,24 +1052,17 @@ DASK_VALUE_FORMS = {
 #: Bag forms of one id per row (overlapping bags and Bags objects: refused).
 DASK_BAG_FORMS = ["str_ids", "series", "one_column_frame", "tuple_keys",
                   "uint64_hash_array", "interval_keys", "str_ids_with_str_keyed_table"]
-def _layouts(name, variant, form):
-    """Both layouts for per-row values; a per-bag table is read alike in each."""
-    read = DASK_VALUE_FORMS.get(form, lambda p: form_of(name, variant, form)[1:])
-    per_row = is_per_row(read(data(name, variant))[0])
-    return ("arrays", "frame") if per_row else ("arrays",)
-
-
 DASK_CASES = [
     *[("LLPClassifier-dllp", 2, f, "frame") for f in DASK_BAG_FORMS],
     *[("LLPClassifier-dllp", 2, f, "arrays") for f in ["str_ids", "uint64_hash_array"]],
     *[("LLPClassifier-dllp", 2, f, layout) for f in [*VALUE_FORMS[C], *DASK_VALUE_FORMS]
-      for layout in _layouts("LLPClassifier-dllp", 2, f)],
+      for layout in ("arrays", "frame")],
     *[("LLPRegressor-bag", "few", f, layout) for f in VALUE_FORMS[R]
-      for layout in _layouts("LLPRegressor-bag", "few", f)],
+      for layout in ("arrays", "frame")],
     *[("MeanMapClassifier", 3, f, "frame") for f in ["frame_int_columns", "str_ids"]],
 ]
 #: One case per path of the reader run by default (issue 46's first); the
-#: rest with the slow tests (about 0.4 s each).
+#: rest with the slow tests (about 0.4 s each). A per-bag table stays in memory.
 DASK_FAST = {*DASK_VALUE_FORMS, "tuple_keys", "aligned_series",
              "per_bag_sum_size_frame"}
 DASK_CASES = [c if c[2] in DASK_FAST or c[0] == "MeanMapClassifier"
