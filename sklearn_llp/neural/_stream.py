@@ -93,8 +93,9 @@ class DaskSource:
         summaries = compute_here(
             *[read(c, task, classes, per_row) for c in columns], here=self.here
         )
+        table = None if per_row else values
         single, sizes, _ = reduce_partitions(
-            summaries, task, values, classes, whole=True, min_bags=2
+            summaries, task, table, classes, whole=True, min_bags=2
         )
         # empty partitions (after a filter) hold no bag: never read again
         self.parts = [part for part, s in zip(parts, summaries) if s is not None]
