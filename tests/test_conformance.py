@@ -942,7 +942,7 @@ def _dask_fit_inputs(name, variant, layout, per_row=True):
     return p, *_on_dask(p, p.codes, values, layout)
 
 
-@pytest.mark.parametrize("max_bag_size", [1024, 3])  # 3: cut bags, drawn labels
+@pytest.mark.parametrize("max_bag_size", [1024, 3])  # 3: bags in chunks
 @pytest.mark.parametrize("form", ["arrays_and_a_table", "arrays", "frame"])
 @pytest.mark.parametrize("name", NETS)
 def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form, max_bag_size):

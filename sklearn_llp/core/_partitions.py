@@ -16,7 +16,7 @@ from ._read import (
     check_bags,
     is_table,
     values_argument,
-    weighted_enough,
+    _weighted_enough,
 )
 
 _PREDICTING = threading.RLock()
@@ -262,7 +262,7 @@ def reduce_partitions(summaries, task, table, classes, *, whole=False, min_bags=
         bags = check_bags(ids, **{key: values}, classes=classes, task=task, min_bags=0)
     elif table is not None:
         bags = attach_table(bags, table, task, classes, key)
-    bags = weighted_enough(bags, None, min_bags, "bags")
+    bags = _weighted_enough(bags, None, min_bags, "bags")
 
     def per_bag(column):
         return np.add.reduceat(np.concatenate(column)[bags.members], bags.indptr[:-1])

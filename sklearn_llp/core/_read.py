@@ -760,7 +760,7 @@ def check_bags(
             "bag id per row (-1 for none), or a membership matrix of at most one "
             "nonzero per row."
         )
-    return weighted_enough(validated, sample_weight, min_bags, name)
+    return _weighted_enough(validated, sample_weight, min_bags, name)
 
 
 def _wrong_task(wanted, got, what):
@@ -803,7 +803,7 @@ def _given_bags(bags, values, n_samples, classes, name, rows_of):
     return reader.attach(bags, bags.values, bags.classes, classes, name)
 
 
-def weighted_enough(bags, sample_weight, min_bags, name):
+def _weighted_enough(bags, sample_weight, min_bags, name):
     """``bags`` with ``sample_weight``, refused below ``min_bags`` bags."""
     n_given = bags.n_bags
     bags = bags.with_weights(sample_weight)
