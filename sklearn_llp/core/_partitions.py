@@ -11,12 +11,12 @@ import pandas as pd
 from ._bags import CLASSIFICATION, Bags
 from ._errors import bag_errors_of, check_predictions, check_proba
 from ._read import (
+    _weighted_enough,
     attach_table,
     bags_form,
     check_bags,
     is_table,
     values_argument,
-    _weighted_enough,
 )
 
 _PREDICTING = threading.RLock()
