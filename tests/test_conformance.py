@@ -23,6 +23,7 @@ from skorch.callbacks import Callback
 from sklearn_llp import LLPClassifier, LLPRegressor
 from sklearn_llp.bags import check_identifiability, label_proportions
 from sklearn_llp.core import check_bags, check_fit_inputs
+from sklearn_llp.core._partitions import is_per_row
 from sklearn_llp.exceptions import BagLeakageWarning, IdentifiabilityWarning
 from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.methods import MixBag, available_methods, method_params
@@ -273,9 +274,9 @@ FORM_CASES = [
 ]
 
 
-def form_of(name, variant, form):
+def form_of(name, variant, form, p=None):
     """``(bags, values, params)``; a value form gives the bags as int ids."""
-    p = data(name, variant)
+    p = data(name, variant) if p is None else p
     if form in BAG_FORMS:
         return (*BAG_FORMS[form](p), {})[:3]
     return (p.codes, *VALUE_FORMS[task(name)][form](p), {})[:3]
@@ -538,6 +539,8 @@ MALFORMED = {
     "bags_with_none": lambda p: (np.where(p.codes == 0, None, p.codes), p.aligned),
     "bags_with_nat": lambda p: (
         pd.to_datetime(p.codes, unit="D").where(p.codes > 0), p.aligned),
+    "float_ids_with_nan": lambda p: (
+        np.where(p.codes == 0, np.nan, p.codes), p.aligned),
     "ids_mixing_types_in_a_list": lambda p: (_mixed(p.codes), p.aligned),
     "ids_mixing_types_in_an_array": lambda p: (
         np.array(_mixed(p.codes), dtype=object), p.aligned),
@@ -868,25 +871,6 @@ def test_cross_validation_scores_agree_with_routing_on_and_off(name):
         cross_validate(est, p.X, p.codes, cv=cv, scoring=scorer, error_score="raise")
 
 
-@pytest.mark.parametrize(
-    "name", ["LLPClassifier-dllp", "MeanMapClassifier", "LLPRegressor-bag"]
-)
-def test_dask_input_predicts_lazily_what_an_array_gives(name):
-    da, dd = pytest.importorskip("dask.array"), pytest.importorskip("dask.dataframe")
-    p = data(name)
-    frame = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
-    est = make(name).fit(frame, p.codes, p.aligned)
-    lazy_inputs = [da.from_array(p.X, chunks=(16, 2))]
-    lazy_inputs.append(dd.from_pandas(frame, npartitions=3))
-    for method in ["predict", "predict_proba"][: 2 if task(name) == C else 1]:
-        expected = getattr(est, method)(frame)
-        for X in lazy_inputs:
-            lazy = getattr(est, method)(X)
-            assert type(lazy).__name__ == "Array"  # nothing computed yet
-            # a block of 16 rows may round as another BLAS kernel: float32 ulps
-            np.testing.assert_allclose(lazy.compute(), expected, rtol=1e-6)
-
-
 def test_lazy_predict_runs_blocks_safely_on_the_default_device_and_threads():
     # Dask's threads predict blocks of one estimator; device="auto" and
     # n_threads="auto" are swapped in and out while a block predicts
@@ -910,50 +894,68 @@ def test_read_only_rows_are_copied_not_shared_with_torch():
     assert not np.shares_memory(as_tensor(X).numpy(), X)
 
 
-def _by_bag(p):
-    """The rows sorted by bag (so that blocks can hold whole bags), and the
-    row offsets where a bag starts."""
+def _sorted(p):
+    """``p`` with its rows sorted by bag: a Dask fit reads bags whole."""
     order = np.argsort(p.codes, kind="stable")
-    starts = np.flatnonzero(np.diff(p.codes[order], prepend=-1))
-    return order, starts
+    rows = {k: getattr(p, k)[order] for k in ("X", "y", "codes", "aligned")}
+    return SimpleNamespace(**{**vars(p), **rows})
 
 
-def _dask_forms(p, order, starts):
-    """name -> (X, bags, values): one partition, blocks at bag starts, and a
-    DataFrame indexed by bag (its divisions never cut a bag)."""
-    da, dd = pytest.importorskip("dask.array"), pytest.importorskip("dask.dataframe")
-    X, codes, aligned = p.X[order], p.codes[order], p.aligned[order]
-    chunks = tuple(np.diff(np.r_[starts[::3], len(codes)]))
-    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
-    frame.index = pd.Index(codes, name="bag")
-    columns = pd.DataFrame(aligned.reshape(len(aligned), -1), index=frame.index)
-    ddf = dd.from_pandas(pd.concat([frame, columns], axis=1), npartitions=3)
-    v = ddf[0] if aligned.ndim == 1 else ddf[list(columns.columns)]
-    table = keyed(p.per_bag, range(p.n_bags))
-    return {
-        "one_block": (da.from_array(X), da.from_array(codes), table),
-        "blocks": (
-            da.from_array(X, chunks=(chunks, -1)),
-            da.from_array(codes, chunks=(chunks,)),
-            da.from_array(aligned, chunks=(chunks, *aligned.shape[1:])),
-        ),
-        "frame": (ddf[list(frame.columns)], ddf.index.to_series(), v),
-    }
+def _on_dask(p, bags, values, layout):
+    """``(X, bags, values)`` of sorted ``p`` on Dask, split at bag starts with
+    an empty partition: arrays, or columns of one DataFrame; a per-bag table
+    stays as it is."""
+    dask, da = pytest.importorskip("dask"), pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    starts = np.flatnonzero(np.diff(p.codes, prepend=-1))[::3]  # a cut every 3 bags
+    sizes = np.diff(np.r_[starts[:2], starts[1:], p.n]).tolist()  # the 2nd empty
+    if layout == "arrays":
+
+        def split(a):
+            a = np.asarray(a)
+            return da.from_array(a, chunks=(sizes, *a.shape[1:]))
+
+        return split(p.X), split(bags), split(values) if is_per_row(values) else values
+    x = pd.DataFrame(p.X, columns=[f"x{j}" for j in range(p.X.shape[1])])
+    if isinstance(bags, (pd.Series, pd.DataFrame)):
+        keys = pd.DataFrame(bags).reset_index(drop=True)
+    else:
+        keys = pd.DataFrame({"bag": list(bags)} if np.ndim(bags[0]) == 0 else bags)
+    keys.columns = [f"key{j}" for j in range(keys.shape[1])]
+    v = pd.DataFrame(values) if is_per_row(values) else pd.DataFrame(index=x.index)
+    frame, ends = pd.concat([x, keys, v.add_prefix("v_")], axis=1), np.cumsum(sizes)
+    parts = [dask.delayed(frame.iloc[e - n : e]) for n, e in zip(sizes, ends)]
+    ddf = dd.from_delayed(parts, meta=frame.iloc[:0])
+    one = lambda columns: ddf[columns[0]] if len(columns) == 1 else ddf[columns]  # noqa: E731
+    y = one(list(keys.columns))
+    if is_per_row(values):
+        values = one(list(ddf.columns[-v.shape[1] :]))
+        if values.ndim == 2:  # the class columns keep their names
+            values = values.rename(columns=dict(zip(values.columns, v.columns)))
+    return ddf[list(x.columns)], y, values
+
+
+def _dask_fit_inputs(name, variant, layout, per_row=True):
+    """Sorted ``p`` and its rows on Dask with per-row values or a table."""
+    p = _sorted(data(name, variant))
+    values = p.aligned if per_row else keyed(p.per_bag, range(p.n_bags))
+    return p, *_on_dask(p, p.codes, values, layout)
 
 
 @pytest.mark.parametrize("max_bag_size", [1024, 3])  # 3: bags in chunks
-@pytest.mark.parametrize("form", ["one_block", "blocks", "frame"])
+@pytest.mark.parametrize("form", ["arrays_and_a_table", "arrays", "frame"])
 @pytest.mark.parametrize("name", NETS)
 def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form, max_bag_size):
     # fewer rows than a window: every epoch trains on the same bags and
-    # batches as the NumPy fit, in any partition order
-    p = data(name, "many" if task(name) == R else 2)
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)[form]
+    # batches as the NumPy fit, in any partition order (an empty one too)
+    variant = "many" if task(name) == R else 2
+    p, X, bags, values = _dask_fit_inputs(
+        name, variant, form[:6], form != "arrays_and_a_table"
+    )
     params = dict(
         early_stopping=True, n_iter_no_change=1, max_epochs=3, max_bag_size=max_bag_size
     )
-    expected = make(name, **params).fit(p.X[order], p.codes[order], p.aligned[order])
+    expected = make(name, **params).fit(p.X, p.codes, p.aligned)
     est = make(name, **params).fit(X, bags, values)
     assert_same_model(est, expected, rtol=0, atol=0)
     assert est.history[:, "valid_loss"] == expected.history[:, "valid_loss"]
@@ -965,9 +967,7 @@ def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form, max_bag_size):
 def test_dask_fit_reads_through_malloc_and_restores_arrows_pool():
     # Arrow's own pool keeps what windows free; the fit switches, then restores
     pa = pytest.importorskip("pyarrow")
-    p = data("LLPClassifier-dllp", 2)
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)["frame"]
+    _, X, bags, values = _dask_fit_inputs("LLPClassifier-dllp", 2, "frame")
     pools = []
 
     class Spy(Callback):
@@ -995,8 +995,7 @@ def test_dask_fit_reads_in_its_own_thread_unless_a_cluster_reads(
     monkeypatch.setattr(_stream.StreamedBags, "window", spy)
     monkeypatch.setattr(_stream, "_WINDOW_ROWS", 16)  # several windows
     here = threading.get_ident()
-    p = data("LLPClassifier-dllp", 3)
-    X, bags, values = _dask_forms(p, *_by_bag(p))["blocks"]
+    _, X, bags, values = _dask_fit_inputs("LLPClassifier-dllp", 3, "arrays")
     make("LLPClassifier-dllp", max_epochs=1).fit(X, bags, values)
     assert len(readers) > 2 and all(readers)
     readers.clear()
@@ -1009,9 +1008,7 @@ def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
     from sklearn_llp.neural import _stream
 
     monkeypatch.setattr(_stream, "_WINDOW_ROWS", 16)  # about a block a window
-    p = data("LLPClassifier-dllp", 3)
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)["blocks"]
+    p, X, bags, values = _dask_fit_inputs("LLPClassifier-dllp", 3, "arrays")
     est = make("LLPClassifier-dllp", max_epochs=1, batch_size=8).fit(X, bags, values)
     source = est._dask_source(X, bags, values, None, None, False)
     epochs = est.get_iterator(est._streamed(source, SimpleNamespace(valid=None)), True)
@@ -1024,9 +1021,7 @@ def test_dask_windows_train_every_bag_once_an_epoch(monkeypatch):
 
 
 def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler(local_cluster):
-    p = data("LLPRegressor-bag", "many")
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)["frame"]
+    _, X, bags, values = _dask_fit_inputs("LLPRegressor-bag", "many", "frame")
     expected = make("LLPRegressor-bag").fit(X, bags, values)
     with local_cluster() as tasks:
         est = make("LLPRegressor-bag").fit(X, bags, values)
@@ -1042,62 +1037,145 @@ def test_dask_fit_on_a_local_cluster_equals_the_default_scheduler(local_cluster)
     )
 
 
-@pytest.mark.parametrize("name", ["LLPClassifier-dllp", "LLPRegressor-bag"])
-def test_dask_bag_errors_and_scorers_reduce_what_arrays_give(name):
-    # any blocks (a bag may span them), per-bag table or per-row values
-    da = pytest.importorskip("dask.array")
-    p = data(name)
-    est = make(name).fit(p.X, p.codes, p.aligned)
-    X, codes = da.from_array(p.X, chunks=(10, -1)), da.from_array(p.codes, chunks=10)
-    table = keyed(p.per_bag, range(p.n_bags))
-    per_row = da.from_array(p.aligned, chunks=(10, *p.aligned.shape[1:]))
-    if task(name) == C:
-        metrics = ("hard_l1", "soft_kl")
-        errors = functools.partial(bag_errors, metrics=metrics)
+# fmt: off
+#: Value forms only a Dask case adds: ``classes=`` naming unnamed shares and
+#: ordering named columns (issue 46, case 1).
+DASK_VALUE_FORMS = {
+    "series_of_fractions_named_by_classes": lambda p: (
+        keyed(p.per_bag[:, 1], range(p.n_bags)), {"classes": ["no", "yes"]}),
+    "positive_fraction_named_by_classes": lambda p: (
+        p.aligned[:, 1], {"classes": ["no", "yes"]}),
+    "frame_str_columns_in_the_other_order": lambda p: (
+        keyed(p.per_bag, range(p.n_bags)).set_axis(_columns(p), axis=1),
+        {"classes": _columns(p)[::-1]}),
+}
+#: Bag forms of one id per row (overlapping bags and Bags objects: refused).
+DASK_BAG_FORMS = ["str_ids", "series", "one_column_frame", "tuple_keys",
+                  "uint64_hash_array", "interval_keys", "str_ids_with_str_keyed_table"]
+DASK_CASES = [
+    *[("LLPClassifier-dllp", 2, f, "frame") for f in DASK_BAG_FORMS],
+    *[("LLPClassifier-dllp", 2, f, "arrays") for f in ["str_ids", "uint64_hash_array"]],
+    *[("LLPClassifier-dllp", 2, f, layout) for f in [*VALUE_FORMS[C], *DASK_VALUE_FORMS]
+      for layout in ("arrays", "frame")],
+    *[("LLPRegressor-bag", "few", f, layout) for f in VALUE_FORMS[R]
+      for layout in ("arrays", "frame")],
+    *[("MeanMapClassifier", 3, f, "frame") for f in ["frame_int_columns", "str_ids"]],
+]
+#: One case per path of the reader run by default (issue 46's first); the
+#: rest with the slow tests (about 0.4 s each). A per-bag table stays in memory.
+DASK_FAST = {*DASK_VALUE_FORMS, "tuple_keys", "aligned_series",
+             "per_bag_sum_size_frame"}
+DASK_CASES = [c if c[2] in DASK_FAST or c[0] == "MeanMapClassifier"
+              else pytest.param(*c, marks=pytest.mark.slow) for c in DASK_CASES]
+# fmt: on
+
+
+@functools.cache
+def _fit(name, variant):
+    p = _sorted(data(name, variant))
+    return make(name).fit(p.X, p.codes, p.aligned)
+
+
+@pytest.mark.filterwarnings("ignore", category=BagLeakageWarning)
+@pytest.mark.parametrize(("name", "variant", "form", "layout"), DASK_CASES)
+def test_every_form_fits_predicts_and_scores_alike_on_dask(name, variant, form, layout):
+    # the NumPy fit on the same rows is the Dask fit's promise (fewer rows than
+    # a window); the partitions include an empty one (issue 46, case 4)
+    p = _sorted(data(name, variant))
+    if form in DASK_VALUE_FORMS:
+        bags, (values, params) = p.codes, DASK_VALUE_FORMS[form](p)
     else:
-        metrics = ("mse", "r2")
-        errors = lambda *a: dict(  # noqa: E731
-            mse=bag_mean_squared_error(*a), r2=bag_r2_score(*a)
-        )
-    expected = errors(p.codes, p.aligned, output(est, p.X))
-    for values in (table, per_row):
-        got = errors(codes, values, output(est, X))
-        assert got == pytest.approx(expected, rel=1e-6)  # float32 blocks
-        for metric in metrics:
-            score = make_bag_scorer(metric)
-            with pytest.warns(BagLeakageWarning):
-                in_memory = score(est, p.X, p.codes, p.aligned)
-            assert score(est, X, codes, values) == pytest.approx(in_memory, rel=1e-6)
+        bags, values, params = form_of(name, variant, form, p)
+    # any form fits the model of ids and per-row values in memory (section 1)
+    expected = (
+        make(name, **params).fit(p.X, bags, values) if params else _fit(name, variant)
+    )
+    X, dask_bags, dask_values = _on_dask(p, bags, values, layout)
+    est = make(name, **params).fit(X, dask_bags, dask_values)
+    if task(name) == C:
+        assert est.classes_.tolist() == expected.classes_.tolist()
+    np.testing.assert_array_equal(output(est, p.X), output(expected, p.X))
+    for method in ["predict", "predict_proba"][: 2 if task(name) == C else 1]:
+        lazy = getattr(est, method)(X).compute()  # blocks of rows: float32 ulps
+        in_memory = getattr(expected, method)(p.X)
+        if lazy.dtype.kind == "f":
+            np.testing.assert_allclose(lazy, in_memory, rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(lazy, in_memory)
+    score = BagScorer(SCORE_METRIC[task(name)])
+    if name != "MeanMapClassifier":  # trained on these bags: warns (case 3)
+        with pytest.warns(BagLeakageWarning):
+            on_dask = score(est, X, dask_bags, dask_values)
+        assert on_dask == pytest.approx(score(expected, p.X, bags, values), rel=1e-6)
+
+
+# fmt: off
+#: Malformed inputs a Dask reader must refuse as the in-memory one does (a
+#: single bag cut by the partitions is refused as a split bag first).
+DASK_MALFORMED = ["bags_with_none", "bags_with_nat", "float_ids_with_nan",
+                  "ids_mixing_types_in_an_array", "rows_in_no_bag", "values_with_nan",
+                  "values_differing_within_a_bag", "a_table_missing_a_bag",
+                  "a_fraction_outside_0_1", "duplicated_class"]
+DASK_ENTRIES = {C: ["LLPClassifier-dllp", "scorer", "metric"]}
+DASK_ENTRIES[R] = ["LLPRegressor-bag", "scorer", "metric"]
+# fmt: on
 
 
 @pytest.mark.parametrize(
-    ("change", "error", "match"),
-    [
-        ("split_bag", ValueError, "bag 0 has rows in partitions \\[0, 1\\].*shuffle"),
-        ("sample_weight", TypeError, "sample_weight is not supported with Dask"),
-        ("labels_only", ValueError, "needs bags and their values"),
-        ("array_values", TypeError, "props: with Dask X, pass per-bag values"),
-        ("numpy_bags_of_frame", TypeError, "bags: with a Dask DataFrame X"),
-        ("short_bags", ValueError, "bags has 60 rows but X has 64"),
-    ],
+    ("kind", "entry", "case"),
+    [c for c in READ_CASES if c[1] in DASK_ENTRIES[c[0]] and c[2] in DASK_MALFORMED],
 )
-def test_dask_fit_refuses_what_it_cannot_stream(change, error, match):
+def test_dask_input_is_refused_as_the_reader_refuses_it(kind, entry, case):
+    p = _sorted(problem(kind, VARIANTS[kind][0]))
+    y, values, w, classes = (*MALFORMED[case](p), None, None)[:4]
+    with pytest.raises((ValueError, TypeError)) as expected:
+        _read(kind, entry, p, y, values, w, classes)
+    X, y, values = _on_dask(p, y, values, "arrays")
+    with pytest.raises(Exception) as got:
+        _enter(kind, entry, SimpleNamespace(X=X, n=p.n), y, values, w, classes)
+    assert type(got.value) is type(expected.value)
+    assert str(got.value) == str(expected.value)
+
+
+# fmt: off
+@pytest.mark.parametrize(("change", "error", "match"), [
+    ("split_bag", ValueError, "bag 0 has rows in partitions \\[0, 1\\].*shuffle"),
+    ("sample_weight", TypeError, "sample_weight is not supported with Dask"),
+    ("labels_only", ValueError, "needs bags and their values"),
+    ("numpy_bags_of_frame", TypeError, "bags: with a Dask DataFrame X"),
+    ("short_bags", ValueError, "bags has 60 rows but X has 64"),
+    ("membership", TypeError, "bags: with Dask X, pass one bag id per row"),
+    ("masked_X", ValueError, "X has unknown chunk sizes.*X.compute_chunk_sizes"),
+    ("masked_bags", ValueError, "bags = bags.compute_chunk_sizes\\(\\)"),
+    ("metric_of_a_bag_across_partitions", ValueError, "props differ .* \\(bag 0"),
+])
+# fmt: on
+def test_dask_input_refuses_what_it_cannot_read(change, error, match):
+    # issue 46, cases 2 and 5: never NaN compared with !=, never a row dropped
     da = pytest.importorskip("dask.array")
-    p = data("LLPClassifier-dllp")
-    order, starts = _by_bag(p)
-    X, bags, values = _dask_forms(p, order, starts)["one_block"]
-    frame_X = _dask_forms(p, order, starts)["frame"][0]
+    p = _sorted(problem(C, 2))
+    X, bags, values = _on_dask(p, p.codes, dict(enumerate(p.per_bag)), "arrays")
     kwargs = {"sample_weight": np.ones(p.n)} if change == "sample_weight" else {}
+    mask = da.from_array(np.arange(p.n) % 7 > 0, chunks=X.chunks[0])
+    last = np.r_[p.aligned[:-1], p.aligned[-1:, ::-1]]  # bag 0's, 3 partitions on
+    spanning = _on_dask(p, np.r_[p.codes[:-1], 0], last, "arrays")
+    frame_X = _on_dask(p, p.codes, values, "frame")[0]
     X, bags, values = {
         "split_bag": (X.rechunk(4), bags.rechunk(4), values),
         "labels_only": (X, bags, None),
-        "array_values": (X, bags, p.per_bag),
         "numpy_bags_of_frame": (frame_X, p.codes, values),
         "short_bags": (X, da.from_array(p.codes[:60]), values),
-    }.get(change, (X, bags, values))
+        "membership": (X, membership(p.codes, p.n_bags), p.per_bag),
+        "masked_X": (X[mask], bags, values),
+        "masked_bags": (X, bags[mask], values),
+        "metric_of_a_bag_across_partitions": spanning,
+    }.get(change, (X, bags, values))  # fmt: skip
     est = make("LLPClassifier-dllp")
     with pytest.raises(error, match=match):
-        est.fit(X, bags, values, **kwargs)
+        if change == "metric_of_a_bag_across_partitions":
+            bag_errors(bags, values, da.ones_like(values) / 2)
+        else:
+            est.fit(X, bags, values, **kwargs)
     assert not hasattr(est, "classes_")
 
 

@@ -338,6 +338,7 @@ DISTINCT_IDS = {
     "near_2**64": [2**64 - 2, 2**64 - 1, 3],
     "trailing_nul": ["a", "a\x00"],
     "tuple_keys": [("x", 2**63 + 5), ("x", 2**63 + 6)],
+    "timestamps": list(np.array(["2026-01-02", "2026-01-01"], "datetime64[D]")),
 }
 
 

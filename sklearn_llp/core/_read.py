@@ -186,8 +186,9 @@ def _check_ids(ids, name, allow_unbagged):
             raise ValueError(f"{name} contains NaN or infinite ids.")
         if not np.all(ids == np.round(ids)):
             raise ValueError(f"{name} holds non-integer floats; bag ids are labels.")
-    elif kind in "Mm" and np.isnat(ids).any():
-        raise ValueError(f"{name} contains missing ids (NaT).")
+    elif kind in "Mm":  # timestamps are keys; NaT is none
+        if np.isnat(ids).any():
+            raise ValueError(f"{name} contains missing ids (NaT).")
     elif kind == "O":
         lengths = {len(v) if isinstance(v, tuple) else -1 for v in ids}
         tuples = lengths != {-1}
@@ -352,7 +353,7 @@ def _is_default_index(index):
     )
 
 
-def _is_table(values, ids, bag_ids, n_samples, name):
+def is_table(values, ids, bag_ids, n_samples, name):
     """Whether ``values`` is a per-bag table keyed by bag id, not by row."""
     if isinstance(values, Mapping):
         return True
@@ -422,7 +423,7 @@ def _read_values(values, bags, codes, form, task, classes, name, rows):
     """``bags`` carrying ``values`` read for ``task`` (see :func:`check_bags`)."""
     bag_ids = bags.ids
     ids = None if form != "ids" else _ids_of(bags, codes)
-    if _is_table(values, ids, bag_ids, bags.n_samples, name):
+    if is_table(values, ids, bag_ids, bags.n_samples, name):
         matrix, columns = _table_matrix(task, values, bag_ids, name)
     else:
         matrix, columns = task.matrix(values, name)

@@ -63,7 +63,7 @@ def _errors(
                 "With Dask input, bag errors are reduced partition by partition: "
                 "decision='argmax' and no sample_weight."
             )
-        return dask_bag_errors(task, bags, values, output, metrics, classes=classes)
+        return dask_bag_errors(task, bags, values, output, metrics, classes=classes)[0]
     bags, output = check_bags_and_output(
         bags, values, output, task, classes=classes, sample_weight=sample_weight
     )

@@ -25,6 +25,7 @@ from ..core import (
     num_rows,
     values_argument,
 )
+from ..core._partitions import known_rows
 from ..exceptions import BagLeakageWarning
 
 _NO_VALUES = (
@@ -209,6 +210,8 @@ class BagScorer:
         """The score on Dask ``X``, reduced partition by partition."""
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported with Dask X.")
+        if not hasattr(X, "divisions"):  # an array: its rows meet the bags'
+            known_rows(X, "X")
         values = self.table if values is None else values
         pred = None
         if self.task != CLASSIFICATION:
@@ -220,9 +223,11 @@ class BagScorer:
                 pred = estimator.predict(X).map_blocks(
                     index.get_indexer, dtype=np.int64
                 )
-        error = dask_bag_errors(
+        errors, bags = dask_bag_errors(
             self.task, y, values, output, (self.metric,), classes=classes, pred=pred
-        )[self.metric]
+        )
+        self._warn_if_trained_on(estimator, bags, y, None)
+        error = errors[self.metric]
         return error if self.metric == "r2" else -error
 
     def _warn_if_trained_on(self, estimator, bags, y, sample_weight):

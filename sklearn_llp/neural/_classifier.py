@@ -190,8 +190,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         return self._fit(X, y, props, sample_weight, fit_params, True, classes)
 
     def _read_fit_inputs(self, X, y, props, sample_weight, classes, continuing):
-        if classes is None:
-            classes = self.classes
         try:
             bags, on_labels = super()._read_fit_inputs(
                 X, y, props, sample_weight, classes, continuing

@@ -515,16 +515,23 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _dask_source(self, X, y, values, sample_weight, classes, continuing):
         """The partitions of a Dask fit, their bags read in one pass."""
-        fitted = getattr(self, "classes_", None) if continuing else None
         return DaskSource(
             X,
             y,
             values,
             task=self._task,
-            classes=fitted if fitted is not None else classes,
+            classes=self._reading_classes(classes, continuing),
             sample_weight=sample_weight,
             seed=draw_seed(self.random_state),
         )
+
+    def _reading_classes(self, classes, continuing):
+        """The classes values are read with: the fitted ones when continuing,
+        else ``classes`` (``partial_fit``'s) or the estimator's parameter."""
+        fitted = getattr(self, "classes_", None) if continuing else None
+        if fitted is not None:
+            return fitted
+        return vars(self).get("classes") if classes is None else classes
 
     def _streamed(self, source, sample):
         """Every bag but the held-out ones, read a window at a time."""
@@ -538,14 +545,13 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _read_fit_inputs(self, X, y, values, sample_weight, classes, continuing):
         """Bags from the fit's arguments: ``(bags, on_labels)``."""
-        fitted_classes = getattr(self, "classes_", None) if continuing else None
         return check_fit_inputs(
             y,
             values,
             task=self._task,
             n_samples=num_rows(X),
             sample_weight=sample_weight,
-            classes=fitted_classes if fitted_classes is not None else classes,
+            classes=self._reading_classes(classes, continuing),
         )
 
     def _record_train_bags(self, bags, on_labels, continuing):

@@ -8,21 +8,20 @@ a seeded order. Bags must lie whole within a partition.
 import ctypes
 import functools
 import sys
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 
-from ..core import (
-    REGRESSION,
-    Bags,
-    attach_table,
-    check_bags,
-    is_dask,
-    row_partitions,
-    values_argument,
+from ..core import bags_form, check_bags, row_partitions, values_argument
+from ..core._partitions import (
+    compute_here,
+    is_per_row,
+    read_partition,
+    reads_here,
+    reduce_partitions,
+    stand_in,
 )
 from ._data import BagDataset, EpochBatches, as_tensor
 
@@ -34,58 +33,6 @@ _WINDOW_ROWS = 2**18
 
 def _index(ids):
     return pd.Index(list(ids) if ids.dtype == object else ids, tupleize_cols=False)
-
-
-def _read_partition(ids, values, task, classes):
-    """A partition's bags: ids, sizes and (per-row values) per-bag values."""
-    if hasattr(values, "reset_index"):  # aligned by position, not by index
-        values = values.reset_index(drop=True)
-    ids = ids.to_numpy() if hasattr(ids, "to_numpy") else ids
-    bags = check_bags(ids, **{values_argument(task): values}, classes=classes)
-    table = None
-    if values is not None:
-        table = pd.DataFrame(bags.values, index=_index(bags.ids), columns=bags.classes)
-        if task == REGRESSION:
-            table = table.iloc[:, 0]
-    return bags.ids, bags.sizes, table, len(ids)
-
-
-def _stand_in(bags, sizes, keep=slice(None)):
-    """Bags ``keep`` of ``bags`` with their true ``sizes``; ``members`` is a
-    zero-stride placeholder, never an index."""
-    sizes = sizes[keep]
-    out = Bags(
-        np.r_[0, np.cumsum(sizes)],
-        np.broadcast_to(np.int64(0), (int(np.sum(sizes)),)),
-        bags.ids[keep],
-        int(np.sum(sizes)),
-        None if bags.values is None else bags.values[keep],
-        bags.task,
-        bags.classes,
-        positional_classes=bags.positional_classes,
-    )
-    vars(out).update(overlapping=False)  # the cached property, known
-    return out
-
-
-def _reads_here(collections):
-    """Whether Dask's scheduler for ``collections`` runs in this process."""
-    import dask.local
-    import dask.threaded
-    from dask.base import get_scheduler
-
-    local = (None, dask.threaded.get, dask.local.get_sync)
-    return get_scheduler(collections=collections) in local
-
-
-def _compute(*collections, here):
-    """``dask.compute``; in this thread when the reads are ``here``: a
-    partition is one task, and its read's buffers, freed in a worker thread's
-    allocator arena, were not all returned (a fit's setup peaked about
-    250 MiB higher at 4M rows, :ref:`dask`)."""
-    import dask
-
-    return dask.compute(*collections, scheduler="sync" if here else None)
 
 
 @functools.cache
@@ -134,61 +81,36 @@ class DaskSource:
                 "A fit on Dask X needs bags and their values (props or targets); "
                 "instance labels or targets alone are not streamed."
             )
-        per_row = is_dask(values)
-        key = values_argument(task)
-        if not per_row and not isinstance(values, (pd.DataFrame, pd.Series, Mapping)):
-            raise TypeError(
-                f"{key}: with Dask X, pass per-bag values as a table keyed by "
-                f"bag id (DataFrame, Series or dict), or per-row values as a "
-                f"Dask collection split like X; got {type(values).__name__}."
-            )
+        per_row, key = is_per_row(values), values_argument(task)
         columns = (y, values) if per_row else (y,)
         names = ("bags", key)
-        self.parts, columns = row_partitions(X, *columns, names=names)
+        parts, columns = row_partitions(X, *columns, names=names)
         self.task = task
-        self.here = _reads_here(self.parts[:1])
+        self.here = reads_here(parts[:1])
         import dask
 
-        read = dask.delayed(_read_partition, pure=True)
-        summaries = _compute(
-            *[read(c[0], c[1] if per_row else None, task, classes) for c in columns],
-            here=self.here,
+        read = dask.delayed(read_partition, pure=True)
+        summaries = compute_here(
+            *[read(c, task, classes, per_row) for c in columns], here=self.here
         )
-        ids = np.concatenate([s[0] for s in summaries])
-        index = _index(ids)
-        if index.has_duplicates:
-            self._refuse_split_bags(index, summaries)
-        self.part_rows = np.array([s[3] for s in summaries])
-        if per_row:
-            values = pd.concat([s[2] for s in summaries])
-        if len(ids) < 2:
-            raise ValueError(f"bags holds {len(ids)} bag(s); LLP needs at least 2.")
-        single = attach_table(check_bags(index.to_numpy()), values, task, classes, key)
-        sizes = np.concatenate([s[1] for s in summaries])
+        table = None if per_row else values
+        single, sizes, _ = reduce_partitions(
+            summaries, task, table, classes, whole=True, min_bags=2
+        )
+        # empty partitions (after a filter) hold no bag: never read again
+        self.parts = [part for part, s in zip(parts, summaries) if s is not None]
+        self.part_rows = np.array([s[1].sum() for s in summaries if s is not None])
         self.id_index = _index(single.ids)
-        self.bags = _stand_in(single, sizes[index.get_indexer(self.id_index)])
+        self.bags = stand_in(single, sizes)
         self.seed = seed
         _return_freed_memory()
 
-    @staticmethod
-    def _refuse_split_bags(index, summaries):
-        bag = index[index.duplicated()][0]
-        bag = bag.item() if hasattr(bag, "item") else bag
-        where = [k for k, s in enumerate(summaries) if bag in set(s[0].tolist())]
-        raise ValueError(
-            f"bags: bag {bag!r} has rows in partitions {where[:5]}; a Dask fit "
-            "needs every bag whole in one partition. Put each bag's rows "
-            "together first, e.g. ddf = ddf.shuffle('bag') or "
-            "ddf.set_index('bag') (DataFrames), or sort the rows by bag "
-            "before making the arrays."
-        )
-
     def load(self, partitions):
         """Rows and bag ids of ``partitions``, concatenated in that order."""
-        loaded = _compute(*[self.parts[k] for k in partitions], here=self.here)
+        loaded = compute_here(*[self.parts[k] for k in partitions], here=self.here)
         X = [part[0] for part in loaded]
         X = pd.concat(X) if hasattr(X[0], "columns") else np.concatenate(X)
-        ids = np.concatenate([np.asarray(part[1]) for part in loaded])  # by position
+        ids = np.concatenate([bags_form(part[1])[1] for part in loaded])  # by position
         return X, ids
 
     def rows(self, partitions, read_X):
@@ -196,14 +118,14 @@ class DaskSource:
         a time) and their bag ids."""
         X, ids, start = None, [], 0
         for k in partitions:
-            rows, part_ids = _compute(self.parts[k], here=self.here)[0][:2]
+            rows, part_ids = compute_here(self.parts[k], here=self.here)[0][:2]
             rows = read_X(rows)
             if X is None:
                 shape = (int(np.sum(self.part_rows[partitions])), *rows.shape[1:])
                 X = np.empty(shape, rows.dtype)
             X[start : start + len(rows)] = rows
             start += len(rows)
-            ids.append(np.asarray(part_ids))
+            ids.append(bags_form(part_ids)[1])  # composite keys: tuples
         return X, np.concatenate(ids)
 
     def sample(self):
@@ -230,7 +152,7 @@ class StreamedBags:
     def __init__(self, source, held_out_ids, read_X, values_of):
         keep = ~source.id_index.isin(_index(np.asarray(held_out_ids)))
         self.source, self.read_X, self.values_of = source, read_X, values_of
-        self.bags = _stand_in(source.bags, source.bags.sizes, keep)
+        self.bags = stand_in(source.bags, source.bags.sizes, keep)
         self.train_number = np.where(keep, np.cumsum(keep) - 1, -1)
 
     def window(self, partitions):
