@@ -964,6 +964,23 @@ def test_dask_fit_streams_the_numpy_fit_bit_for_bit(name, form, max_bag_size):
         assert list(est.feature_names_in_) == [f"x{j}" for j in range(4)]
 
 
+def test_a_dask_fit_reads_a_release_as_memory_does():
+    # a DP release's noise reaches the method through the one reader on Dask
+    from sklearn_llp.privacy import dp_proportions
+
+    p = _sorted(data("LLPClassifier-dllp", 2))
+    table = dp_proportions(p.codes, p.y, epsilon=0.5, classes=[0, 1], random_state=0)
+    X, bags, _ = _on_dask(p, p.codes, table, "arrays")
+    fits = [
+        make("LLPClassifier-noisy", max_epochs=2).fit(*xb, table)
+        for xb in ((p.X, p.codes), (X, bags))
+    ]
+    variances = [fit.method_.count_variance_ for fit in fits]
+    assert variances[0].min() > 0
+    np.testing.assert_array_equal(*variances)
+    np.testing.assert_array_equal(*(fit.predict_proba(p.X) for fit in fits))
+
+
 def test_dask_fit_reads_through_malloc_and_restores_arrows_pool():
     # Arrow's own pool keeps what windows free; the fit switches, then restores
     pa = pytest.importorskip("pyarrow")

@@ -287,6 +287,7 @@ def stand_in(bags, sizes, keep=slice(None)):
         bags.task,
         bags.classes,
         positional_classes=bags.positional_classes,
+        release=bags.release,
     )
     vars(out).update(overlapping=False)  # the cached property, known
     return out

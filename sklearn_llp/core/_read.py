@@ -836,7 +836,9 @@ def values_argument(task):
 def attach_table(bags, table, task, classes=None, name="props_table"):
     """``bags`` (without values) carrying their rows of a per-bag ``table``."""
     matrix, columns = _table_matrix(_TASKS[task], table, bags.ids, name)
-    return _TASKS[task].attach(bags, matrix, columns, classes, name)
+    bags = _TASKS[task].attach(bags, matrix, columns, classes, name)
+    release = release_of(table) if isinstance(table, pd.DataFrame) else None
+    return bags if release is None else replace(bags, release=release)
 
 
 # --- the inputs of fit ---
