@@ -61,17 +61,11 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         columns, else ``0..n_classes-1``.
     threshold : {"auto", "prior", "argmax"} or float, default="auto"
         How ``predict`` turns probabilities into labels: ``"argmax"``,
-        ``"prior"`` (prior matching: the class rates over the training rows
-        equal the bags', without instance labels), or a probability
-        threshold of ``classes_[1]``. ``"auto"``: prior matching learned
-        from bags of several rows with two classes, or with more in bags of
-        512 rows or more (median); else argmax. See :ref:`threshold`.
+        ``"prior"`` (the class rates over the training rows match the bags'),
+        or a probability threshold of ``classes_[1]`` (:ref:`threshold`).
     mixbag : bool, float or MixBag, default=False
-        Add mixed bags to every epoch, scored by their confidence-interval
-        loss (:class:`~sklearn_llp.methods.MixBag`, :ref:`mixbag`): True
-        (NumPy's too) is ``MixBag()``, a number its ``n_mixed``. For the
-        methods of bag means (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``,
-        ``"hybrid"``).{more}
+        Add mixed bags to every epoch (:ref:`mixbag`): True is ``MixBag()``, a
+        number its ``n_mixed``; for the methods of bag means.{more}
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -79,22 +73,13 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     module_ : torch.nn.Module
         The trained network.
     fit_plan_ : FitPlan
-        Every ``"auto"`` of the last fit, decided from its bags before
-        training: ``method``, ``reason``, ``mixbag``, ``early_stopping``,
-        ``held_out`` (fraction), ``batch_size``, ``refit``.
-    method_ : LLPMethod
-        The method that computed the loss (the one ``"auto"`` chose).
-    batch_size_ : int
-        The batch size used (``fit_plan_.batch_size``).
-    decision_offsets_ : ndarray of shape (n_classes,)
-        More than two classes: ``predict`` is ``classes_[argmax(log(proba) +
-        decision_offsets_)]``.
-    threshold_ : float or None
-        Two classes: ``predict`` is ``classes_[proba[:, 1] >= threshold_]``.
-    do_early_stopping_ : bool
-        Whether the last fit used early stopping (``fit_plan_``).
-    best_epoch_ : int or None
-        The epoch (1-based) early stopping restored.
+        Every ``"auto"`` of the last fit, decided from its bags before training.
+    method_, batch_size_ : LLPMethod, int
+        The method and batch size used (the ones ``"auto"`` chose).
+    decision_offsets_, threshold_ : ndarray of shape (n_classes,), float or None
+        The fitted decision rule of ``predict`` (:ref:`threshold`).
+    do_early_stopping_, best_epoch_ : bool, int or None
+        Whether the last fit stopped early; the (1-based) epoch it restored.
     train_bag_ids_ : ndarray or None
         The bags trained on, which the bag scorers check.
     n_train_steps_, total_steps_ : int
@@ -272,8 +257,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     @over_dask_partitions
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`, from the logits: finite also
-        where a probability rounds to 0.
+        """Logarithm of :meth:`predict_proba`, from the logits (finite at 0).
 
         Parameters
         ----------
