@@ -54,9 +54,8 @@ def _sklearn_caller(function, depth=12, module="sklearn.model_selection._validat
     for _ in range(depth):
         if frame is None:
             return None
-        if frame.f_code.co_name == function and (
-            frame.f_globals.get("__name__") == module
-        ):
+        name = frame.f_globals.get("__name__")
+        if frame.f_code.co_name == function and name == module:
             return frame.f_locals
         frame = frame.f_back
     return None
@@ -121,22 +120,14 @@ class _LLPScoreMixin:
                 name, words = type(self).__name__, _SCORE_WORDS[task]
                 if _sklearn_caller("score", module="sklearn.pipeline") is None:
                     raise ValueError(_SCORE_WITHOUT_VALUES.format(name=name, **words))
+                received = _received(sample_weight, num_rows(X), key)
                 raise ValueError(
-                    _PIPELINE_SCORE.format(
-                        name=name,
-                        values=key,
-                        received=_received(sample_weight, num_rows(X), key),
-                    )
+                    _PIPELINE_SCORE.format(name=name, values=key, received=received)
                 )
             return None
-        bags = check_bags(
-            y,
-            **{key: values},
-            n_samples=num_rows(X),
-            classes=getattr(self, "classes_", None),
-            sample_weight=sample_weight,
-            task=task,
-        )
+        classes = getattr(self, "classes_", None)
+        given = {key: values, "classes": classes, "sample_weight": sample_weight}
+        bags = check_bags(y, n_samples=num_rows(X), task=task, **given)
         if task == REGRESSION:
             y_pred = check_predictions(self.predict(X), bags.n_samples)
             return bag_errors_of(bags, y_pred, ("r2",))["r2"]
