@@ -149,20 +149,10 @@ def _fit_logistic(X, row_weights, totals, means, params):
     # element-wise operations between rows, not short strided reductions
     if sp.issparse(X):
         X_T = X.T.tocsr()
-
-        def forward(coef):
-            return np.ascontiguousarray(_dense(X @ coef.T).T)
-
-        def backward(residual):
-            return _dense(X_T @ residual.T).T
-
+        forward = lambda coef: np.ascontiguousarray(_dense(X @ coef.T).T)  # noqa: E731
+        backward = lambda residual: _dense(X_T @ residual.T).T  # noqa: E731
     else:
-
-        def forward(coef):
-            return coef @ X.T
-
-        def backward(residual):
-            return residual @ X
+        forward, backward = (lambda coef: coef @ X.T), (lambda residual: residual @ X)
 
     def objective(theta):
         coef = theta[:n_coef].reshape(n_outputs, n_features)
@@ -192,17 +182,10 @@ def _fit_logistic(X, row_weights, totals, means, params):
         return value, np.concatenate(grad)
 
     start = np.zeros(n_coef + (n_outputs if fit_intercept else 0))
+    ftol = 64 * np.finfo(np.float64).eps
+    options = dict(maxiter=params["max_iter"], maxls=50, gtol=params["tol"], ftol=ftol)
     result = optimize.minimize(
-        objective,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        options={
-            "maxiter": params["max_iter"],
-            "maxls": 50,
-            "gtol": params["tol"],
-            "ftol": 64 * np.finfo(np.float64).eps,
-        },
+        objective, start, jac=True, method="L-BFGS-B", options=options
     )
     if result.status != 0:
         warnings.warn(
@@ -220,10 +203,8 @@ def _fit_logistic(X, row_weights, totals, means, params):
 class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
     """Linear classifier learned from bags by Mean Map.
 
-    Mean Map estimates each class's feature sums from the bag means by least
-    squares, then fits logistic regression by L-BFGS: dense or sparse ``X``, no
-    PyTorch (:ref:`mean_map`). On labels (``props=None``) it is
-    LogisticRegression.
+    Class feature sums estimated from the bag means, then logistic regression by
+    L-BFGS; dense or sparse ``X``, no PyTorch (:ref:`mean_map`).
 
     Parameters
     ----------
@@ -257,8 +238,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         Estimated class means (exact on labels); class shares of the rows.
     threshold_, decision_offsets_ : float or None, ndarray
         The fitted decision rule.
-    n_iter_ : ndarray of shape (1,)
-    n_features_in_, feature_names_in_ : int, ndarray
+    n_iter_, n_features_in_, feature_names_in_ : ndarray of shape (1,), int, ndarray
 
     Examples
     --------
@@ -344,13 +324,8 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         self._validate_params()
         with restore_on_error(self, ("n_features_in_", "feature_names_in_")):
             X = self._validate_X(X, reset=True)
-            bags, on_labels = check_fit_inputs(
-                y,
-                props,
-                n_samples=X.shape[0],
-                sample_weight=sample_weight,
-                classes=self.classes,
-            )
+            given = dict(sample_weight=sample_weight, classes=self.classes)
+            bags, on_labels = check_fit_inputs(y, props, n_samples=X.shape[0], **given)
             warn_if_names_lost(bags, props, 2)
             self._check_threshold(bags.classes)  # before any fitting
         totals, means = _statistics(X, bags, on_labels, self.get_params())
