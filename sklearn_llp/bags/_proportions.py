@@ -8,9 +8,10 @@ import pandas as pd
 from ..core import attach_table, bag_means, check_bags
 
 
-def id_bags(bags):
+def id_bags(bags, n_samples=None):
     """Disjoint bags, ``-1`` for a row in no bag, read by ``check_bags``."""
-    return check_bags(bags, min_bags=0, allow_unbagged=True, disjoint=True)
+    given = dict(min_bags=0, allow_unbagged=True, disjoint=True)
+    return check_bags(bags, n_samples=n_samples, **given)
 
 
 def label_proportions(bags, y, classes=None, sample_weight=None):

@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ..bags import label_proportions
-from ..core import check_bags
+from ..bags import id_bags, label_proportions
 from ._mechanisms import (
     MECHANISMS,
     _check_arguments,
@@ -30,13 +29,11 @@ def read_bags(bags, n_samples=None, *, rows=None, release=False):
     """Disjoint bags read by ``check_bags``; ``rows`` counts row-index lists."""
     rows = rows if n_samples is None else n_samples
     try:
-        validated = check_bags(bags, min_bags=0, allow_unbagged=True, disjoint=True)
+        validated = id_bags(bags)
     except TypeError:
         if rows is None:
             raise
-        validated = check_bags(
-            bags, n_samples=rows, min_bags=0, allow_unbagged=True, disjoint=True
-        )
+        validated = id_bags(bags, rows)
     if n_samples is not None and validated.n_samples != n_samples:
         raise ValueError(
             f"bags covers {validated.n_samples} rows but n_samples={n_samples!r}."
@@ -136,8 +133,7 @@ def dp_proportions(
 ):
     """Differentially private label proportions of every bag (a simulation).
 
-    Noise on every class count; shares over the public sizes or the noisy
-    counts' sum, by relation (:ref:`privacy_accounting`).
+    Noise on every class count (:ref:`privacy_accounting`).
 
     Parameters
     ----------
@@ -279,10 +275,7 @@ def dp_bag_means(
     clamp=False,
     random_state=None,
 ):
-    """Differentially private means of a bounded target in every bag.
-
-    Clipped targets; noisy sums over the public sizes (or noisy counts, half
-    the budget each, under add_remove); :ref:`dp_bag_means`.
+    """Differentially private means of a bounded target per bag (:ref:`dp_bag_means`).
 
     Parameters
     ----------
@@ -344,9 +337,8 @@ def dp_bag_means(
         values = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError("y must be numeric: one target value per row.") from None
-    validated = read_bags(
-        bags, rows=len(values) if values.ndim == 1 else None, release=True
-    )
+    rows = len(values) if values.ndim == 1 else None
+    validated = read_bags(bags, rows=rows, release=True)
     if values.ndim != 1 or len(values) != validated.n_samples:
         raise ValueError(
             f"y must be 1-D with one value per row of bags ({validated.n_samples}); "
@@ -355,11 +347,8 @@ def dp_bag_means(
     bagged = validated.codes >= 0
     if not np.all(np.isfinite(values[bagged])):
         raise ValueError("y contains NaN or infinite values; drop or fix those rows.")
-    sums = np.bincount(
-        validated.codes[bagged],
-        weights=np.clip(values[bagged], lo, hi),
-        minlength=validated.n_bags,
-    )
+    clipped = np.clip(values[bagged], lo, hi)
+    sums = np.bincount(validated.codes[bagged], clipped, minlength=validated.n_bags)
     ids, where = _domain(validated, domain, neighbours)
     m, rng, sizes = checked[3], check_random_state(random_state), validated.sizes
     sums, sizes = _spread(sums, where, len(ids)), _spread(sizes, where, len(ids))
@@ -397,8 +386,7 @@ def dp_bag_means(
 def released_rows(bags, table, *, n_samples=None):
     """Which rows have proportions (or a target) in a released per-bag table.
 
-    A release that withholds small bags has no row for them, and ``fit``
-    refuses their rows: fit on ``X[keep]``, ``bags[keep]``.
+    ``fit`` refuses rows of withheld bags: fit on ``X[keep]``, ``bags[keep]``.
 
     Parameters
     ----------
