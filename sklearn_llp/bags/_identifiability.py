@@ -29,9 +29,8 @@ DEFAULT_DIMENSION = 10.0
 
 
 def _is_number(column):
-    return pd.api.types.is_numeric_dtype(column) and not (
-        pd.api.types.is_bool_dtype(column)
-    )
+    types = pd.api.types
+    return types.is_numeric_dtype(column) and not types.is_bool_dtype(column)
 
 
 def _n_columns(X):
@@ -97,10 +96,8 @@ def _check_finite_X(X):
 def _effective_dimension(X, n_samples):
     """Participation ratio of the covariance of evenly spaced rows of ``X``."""
     width = max(_n_columns(X), 1)
-    # fewer rows for very wide X (images): the Gram matrix stays affordable
-    n_rows = int(
-        min(n_samples, MAX_ROWS_FOR_DIMENSION, (MAX_GRAM_FLOPS / width) ** 0.5)
-    )
+    affordable = int((MAX_GRAM_FLOPS / width) ** 0.5)  # fewer rows for a wide X
+    n_rows = min(n_samples, MAX_ROWS_FOR_DIMENSION, affordable)
     rows = np.unique(np.linspace(0, n_samples - 1, max(n_rows, 2)).astype(np.int64))
     values = _numeric_rows(X, rows)
     values = values[:, np.all(np.isfinite(values), axis=0)]

@@ -300,7 +300,5 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
 
     def _split(self, bags, name):
         for train, test in self.split_bags(bags):
-            yield (
-                bags.distinct_rows(train[bags.pair_bags]),
-                bags.distinct_rows(test[bags.pair_bags]),
-            )
+            pairs = bags.pair_bags
+            yield bags.distinct_rows(train[pairs]), bags.distinct_rows(test[pairs])

@@ -103,9 +103,8 @@ class BagEarlyStopping(EarlyStopping):
                 self.stopped_ = True
                 raise
         sign = -1.0 if _higher_is_better(self.monitor[len("valid_") :]) else 1.0
-        curve = sign * np.asarray(
-            net.history[self.first_epoch_ :, self.monitor], dtype=float
-        )
+        history = net.history[self.first_epoch_ :, self.monitor]
+        curve = sign * np.asarray(history, dtype=float)
         epoch = net.history[-1, "epoch"]
         self.recent_.append((epoch, deepcopy(net.module_.state_dict())))
         # a new kept epoch is the newest window's middle: among the last 5
@@ -115,9 +114,8 @@ class BagEarlyStopping(EarlyStopping):
             self.best_epoch_, self.best_model_weights_ = self.recent_[kept - len(curve)]
         if self._is_score_improved(None):
             self.best_index_ = len(curve) - 1
-        if self.best_index_ is not None and tied_with_best(
-            curve, self.best_index_, self.noise_
-        ):
+        best = self.best_index_
+        if best is not None and tied_with_best(curve, best, self.noise_):
             self.misses_ = 0
             return
         self.misses_ += 1
