@@ -1,9 +1,5 @@
-"""Bag-level errors of instance predictions: one definition for both tasks.
-
-A bag's estimate, the mean of its rows' predictions over (bag, row) pairs, is
-compared with its proportions or mean; :func:`decision_of` is the one fit of
-a decision rule, shared by the estimators and the metrics.
-"""
+"""Bag-level errors of instance predictions: one definition for both tasks,
+and :func:`decision_of`, the one fit of a decision rule."""
 
 import numpy as np
 import scipy.sparse as sp

@@ -166,11 +166,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         -------
         self : LLPClassifier
         """
-        if (
-            classes is not None
-            and self.__sklearn_is_fitted__()
-            and not np.array_equal(classes, self.classes_)
-        ):
+        fitted = classes is not None and self.__sklearn_is_fitted__()
+        if fitted and not np.array_equal(classes, self.classes_):
             raise ValueError("classes must match classes_ of the fitted model.")
         return self._fit(X, y, props, sample_weight, fit_params, True, classes)
 
@@ -291,9 +288,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         """
         fitted = self.__sklearn_is_fitted__()
         super().load_params(*args, **kwargs)
-        loads_weights = kwargs.get("f_params") is not None or (
-            kwargs.get("checkpoint") is not None
-        )
+        given = (kwargs.get(name) for name in ("f_params", "checkpoint"))
+        loads_weights = any(value is not None for value in given)
         if fitted and loads_weights and self._decision_rule() == "prior":
             warnings.warn(
                 "load_params replaced the weights of a fitted model whose "
@@ -307,16 +303,11 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         if not hasattr(self, "classes_"):
             n_features = self.get_params_for("module").get("n_features")
             if n_features is not None:
-                if not hasattr(self, "n_features_in_"):
-                    self.n_features_in_ = n_features
-                if not hasattr(self, "_input_shape_"):
-                    self._input_shape_ = (n_features,)
+                vars(self).setdefault("n_features_in_", n_features)
+                vars(self).setdefault("_input_shape_", (n_features,))
             outputs = self._n_outputs() or _module_outputs(self)
-            self.classes_ = (
-                np.asarray(self.classes)
-                if self.classes is not None
-                else np.arange(outputs)
-            )
+            named = self.classes is not None
+            self.classes_ = np.asarray(self.classes) if named else np.arange(outputs)
             self._fit_on_labels_ = False
             steps = [row.get("train_batch_count", 0) for row in self.history]
             self.n_train_steps_, self.total_steps_ = int(sum(steps)), None
