@@ -73,11 +73,9 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     if weighted.n_bags < validated.n_bags:
         raise ValueError("sample_weight gives a bag a total weight of 0.")
     one_hot = np.eye(len(classes))[class_index.get_indexer(y)]
-    return pd.DataFrame(
-        bag_means(weighted, one_hot),
-        index=pd.Index(weighted.ids, name="bag", tupleize_cols=False),
-        columns=pd.Index(classes, name="class"),
-    )
+    index = pd.Index(weighted.ids, name="bag", tupleize_cols=False)
+    columns = pd.Index(classes, name="class")
+    return pd.DataFrame(bag_means(weighted, one_hot), index=index, columns=columns)
 
 
 def expand_proportions(table, bags):

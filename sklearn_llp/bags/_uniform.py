@@ -75,14 +75,8 @@ class UniformBagGenerator(_BaseBagGenerator):
         -------
         self : UniformBagGenerator
         """
-        X = validate_data(
-            self,
-            X,
-            accept_sparse=True,
-            dtype=None,
-            ensure_all_finite=False,
-            allow_nd=True,
-        )
+        given = dict(accept_sparse=True, dtype=None, ensure_all_finite=False)
+        X = validate_data(self, X, allow_nd=True, **given)
         n_samples = X.shape[0]
         n_full = n_samples // self.bag_size
         if n_full == 0 and self.drop_last:

@@ -289,10 +289,8 @@ class Bags:
         position = np.full(self.n_samples, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
         inside = position[self.members] >= 0
-        kept = np.flatnonzero(
-            np.bincount(self.pair_bags, weights=inside, minlength=self.n_bags)
-            == self.sizes
-        )
+        n_inside = np.bincount(self.pair_bags, weights=inside, minlength=self.n_bags)
+        kept = np.flatnonzero(n_inside == self.sizes)
         sub = self.select(kept)
         weights, bag_weights = _take(self.weights, rows), sub.bag_weights
         if weights is not None and np.all(weights == weights[:1]):
@@ -303,13 +301,8 @@ class Bags:
 
     def with_values(self, values, task, classes=None, *, positional=False):
         """The same bags carrying per-bag ``values`` of ``task`` (a new object)."""
-        return replace(
-            self,
-            values=values,
-            task=task,
-            classes=classes,
-            positional_classes=positional,
-        )
+        given = dict(classes=classes, positional_classes=positional)
+        return replace(self, values=values, task=task, **given)
 
     def with_weights(self, sample_weight):
         """The bags weighted by ``sample_weight``; emptied bags are dropped."""

@@ -147,11 +147,10 @@ def bag_errors_of(bags, output, metrics, decision="argmax", pred=None, sizes=Non
                     pred = decide(output, *decision_of(bags, output, decision))
                 hard = bag_means(bags, np.eye(output.shape[1])[pred])
             estimate = hard
-        per_bag = (
-            np.abs(bags.props - estimate).sum(axis=1)
-            if distance == "l1"
-            else _kl(bags.props, estimate)
-        )
+        if distance == "l1":
+            per_bag = np.abs(bags.props - estimate).sum(axis=1)
+        else:
+            per_bag = _kl(bags.props, estimate)
         errors[metric] = float(np.average(per_bag, weights=bags.bag_weights))
     return errors
 

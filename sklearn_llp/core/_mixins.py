@@ -232,11 +232,8 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
 
     def _decide(self, proba):
         """Class index of every row by the fitted rule."""
-        return decide(
-            proba,
-            getattr(self, "decision_offsets_", None),
-            getattr(self, "threshold_", None),
-        )
+        offsets = getattr(self, "decision_offsets_", None)
+        return decide(proba, offsets, getattr(self, "threshold_", None))
 
     def score(self, X, y, props=None, sample_weight=None):
         """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.

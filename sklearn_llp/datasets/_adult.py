@@ -60,13 +60,8 @@ def load_adult(*, as_frame=True, return_X_y=False):
     dtypes.update({name: "category" for name in _CATEGORICAL})
     dtypes[_TARGET] = pd.CategoricalDtype(list(_TARGET_NAMES))
     with _data_file(ADULT_FILENAME).open("rb") as handle:
-        frame = pd.read_csv(
-            handle,
-            compression="gzip",
-            dtype=dtypes,
-            keep_default_na=False,
-            na_values={name: [""] for name in _CATEGORICAL},
-        )
+        options = dict(keep_default_na=False, na_values={n: [""] for n in _CATEGORICAL})
+        frame = pd.read_csv(handle, compression="gzip", dtype=dtypes, **options)
     feature_names = list(_FEATURES)
     frame = frame[feature_names + [_TARGET]]
     if as_frame:

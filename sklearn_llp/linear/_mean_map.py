@@ -76,11 +76,8 @@ def bag_class_means_laplacian(
     data = sp.csr_matrix(
         (blocks.ravel(), (rows, cols.ravel())), shape=(n_bags * n_classes,) * 2
     )
-    system = (
-        data
-        + laplacian * sp.kron(bag_graph(bag_means, n_neighbors), sp.eye(n_classes))
-        + alpha / n_bags * sp.eye(n_bags * n_classes)
-    )
+    graph = sp.kron(bag_graph(bag_means, n_neighbors), sp.eye(n_classes))
+    system = data + laplacian * graph + alpha / n_bags * sp.eye(n_bags * n_classes)
     rhs = (weights[:, None] * props)[:, :, None] * (bag_means - center)[:, None, :]
     solved = splu(sp.csc_matrix(system)).solve(rhs.reshape(n_bags * n_classes, -1))
     return center + solved.reshape(n_bags, n_classes, -1)

@@ -219,12 +219,9 @@ class CallbackGuard(Callback):
                     "monitor."
                 )
             monitor = getattr(callback, "monitor", None)
-            if (
-                not isinstance(callback, BagEarlyStopping)
-                and isinstance(monitor, str)
-                and monitor.startswith("valid_")
-                and not net.fit_plan_.held_out
-            ):
+            on_valid = isinstance(monitor, str) and monitor.startswith("valid_")
+            ours = isinstance(callback, BagEarlyStopping)
+            if on_valid and not ours and not net.fit_plan_.held_out:
                 raise ValueError(
                     f"callbacks: {type(callback).__name__} ({name!r}) monitors "
                     f"{monitor!r}, which is recorded only on held-out bags; set "
