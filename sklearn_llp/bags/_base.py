@@ -57,7 +57,6 @@ class _BaseBagGenerator(BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels.
 
         Returns
         -------

@@ -292,7 +292,6 @@ def check_identifiability(X, bags, props=None, *, sample_weight=None, classes=No
         The bags and their label proportions (:ref:`data_model`); ``props``
         None when ``bags`` is a ``Bags`` that holds them.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weight of every row.
     classes : array-like of shape (n_classes,), default=None
         Names of the proportions' columns, shown in the report.
 

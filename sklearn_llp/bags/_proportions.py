@@ -22,11 +22,9 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     bags : array-like of shape (n_samples,)
         Bag id of every row, ``-1`` for a row in no bag.
     y : array-like of shape (n_samples,)
-        Class label of every row.
     classes : array-like of shape (n_classes,), default=None
         The columns, in order; default the sorted labels of ``y``.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weight of every row.
 
     Returns
     -------

@@ -25,7 +25,6 @@ class UniformBagGenerator(_BaseBagGenerator):
     drop_last : bool, default=True
         Give the left-over rows the id ``-1`` (no bag), or one smaller last bag.
     random_state : int, RandomState instance or None, default=None
-        Seed of the shuffle.
 
     Attributes
     ----------

@@ -41,7 +41,6 @@ def load_adult(*, as_frame=True, return_X_y=False):
         DataFrame (categorical columns as ``category``) and Series, or object
         arrays (``frame`` None); missing values NaN.
     return_X_y : bool, default=False
-        Return ``(data, target)`` instead of a Bunch.
 
     Returns
     -------

@@ -311,7 +311,6 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         props : array-like, DataFrame, Series or dict, default=None
             The bags' label proportions.
         sample_weight : array-like of shape (n_samples,), default=None
-            Weight of every row.
 
         Returns
         -------

@@ -71,7 +71,6 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     classes_ : ndarray of shape (n_classes,)
         From ``props`` or ``classes``, never from the bag ids.
     module_ : torch.nn.Module
-        The trained network.
     fit_plan_ : FitPlan
         Every ``"auto"`` of the last fit, decided from its bags before training.
     method_, batch_size_ : LLPMethod, int

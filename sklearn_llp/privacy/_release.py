@@ -140,7 +140,6 @@ def dp_proportions(
     bags : array-like, sparse matrix, list of arrays or Bags
         Disjoint bags; rows of id ``-1`` are left out. Their ids are public.
     y : array-like of shape (n_samples,)
-        Class label of every row.
     epsilon : float
         Privacy budget of the whole table; ``np.inf`` adds no noise.
     classes : array-like of shape (n_classes,)
@@ -171,9 +170,7 @@ def dp_proportions(
     post_processing : {"project", "clip"}, default="project"
         :func:`project_to_simplex`, or ``max(counts, 0)`` renormalised.
     return_counts : bool, default=False
-        Also return the noisy counts.
     random_state : int, RandomState instance or None, default=None
-        Seeds the noise.
 
     Returns
     -------
@@ -302,7 +299,6 @@ def dp_bag_means(
     clamp : bool, default=False
         Clip every noisy mean to ``bounds``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the noise.
 
     Returns
     -------
