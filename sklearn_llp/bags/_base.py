@@ -133,9 +133,8 @@ def _class_labels(X, y):
         finite = y[np.isfinite(y)] if y.dtype.kind == "f" else y
         if np.any(finite != np.round(finite)):
             raise ValueError(
-                "y holds non-integral numbers, which are no class labels; "
-                "for the bag means of a continuous target use "
-                "make_bag_means(X, y)."
+                "y holds non-integral numbers, which are no class labels; for the bag "
+                "means of a continuous target use make_bag_means(X, y)."
             )
         n_values = len(np.unique(finite))
         if n_values > _MANY_LABELS:

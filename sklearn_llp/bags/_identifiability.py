@@ -254,11 +254,10 @@ def _findings(report):
     if full_rank and report.informative_n_bags < needed:
         if share < MIN_BETWEEN_BAG_SHARE:
             problems.append(
-                f"{few} and they explain {100 * share:.2g} % of the label "
-                f"variance (less than {100 * MIN_BETWEEN_BAG_SHARE:.0f} %): many "
-                "classifiers reproduce every bag's proportions, and fits from "
-                "different seeds can rank the instances differently while all "
-                "match the bags."
+                f"{few} and they explain {100 * share:.2g} % of the label variance "
+                f"(less than {100 * MIN_BETWEEN_BAG_SHARE:.0f} %): many classifiers "
+                "reproduce every bag's proportions, and fits from different seeds can "
+                "rank the instances differently while all match the bags."
             )
         else:
             notes.append(
@@ -269,10 +268,9 @@ def _findings(report):
             )
     if full_rank and report.effective_labels < MIN_LABELS_PER_DIMENSION * dimension:
         problems.append(
-            f"the proportions differ so little from bag to bag that they are "
-            f"worth about {report.effective_labels:.0f} labelled rows per class "
-            f"contrast, less than {MIN_LABELS_PER_DIMENSION:g} per dimension for "
-            f"{source}."
+            "the proportions differ so little from bag to bag that they are worth "
+            f"about {report.effective_labels:.0f} labelled rows per class contrast, "
+            f"less than {MIN_LABELS_PER_DIMENSION:g} per dimension for {source}."
         )
     return tuple(problems), tuple(notes)
 

@@ -285,11 +285,10 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
             train, test = train[bags.components], test[bags.components]
             if train.sum() < min_train_bags:
                 raise ValueError(
-                    f"{name} leaves {int(train.sum())} of the {len(train)} bags "
-                    f"to train on, fewer than the {min_train_bags} required "
-                    f"(test_size={self.test_size}, train_size="
-                    f"{self.train_size}): use more bags, or hold out fewer "
-                    "rows (or none)."
+                    f"{name} leaves {int(train.sum())} of the {len(train)} bags to "
+                    f"train on, fewer than the {min_train_bags} required "
+                    f"(test_size={self.test_size}, train_size={self.train_size}): use "
+                    "more bags, or hold out fewer rows (or none)."
                 )
             yield train, test
 

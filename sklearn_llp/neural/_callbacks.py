@@ -211,12 +211,11 @@ class CallbackGuard(Callback):
                 )
             if isinstance(callback, (EpochScoring, BatchScoring)):
                 raise TypeError(
-                    f"callbacks: {type(callback).__name__} ({name!r}) scores "
-                    "instance predictions against labels, which LLP data do not "
-                    "have (y holds bag ids). Use validation_fraction: the history "
-                    "then records the held-out bag errors (valid_hard_l1, ... or "
-                    "valid_mse, ...), which EarlyStopping and Checkpoint can "
-                    "monitor."
+                    f"callbacks: {type(callback).__name__} ({name!r}) scores instance "
+                    "predictions against labels, which LLP data do not have (y holds "
+                    "bag ids). Use validation_fraction: the history then records the "
+                    "held-out bag errors (valid_hard_l1, ... or valid_mse, ...), "
+                    "which EarlyStopping and Checkpoint can monitor."
                 )
             monitor = getattr(callback, "monitor", None)
             on_valid = isinstance(monitor, str) and monitor.startswith("valid_")

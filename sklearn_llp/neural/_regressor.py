@@ -212,12 +212,11 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         shown = [str(names[j]) if names is not None else int(j) for j in same[:5]]
         more = f" and {len(same) - 5} more" if len(same) > 5 else ""
         warnings.warn(
-            f"Feature(s) {shown}{more} of X vary within the bags but have the "
-            "same mean in every bag: the bag means cannot tell their effect on "
-            "the target from a constant, so the fitted model's dependence on "
-            "them is arbitrary (fits from different seeds may disagree). Form "
-            "bags whose mixes of these features differ, e.g. "
-            "sklearn_llp.bags.KMeansBagGenerator.",
+            f"Feature(s) {shown}{more} of X vary within the bags but have the same "
+            "mean in every bag: the bag means cannot tell their effect on the target "
+            "from a constant, so the fitted model's dependence on them is arbitrary "
+            "(fits from different seeds may disagree). Form bags whose mixes of these "
+            "features differ, e.g. sklearn_llp.bags.KMeansBagGenerator.",
             IdentifiabilityWarning,
             stacklevel=5,  # fit -> _fit -> _validate_and_train -> here
         )

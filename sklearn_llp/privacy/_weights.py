@@ -9,9 +9,8 @@ from ._mechanisms import _is_real
 from ._release import read_bags
 
 _RELEASED = (
-    "released must be a per-bag DataFrame, one row per bag, with positive "
-    "finite 'size' and finite non-negative 'std' columns, as dp_bag_means "
-    "returns."
+    "released must be a per-bag DataFrame, one row per bag, with positive finite "
+    "'size' and finite non-negative 'std' columns, as dp_bag_means returns."
 )
 
 
