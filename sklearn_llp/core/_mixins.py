@@ -124,7 +124,8 @@ class _LLPScoreMixin:
                 raise ValueError(
                     _PIPELINE_SCORE.format(name=name, values=key, received=received)
                 )
-            return None
+            mixin = ClassifierMixin if task == CLASSIFICATION else RegressorMixin
+            return mixin.score(self, X, y, sample_weight=sample_weight)
         classes = getattr(self, "classes_", None)
         given = {key: values, "classes": classes, "sample_weight": sample_weight}
         bags = check_bags(y, n_samples=num_rows(X), task=task, **given)
@@ -175,12 +176,10 @@ PRIOR_MATCHING_BAG_SIZE = 512
 
 
 class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
-    """The label-free decision rule of ``threshold`` (:ref:`threshold`) and
-    ``score`` on bags."""
+    """The label-free decision rule of ``threshold``, and ``score`` on bags."""
 
     def _decision_rule(self, bags=None):
-        """``threshold`` with "auto" resolved (:ref:`threshold`) for ``bags``
-        (default: the training bags)."""
+        """``threshold`` with "auto" resolved for ``bags`` (default: training bags)."""
         if self.threshold != "auto":
             return self.threshold
         prior = not getattr(self, "_singleton_bags_", self._fit_on_labels_)
@@ -255,10 +254,7 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
         score : float
             In [0, 1], greater is better.
         """
-        score = self._score_bags(X, y, props, sample_weight, CLASSIFICATION)
-        if score is None:
-            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
-        return score
+        return self._score_bags(X, y, props, sample_weight, CLASSIFICATION)
 
 
 class LLPRegressorMixin(_LLPScoreMixin, RegressorMixin):
@@ -280,7 +276,4 @@ class LLPRegressorMixin(_LLPScoreMixin, RegressorMixin):
         score : float
             At most 1, greater is better.
         """
-        score = self._score_bags(X, y, targets, sample_weight, REGRESSION)
-        if score is None:
-            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
-        return score
+        return self._score_bags(X, y, targets, sample_weight, REGRESSION)
