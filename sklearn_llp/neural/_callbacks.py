@@ -69,10 +69,8 @@ class BagEarlyStopping(EarlyStopping):
     """skorch's ``EarlyStopping(load_best=True)`` on the head's held-out error.
 
     Active when ``do_early_stopping_``; restores ``best_epoch_``. With
-    ``_stopping_noise`` (z noise scales) a head stops only on a rise beyond the
-    curve's noise (:func:`tied_with_best`) and keeps the middle epoch of the 5
-    with the lowest mean (:func:`lowest_window_epoch`, the last 5 epochs'
-    weights held to that end; :ref:`regression_early_stopping`)."""
+    ``_stopping_noise`` it stops only on a rise beyond the curve's noise and keeps
+    the middle of the 5 best epochs (:ref:`regression_early_stopping`)."""
 
     def __init__(self):
         super().__init__(load_best=True)

@@ -27,10 +27,8 @@ from ._net import LLPNet, declare_parameters
 class LLPClassifier(LLPClassifierMixin, LLPNet):
     """Instance classifier learned from bags and their label proportions.
 
-    A PyTorch network trained through skorch on whole bags:
-    ``fit(X, bags, props)``, then ``predict`` labels single rows. See
-    :ref:`data_model` for the forms of ``bags`` and ``props`` and
-    :ref:`methods` for the methods.
+    A PyTorch network trained through skorch on whole bags: ``fit(X, bags, props)``
+    (:ref:`data_model`, :ref:`methods`), then ``predict`` labels single rows.
 
     Examples
     --------

@@ -45,10 +45,8 @@ def constant_bag_mean_features(bags, X):
 class LLPRegressor(LLPRegressorMixin, LLPNet):
     """Instance regressor learned from bags and the mean target of each bag.
 
-    ``fit(X, bags, targets)`` with one mean per bag, then ``predict`` gives
-    every row's target. The network learns standardised targets (pickle a
-    fitted model to move it); predictions are in the targets' units. See
-    :ref:`regression`.
+    ``fit(X, bags, targets)``, then ``predict`` gives every row's target, in the
+    targets' units (the network learns them standardised; :ref:`regression`).
 
     Examples
     --------
