@@ -23,9 +23,8 @@ class _BaseBagGenerator(BaseEstimator):
     def _set_labels(self, labels, y=None):
         self.labels_ = np.asarray(labels, dtype=np.int64)
         self.sample_mask_ = self.labels_ != UNBAGGED
-        self.bag_ids_, self.bag_sizes_ = np.unique(
-            self.labels_[self.sample_mask_], return_counts=True
-        )
+        bagged = self.labels_[self.sample_mask_]
+        self.bag_ids_, self.bag_sizes_ = np.unique(bagged, return_counts=True)
         self.n_bags_ = len(self.bag_ids_)
         vars(self).pop("classes_", None)
         if y is not None:  # class labels, read as make_bags reads them

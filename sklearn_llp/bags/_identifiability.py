@@ -278,9 +278,8 @@ def _findings(report):
 def check_identifiability(X, bags, props=None, *, sample_weight=None, classes=None):
     """Check whether bags and their proportions can identify a classifier.
 
-    How much the proportions vary across bags against the classes and the
-    effective dimension of ``X`` (:ref:`identifiability_report`). The
-    arguments come in the order of ``fit(X, bags, props)``.
+    How much the proportions vary across bags against the classes and the effective
+    dimension of ``X`` (:ref:`identifiability_report`); arguments as in ``fit``.
 
     Parameters
     ----------

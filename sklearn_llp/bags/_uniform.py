@@ -15,8 +15,7 @@ from ._base import _BaseBagGenerator
 class UniformBagGenerator(_BaseBagGenerator):
     """Random partition of the rows into bags of ``bag_size`` rows.
 
-    The standard LLP benchmark protocol. A random partition exists only for
-    the rows it was drawn on: no ``transform``.
+    A random partition exists only for the rows it was drawn on: no ``transform``.
 
     Parameters
     ----------
