@@ -24,6 +24,9 @@ _SUM_MECHANISMS = ("laplace", "gaussian", "analytic_gaussian")
 
 _POST_PROCESSING = ("project", "clip")
 
+#: The checked arguments every release records in its ``attrs``.
+_ARGUMENTS = ("mechanism", "epsilon", "delta", "max_contributions", "clamp")
+
 
 def read_bags(bags, n_samples=None, *, rows=None, release=False):
     """Disjoint bags read by ``check_bags``; ``rows`` counts row-index lists."""
@@ -236,22 +239,15 @@ def dp_proportions(
         empty = (clipped := np.maximum(noisy, 0.0)).sum(axis=1, keepdims=True) == 0
         shares = (clipped + empty) / (clipped + empty).sum(axis=1, keepdims=True)
     scale, discrete_gaussian = attrs["noise_scale"], mechanism == "discrete_gaussian"
+    attrs.update(zip(_ARGUMENTS, checked), neighbours=relation, one_count=one_count)
     attrs.update(
-        neighbours=relation,
-        mechanism=mechanism,
-        epsilon=checked[1],
-        delta=checked[2],
-        max_contributions=checked[3],
-        one_count=bool(one_count),
         noise=MECHANISMS[mechanism],
-        clamp=checked[4],
         rho=sensitivity**2 / (2 * scale**2) if discrete_gaussian and scale else None,
         **suppressed,
         counts=dict(ids=index[kept].tolist(), values=noisy.tolist()),  # the loss's
     )
-    frames = [
-        pd.DataFrame(v, index=index[kept], columns=columns) for v in (shares, noisy)
-    ]
+    released = index[kept]
+    frames = [pd.DataFrame(v, index=released, columns=columns) for v in (shares, noisy)]
     for frame in frames:
         frame.attrs.update(attrs)
     return tuple(frames) if return_counts else frames[0]
@@ -363,17 +359,8 @@ def dp_bag_means(
     kept, index, suppressed = _kept(sizes, min_bag_size, ids)
     means = noisy / sizes
     means = np.clip(means, lo, hi) if checked[4] else means
-    attrs.update(
-        bounds=(lo, hi),
-        neighbours=neighbours,
-        mechanism=mechanism,
-        epsilon=checked[1],
-        delta=checked[2],
-        max_contributions=m,
-        noise=MECHANISMS[mechanism],
-        clamp=checked[4],
-        **suppressed,
-    )
+    attrs.update(zip(_ARGUMENTS, checked), bounds=(lo, hi), neighbours=neighbours)
+    attrs.update(noise=MECHANISMS[mechanism], **suppressed)
     table = pd.DataFrame(dict(mean=means, std=std, size=sizes), index=index)[kept]
     table.attrs.update(attrs)
     return table
