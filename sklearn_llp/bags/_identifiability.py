@@ -344,7 +344,7 @@ def check_identifiability(X, bags, props=None, *, sample_weight=None, classes=No
     pairs, weights = validated.members, validated.weights  # Kish's rows:
     n_rows = _participation(np.ones(len(pairs)) if weights is None else weights[pairs])
     report = IdentifiabilityReport(
-        n_samples=int(np.count_nonzero(np.bincount(validated.members, minlength=1))),
+        n_samples=len(validated.distinct_rows()),
         n_bags=int(n_bags),
         n_classes=int(n_classes),
         classes=tuple(validated.classes.tolist()),

@@ -325,7 +325,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
             warn_if_names_lost(bags, props, 2)
             self._check_threshold(bags.classes)  # before any fitting
         totals, means = _statistics(X, bags, on_labels, self.get_params())
-        rows = np.flatnonzero(np.bincount(bags.members, minlength=X.shape[0]))
+        rows = bags.distinct_rows()
         X_fit = X if len(rows) == X.shape[0] else X[rows]  # rows in no bag out
         weights = (np.ones(X.shape[0]) if bags.weights is None else bags.weights)[rows]
         self.coef_, self.intercept_, n_iter = _fit_logistic(
