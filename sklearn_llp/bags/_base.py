@@ -23,9 +23,8 @@ class _BaseBagGenerator(BaseEstimator):
     def _set_labels(self, labels, y=None):
         self.labels_ = np.asarray(labels, dtype=np.int64)
         self.sample_mask_ = self.labels_ != UNBAGGED
-        self.bag_ids_, self.bag_sizes_ = np.unique(
-            self.labels_[self.sample_mask_], return_counts=True
-        )
+        bagged = self.labels_[self.sample_mask_]
+        self.bag_ids_, self.bag_sizes_ = np.unique(bagged, return_counts=True)
         self.n_bags_ = len(self.bag_ids_)
         vars(self).pop("classes_", None)
         if y is not None:  # class labels, read as make_bags reads them
@@ -57,7 +56,6 @@ class _BaseBagGenerator(BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels.
 
         Returns
         -------
@@ -134,9 +132,8 @@ def _class_labels(X, y):
         finite = y[np.isfinite(y)] if y.dtype.kind == "f" else y
         if np.any(finite != np.round(finite)):
             raise ValueError(
-                "y holds non-integral numbers, which are no class labels; "
-                "for the bag means of a continuous target use "
-                "make_bag_means(X, y)."
+                "y holds non-integral numbers, which are no class labels; for the bag "
+                "means of a continuous target use make_bag_means(X, y)."
             )
         n_values = len(np.unique(finite))
         if n_values > _MANY_LABELS:

@@ -288,10 +288,8 @@ class FeatureBagGenerator(_BaseBagGenerator):
         """
         check_is_fitted(self)
         frame, is_frame = _as_frame(X)
-        codes = [
-            encoder.encode(self._select(frame, is_frame, column))
-            for column, encoder in zip(self._columns, self._encoders)
-        ]
+        columns = zip(self._columns, self._encoders)
+        codes = [enc.encode(self._select(frame, is_frame, col)) for col, enc in columns]
         keys = pd.MultiIndex.from_arrays(codes)
         bags = self._group_index.get_indexer(keys)
         bags[np.any(np.column_stack(codes) == _UNSEEN, axis=1)] = UNBAGGED

@@ -29,9 +29,8 @@ DEFAULT_DIMENSION = 10.0
 
 
 def _is_number(column):
-    return pd.api.types.is_numeric_dtype(column) and not (
-        pd.api.types.is_bool_dtype(column)
-    )
+    types = pd.api.types
+    return types.is_numeric_dtype(column) and not types.is_bool_dtype(column)
 
 
 def _n_columns(X):
@@ -97,10 +96,8 @@ def _check_finite_X(X):
 def _effective_dimension(X, n_samples):
     """Participation ratio of the covariance of evenly spaced rows of ``X``."""
     width = max(_n_columns(X), 1)
-    # fewer rows for very wide X (images): the Gram matrix stays affordable
-    n_rows = int(
-        min(n_samples, MAX_ROWS_FOR_DIMENSION, (MAX_GRAM_FLOPS / width) ** 0.5)
-    )
+    affordable = int((MAX_GRAM_FLOPS / width) ** 0.5)  # fewer rows for a wide X
+    n_rows = min(n_samples, MAX_ROWS_FOR_DIMENSION, affordable)
     rows = np.unique(np.linspace(0, n_samples - 1, max(n_rows, 2)).astype(np.int64))
     values = _numeric_rows(X, rows)
     values = values[:, np.all(np.isfinite(values), axis=0)]
@@ -257,11 +254,10 @@ def _findings(report):
     if full_rank and report.informative_n_bags < needed:
         if share < MIN_BETWEEN_BAG_SHARE:
             problems.append(
-                f"{few} and they explain {100 * share:.2g} % of the label "
-                f"variance (less than {100 * MIN_BETWEEN_BAG_SHARE:.0f} %): many "
-                "classifiers reproduce every bag's proportions, and fits from "
-                "different seeds can rank the instances differently while all "
-                "match the bags."
+                f"{few} and they explain {100 * share:.2g} % of the label variance "
+                f"(less than {100 * MIN_BETWEEN_BAG_SHARE:.0f} %): many classifiers "
+                "reproduce every bag's proportions, and fits from different seeds can "
+                "rank the instances differently while all match the bags."
             )
         else:
             notes.append(
@@ -272,10 +268,9 @@ def _findings(report):
             )
     if full_rank and report.effective_labels < MIN_LABELS_PER_DIMENSION * dimension:
         problems.append(
-            f"the proportions differ so little from bag to bag that they are "
-            f"worth about {report.effective_labels:.0f} labelled rows per class "
-            f"contrast, less than {MIN_LABELS_PER_DIMENSION:g} per dimension for "
-            f"{source}."
+            "the proportions differ so little from bag to bag that they are worth "
+            f"about {report.effective_labels:.0f} labelled rows per class contrast, "
+            f"less than {MIN_LABELS_PER_DIMENSION:g} per dimension for {source}."
         )
     return tuple(problems), tuple(notes)
 
@@ -283,9 +278,8 @@ def _findings(report):
 def check_identifiability(X, bags, props=None, *, sample_weight=None, classes=None):
     """Check whether bags and their proportions can identify a classifier.
 
-    How much the proportions vary across bags against the classes and the
-    effective dimension of ``X`` (:ref:`identifiability_report`). The
-    arguments come in the order of ``fit(X, bags, props)``.
+    How much the proportions vary across bags against the classes and the effective
+    dimension of ``X`` (:ref:`identifiability_report`); arguments as in ``fit``.
 
     Parameters
     ----------
@@ -295,7 +289,6 @@ def check_identifiability(X, bags, props=None, *, sample_weight=None, classes=No
         The bags and their label proportions (:ref:`data_model`); ``props``
         None when ``bags`` is a ``Bags`` that holds them.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weight of every row.
     classes : array-like of shape (n_classes,), default=None
         Names of the proportions' columns, shown in the report.
 
@@ -351,7 +344,7 @@ def check_identifiability(X, bags, props=None, *, sample_weight=None, classes=No
     pairs, weights = validated.members, validated.weights  # Kish's rows:
     n_rows = _participation(np.ones(len(pairs)) if weights is None else weights[pairs])
     report = IdentifiabilityReport(
-        n_samples=int(np.count_nonzero(np.bincount(validated.members, minlength=1))),
+        n_samples=len(validated.distinct_rows()),
         n_bags=int(n_bags),
         n_classes=int(n_classes),
         classes=tuple(validated.classes.tolist()),

@@ -92,9 +92,8 @@ class KMeansBagGenerator(_BaseBagGenerator):
         if self.n_components is not None:
             self.pca_ = PCA(n_components=self.n_components, random_state=rng)
         Z = X if self.pca_ is None else self.pca_.fit_transform(X)
-        minibatch = self.minibatch
-        if minibatch == "auto":
-            minibatch = X.shape[0] > MINIBATCH_THRESHOLD
+        auto = self.minibatch == "auto"
+        minibatch = X.shape[0] > MINIBATCH_THRESHOLD if auto else self.minibatch
         estimator = MiniBatchKMeans if minibatch else KMeans
         self.kmeans_ = estimator(self.n_clusters, n_init="auto", random_state=rng)
         self.kmeans_.fit(Z)

@@ -8,9 +8,10 @@ import pandas as pd
 from ..core import attach_table, bag_means, check_bags
 
 
-def id_bags(bags):
+def id_bags(bags, n_samples=None):
     """Disjoint bags, ``-1`` for a row in no bag, read by ``check_bags``."""
-    return check_bags(bags, min_bags=0, allow_unbagged=True, disjoint=True)
+    given = dict(min_bags=0, allow_unbagged=True, disjoint=True)
+    return check_bags(bags, n_samples=n_samples, **given)
 
 
 def label_proportions(bags, y, classes=None, sample_weight=None):
@@ -21,11 +22,9 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     bags : array-like of shape (n_samples,)
         Bag id of every row, ``-1`` for a row in no bag.
     y : array-like of shape (n_samples,)
-        Class label of every row.
     classes : array-like of shape (n_classes,), default=None
         The columns, in order; default the sorted labels of ``y``.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weight of every row.
 
     Returns
     -------
@@ -72,11 +71,9 @@ def label_proportions(bags, y, classes=None, sample_weight=None):
     if weighted.n_bags < validated.n_bags:
         raise ValueError("sample_weight gives a bag a total weight of 0.")
     one_hot = np.eye(len(classes))[class_index.get_indexer(y)]
-    return pd.DataFrame(
-        bag_means(weighted, one_hot),
-        index=pd.Index(weighted.ids, name="bag", tupleize_cols=False),
-        columns=pd.Index(classes, name="class"),
-    )
+    index = pd.Index(weighted.ids, name="bag", tupleize_cols=False)
+    columns = pd.Index(classes, name="class")
+    return pd.DataFrame(bag_means(weighted, one_hot), index=index, columns=columns)
 
 
 def expand_proportions(table, bags):

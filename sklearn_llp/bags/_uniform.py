@@ -15,8 +15,7 @@ from ._base import _BaseBagGenerator
 class UniformBagGenerator(_BaseBagGenerator):
     """Random partition of the rows into bags of ``bag_size`` rows.
 
-    The standard LLP benchmark protocol. A random partition exists only for
-    the rows it was drawn on: no ``transform``.
+    A random partition exists only for the rows it was drawn on: no ``transform``.
 
     Parameters
     ----------
@@ -25,7 +24,6 @@ class UniformBagGenerator(_BaseBagGenerator):
     drop_last : bool, default=True
         Give the left-over rows the id ``-1`` (no bag), or one smaller last bag.
     random_state : int, RandomState instance or None, default=None
-        Seed of the shuffle.
 
     Attributes
     ----------
@@ -75,14 +73,8 @@ class UniformBagGenerator(_BaseBagGenerator):
         -------
         self : UniformBagGenerator
         """
-        X = validate_data(
-            self,
-            X,
-            accept_sparse=True,
-            dtype=None,
-            ensure_all_finite=False,
-            allow_nd=True,
-        )
+        given = dict(accept_sparse=True, dtype=None, ensure_all_finite=False)
+        X = validate_data(self, X, allow_nd=True, **given)
         n_samples = X.shape[0]
         n_full = n_samples // self.bag_size
         if n_full == 0 and self.drop_last:

@@ -1,10 +1,7 @@
 """The task-neutral core: bags, the one reader of their forms, bag errors.
 
-:func:`check_bags` reads bags and their per-bag values (class proportions,
-or bag means for regression) in any accepted form and returns a
-:class:`Bags`, the one immutable representation that estimators, metrics,
-scorers and splitters work on; :func:`check_fit_inputs` reads what ``fit``
-receives (bags and values, or instance labels/targets).
+:func:`check_bags` reads bags and their per-bag values in any accepted form
+into a :class:`Bags`, which estimators, metrics, scorers and splitters use.
 """
 
 from ._bags import CLASSIFICATION as CLASSIFICATION

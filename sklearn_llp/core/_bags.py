@@ -49,8 +49,8 @@ def _check_weights(sample_weight, n_samples):
 
 
 def release_of(values):
-    """A privacy release's ``attrs`` (of a table, or given as a dict) with its
-    class columns if named, or None when ``values`` are no release."""
+    """A release's ``attrs`` (a table's, or a dict) with its named class
+    columns; None when ``values`` are no release."""
     attrs = values if isinstance(values, dict) else getattr(values, "attrs", None)
     if not attrs or "noise_scale" not in attrs:
         return None
@@ -134,13 +134,10 @@ class Bags:
 
     def _check_shapes(self):
         """Catch an inconsistent construction (a bug, not a user error)."""
-        n_bags = self.n_bags
+        n_bags, n_pairs = self.n_bags, int(self.indptr[-1]) if len(self.indptr) else 0
         expected = {
             "ids": (self.ids, (n_bags,)),
-            "members": (
-                self.members,
-                (int(self.indptr[-1]) if len(self.indptr) else 0,),
-            ),
+            "members": (self.members, (n_pairs,)),
             "weights": (self.weights, (self.n_samples,)),
             "bag_weights": (self.bag_weights, (n_bags,)),
         }
@@ -231,8 +228,7 @@ class Bags:
         return totals if self.bag_weights is None else totals * self.bag_weights
 
     def released_counts(self):
-        """The release's raw noisy class counts of every bag, in the order of
-        ``classes`` (NaN where it has none); None without released counts."""
+        """The release's raw class counts of every bag (NaN: none), or None."""
         counts = (self.release or {}).get("counts")
         if counts is None or self.task != CLASSIFICATION:
             return None
@@ -276,9 +272,8 @@ class Bags:
         bag_index = np.arange(self.n_bags)[bag_index]
         sizes = self.sizes[bag_index]
         starts = self.indptr[bag_index]
-        pairs = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(
-            sizes.sum()
-        )
+        pairs = np.repeat(starts - np.cumsum(sizes) + sizes, sizes)
+        pairs += np.arange(sizes.sum())
         return replace(
             self,
             indptr=np.concatenate([[0], np.cumsum(sizes)]),
@@ -294,33 +289,20 @@ class Bags:
         position = np.full(self.n_samples, -1, dtype=np.int64)
         position[rows] = np.arange(len(rows))
         inside = position[self.members] >= 0
-        kept = np.flatnonzero(
-            np.bincount(self.pair_bags, weights=inside, minlength=self.n_bags)
-            == self.sizes
-        )
+        n_inside = np.bincount(self.pair_bags, weights=inside, minlength=self.n_bags)
+        kept = np.flatnonzero(n_inside == self.sizes)
         sub = self.select(kept)
         weights, bag_weights = _take(self.weights, rows), sub.bag_weights
         if weights is not None and np.all(weights == weights[:1]):
             # equal weights weigh nothing, as check_bags reads them
             weights = bag_weights = None
-        sub = replace(
-            sub,
-            members=position[sub.members],
-            n_samples=len(rows),
-            weights=weights,
-            bag_weights=bag_weights,
-        )
-        return sub, kept
+        given = dict(n_samples=len(rows), weights=weights, bag_weights=bag_weights)
+        return replace(sub, members=position[sub.members], **given), kept
 
     def with_values(self, values, task, classes=None, *, positional=False):
         """The same bags carrying per-bag ``values`` of ``task`` (a new object)."""
-        return replace(
-            self,
-            values=values,
-            task=task,
-            classes=classes,
-            positional_classes=positional,
-        )
+        given = dict(classes=classes, positional_classes=positional)
+        return replace(self, values=values, task=task, **given)
 
     def with_weights(self, sample_weight):
         """The bags weighted by ``sample_weight``; emptied bags are dropped."""

@@ -1,9 +1,5 @@
-"""Bag-level errors of instance predictions: one definition for both tasks.
-
-A bag's estimate, the mean of its rows' predictions over (bag, row) pairs, is
-compared with its proportions or mean; :func:`decision_of` is the one fit of
-a decision rule, shared by the estimators and the metrics.
-"""
+"""Bag-level errors of instance predictions: one definition for both tasks,
+and :func:`decision_of`, the one fit of a decision rule."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -122,13 +118,12 @@ def _kl(props, estimate):
 
 
 def bag_errors_of(bags, output, metrics, decision="argmax", pred=None, sizes=None):
-    """``{metric: error}`` of validated ``bags`` and per-row ``output`` (no
-    checks); ``pred`` (class index per row) or ``decision`` gives hard errors.
-    Regression errors weigh bags as training does, ``Bags.loss_weights``
-    (``sizes``: the bags' sizes when ``bags`` holds one row per bag): for a
-    random bag, ``n_b`` times its squared mean residual estimates the
-    instance MSE, so the weighted bag MSE ranks models as their instance MSE
-    would; on non-random bags it (and bag R^2) does not."""
+    """``{metric: error}`` of validated ``bags`` and per-row ``output`` (no checks).
+
+    ``pred`` (class index per row) or ``decision`` gives hard errors. Regression
+    weighs bags by ``Bags.loss_weights`` as training does (``sizes``: the sizes
+    when ``bags`` holds one row per bag): on random bags that ranks models as
+    their instance MSE would."""
     errors = {}
     if bags.task == REGRESSION:
         means = bags.means
@@ -152,11 +147,10 @@ def bag_errors_of(bags, output, metrics, decision="argmax", pred=None, sizes=Non
                     pred = decide(output, *decision_of(bags, output, decision))
                 hard = bag_means(bags, np.eye(output.shape[1])[pred])
             estimate = hard
-        per_bag = (
-            np.abs(bags.props - estimate).sum(axis=1)
-            if distance == "l1"
-            else _kl(bags.props, estimate)
-        )
+        if distance == "l1":
+            per_bag = np.abs(bags.props - estimate).sum(axis=1)
+        else:
+            per_bag = _kl(bags.props, estimate)
         errors[metric] = float(np.average(per_bag, weights=bags.bag_weights))
     return errors
 
@@ -184,15 +178,9 @@ def check_bags_and_output(
             f"bags has {n_ids} entries but {what} has {n_samples} rows; give "
             "exactly one bag id per row."
         )
-    key = values_argument(task)
+    given = {values_argument(task): values, "classes": classes, "task": task}
     bags = check_bags(
-        value,
-        **{key: values},
-        n_samples=n_samples,
-        classes=classes,
-        sample_weight=sample_weight,
-        task=task,
-        rows_of=what,
+        value, n_samples=n_samples, sample_weight=sample_weight, rows_of=what, **given
     )
     if task == CLASSIFICATION:
         return bags, check_proba(array, n_samples, bags.n_classes)
@@ -201,11 +189,5 @@ def check_bags_and_output(
 
 def check_bags_and_proba(bags, props, y_proba, *, classes=None, sample_weight=None):
     """Validated classification bags and probabilities that match."""
-    return check_bags_and_output(
-        bags,
-        props,
-        y_proba,
-        CLASSIFICATION,
-        classes=classes,
-        sample_weight=sample_weight,
-    )
+    given = dict(classes=classes, sample_weight=sample_weight)
+    return check_bags_and_output(bags, props, y_proba, CLASSIFICATION, **given)

@@ -54,9 +54,8 @@ def _sklearn_caller(function, depth=12, module="sklearn.model_selection._validat
     for _ in range(depth):
         if frame is None:
             return None
-        if frame.f_code.co_name == function and (
-            frame.f_globals.get("__name__") == module
-        ):
+        name = frame.f_globals.get("__name__")
+        if frame.f_code.co_name == function and name == module:
             return frame.f_locals
         frame = frame.f_back
     return None
@@ -121,22 +120,15 @@ class _LLPScoreMixin:
                 name, words = type(self).__name__, _SCORE_WORDS[task]
                 if _sklearn_caller("score", module="sklearn.pipeline") is None:
                     raise ValueError(_SCORE_WITHOUT_VALUES.format(name=name, **words))
+                received = _received(sample_weight, num_rows(X), key)
                 raise ValueError(
-                    _PIPELINE_SCORE.format(
-                        name=name,
-                        values=key,
-                        received=_received(sample_weight, num_rows(X), key),
-                    )
+                    _PIPELINE_SCORE.format(name=name, values=key, received=received)
                 )
-            return None
-        bags = check_bags(
-            y,
-            **{key: values},
-            n_samples=num_rows(X),
-            classes=getattr(self, "classes_", None),
-            sample_weight=sample_weight,
-            task=task,
-        )
+            mixin = ClassifierMixin if task == CLASSIFICATION else RegressorMixin
+            return mixin.score(self, X, y, sample_weight=sample_weight)
+        classes = getattr(self, "classes_", None)
+        given = {key: values, "classes": classes, "sample_weight": sample_weight}
+        bags = check_bags(y, n_samples=num_rows(X), task=task, **given)
         if task == REGRESSION:
             y_pred = check_predictions(self.predict(X), bags.n_samples)
             return bag_errors_of(bags, y_pred, ("r2",))["r2"]
@@ -184,12 +176,10 @@ PRIOR_MATCHING_BAG_SIZE = 512
 
 
 class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
-    """The label-free decision rule of ``threshold`` (:ref:`threshold`) and
-    ``score`` on bags."""
+    """The label-free decision rule of ``threshold``, and ``score`` on bags."""
 
     def _decision_rule(self, bags=None):
-        """``threshold`` with "auto" resolved (:ref:`threshold`) for ``bags``
-        (default: the training bags)."""
+        """``threshold`` with "auto" resolved for ``bags`` (default: training bags)."""
         if self.threshold != "auto":
             return self.threshold
         prior = not getattr(self, "_singleton_bags_", self._fit_on_labels_)
@@ -241,11 +231,8 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
 
     def _decide(self, proba):
         """Class index of every row by the fitted rule."""
-        return decide(
-            proba,
-            getattr(self, "decision_offsets_", None),
-            getattr(self, "threshold_", None),
-        )
+        offsets = getattr(self, "decision_offsets_", None)
+        return decide(proba, offsets, getattr(self, "threshold_", None))
 
     def score(self, X, y, props=None, sample_weight=None):
         """``1 - hard_L1 / 2`` on the bags of ``X``; accuracy if fitted on labels.
@@ -267,10 +254,7 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
         score : float
             In [0, 1], greater is better.
         """
-        score = self._score_bags(X, y, props, sample_weight, CLASSIFICATION)
-        if score is None:
-            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
-        return score
+        return self._score_bags(X, y, props, sample_weight, CLASSIFICATION)
 
 
 class LLPRegressorMixin(_LLPScoreMixin, RegressorMixin):
@@ -292,7 +276,4 @@ class LLPRegressorMixin(_LLPScoreMixin, RegressorMixin):
         score : float
             At most 1, greater is better.
         """
-        score = self._score_bags(X, y, targets, sample_weight, REGRESSION)
-        if score is None:
-            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
-        return score
+        return self._score_bags(X, y, targets, sample_weight, REGRESSION)

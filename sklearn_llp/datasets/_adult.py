@@ -7,9 +7,6 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import Bunch
 
-#: Name of the bundled file inside ``sklearn_llp/datasets/data``.
-ADULT_FILENAME = "adult.csv.gz"
-
 #: Number of rows of the original training file (the first rows).
 ADULT_N_TRAIN = 32_561
 #: Column names of the bundled file, in order; the last one is the target.
@@ -41,7 +38,6 @@ def load_adult(*, as_frame=True, return_X_y=False):
         DataFrame (categorical columns as ``category``) and Series, or object
         arrays (``frame`` None); missing values NaN.
     return_X_y : bool, default=False
-        Return ``(data, target)`` instead of a Bunch.
 
     Returns
     -------
@@ -59,14 +55,9 @@ def load_adult(*, as_frame=True, return_X_y=False):
     dtypes = {name: "int64" for name in _NUMERIC}
     dtypes.update({name: "category" for name in _CATEGORICAL})
     dtypes[_TARGET] = pd.CategoricalDtype(list(_TARGET_NAMES))
-    with _data_file(ADULT_FILENAME).open("rb") as handle:
-        frame = pd.read_csv(
-            handle,
-            compression="gzip",
-            dtype=dtypes,
-            keep_default_na=False,
-            na_values={name: [""] for name in _CATEGORICAL},
-        )
+    with _data_file("adult.csv.gz").open("rb") as handle:
+        options = dict(keep_default_na=False, na_values={n: [""] for n in _CATEGORICAL})
+        frame = pd.read_csv(handle, compression="gzip", dtype=dtypes, **options)
     feature_names = list(_FEATURES)
     frame = frame[feature_names + [_TARGET]]
     if as_frame:

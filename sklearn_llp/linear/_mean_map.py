@@ -76,11 +76,8 @@ def bag_class_means_laplacian(
     data = sp.csr_matrix(
         (blocks.ravel(), (rows, cols.ravel())), shape=(n_bags * n_classes,) * 2
     )
-    system = (
-        data
-        + laplacian * sp.kron(bag_graph(bag_means, n_neighbors), sp.eye(n_classes))
-        + alpha / n_bags * sp.eye(n_bags * n_classes)
-    )
+    graph = sp.kron(bag_graph(bag_means, n_neighbors), sp.eye(n_classes))
+    system = data + laplacian * graph + alpha / n_bags * sp.eye(n_bags * n_classes)
     rhs = (weights[:, None] * props)[:, :, None] * (bag_means - center)[:, None, :]
     solved = splu(sp.csc_matrix(system)).solve(rhs.reshape(n_bags * n_classes, -1))
     return center + solved.reshape(n_bags, n_classes, -1)
@@ -149,20 +146,10 @@ def _fit_logistic(X, row_weights, totals, means, params):
     # element-wise operations between rows, not short strided reductions
     if sp.issparse(X):
         X_T = X.T.tocsr()
-
-        def forward(coef):
-            return np.ascontiguousarray(_dense(X @ coef.T).T)
-
-        def backward(residual):
-            return _dense(X_T @ residual.T).T
-
+        forward = lambda coef: np.ascontiguousarray(_dense(X @ coef.T).T)  # noqa: E731
+        backward = lambda residual: _dense(X_T @ residual.T).T  # noqa: E731
     else:
-
-        def forward(coef):
-            return coef @ X.T
-
-        def backward(residual):
-            return residual @ X
+        forward, backward = (lambda coef: coef @ X.T), (lambda residual: residual @ X)
 
     def objective(theta):
         coef = theta[:n_coef].reshape(n_outputs, n_features)
@@ -192,17 +179,10 @@ def _fit_logistic(X, row_weights, totals, means, params):
         return value, np.concatenate(grad)
 
     start = np.zeros(n_coef + (n_outputs if fit_intercept else 0))
+    ftol = 64 * np.finfo(np.float64).eps
+    options = dict(maxiter=params["max_iter"], maxls=50, gtol=params["tol"], ftol=ftol)
     result = optimize.minimize(
-        objective,
-        start,
-        jac=True,
-        method="L-BFGS-B",
-        options={
-            "maxiter": params["max_iter"],
-            "maxls": 50,
-            "gtol": params["tol"],
-            "ftol": 64 * np.finfo(np.float64).eps,
-        },
+        objective, start, jac=True, method="L-BFGS-B", options=options
     )
     if result.status != 0:
         warnings.warn(
@@ -220,10 +200,8 @@ def _fit_logistic(X, row_weights, totals, means, params):
 class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
     """Linear classifier learned from bags by Mean Map.
 
-    Mean Map estimates each class's feature sums from the bag means by least
-    squares, then fits logistic regression by L-BFGS: dense or sparse ``X``, no
-    PyTorch (:ref:`mean_map`). On labels (``props=None``) it is
-    LogisticRegression.
+    Class feature sums estimated from the bag means, then logistic regression by
+    L-BFGS; dense or sparse ``X``, no PyTorch (:ref:`mean_map`).
 
     Parameters
     ----------
@@ -257,8 +235,7 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         Estimated class means (exact on labels); class shares of the rows.
     threshold_, decision_offsets_ : float or None, ndarray
         The fitted decision rule.
-    n_iter_ : ndarray of shape (1,)
-    n_features_in_, feature_names_in_ : int, ndarray
+    n_iter_, n_features_in_, feature_names_in_ : ndarray of shape (1,), int, ndarray
 
     Examples
     --------
@@ -334,7 +311,6 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         props : array-like, DataFrame, Series or dict, default=None
             The bags' label proportions.
         sample_weight : array-like of shape (n_samples,), default=None
-            Weight of every row.
 
         Returns
         -------
@@ -344,17 +320,12 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         self._validate_params()
         with restore_on_error(self, ("n_features_in_", "feature_names_in_")):
             X = self._validate_X(X, reset=True)
-            bags, on_labels = check_fit_inputs(
-                y,
-                props,
-                n_samples=X.shape[0],
-                sample_weight=sample_weight,
-                classes=self.classes,
-            )
+            given = dict(sample_weight=sample_weight, classes=self.classes)
+            bags, on_labels = check_fit_inputs(y, props, n_samples=X.shape[0], **given)
             warn_if_names_lost(bags, props, 2)
             self._check_threshold(bags.classes)  # before any fitting
         totals, means = _statistics(X, bags, on_labels, self.get_params())
-        rows = np.flatnonzero(np.bincount(bags.members, minlength=X.shape[0]))
+        rows = bags.distinct_rows()
         X_fit = X if len(rows) == X.shape[0] else X[rows]  # rows in no bag out
         weights = (np.ones(X.shape[0]) if bags.weights is None else bags.weights)[rows]
         self.coef_, self.intercept_, n_iter = _fit_logistic(

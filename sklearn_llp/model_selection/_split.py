@@ -186,7 +186,6 @@ class _BagSplitter:
         Yields
         ------
         train, test : ndarray
-            Row indices of the two sides.
         """
         name, given = ("groups", groups) if groups is not None else ("y", y)
         if given is None:
@@ -211,7 +210,6 @@ class BagKFold(_BagSplitter, GroupKFold):
     shuffle : bool, default=False
         Shuffle the bags before assigning them to folds (else balanced by rows).
     random_state : int, RandomState instance or None, default=None
-        Seed of the shuffle.
 
     Examples
     --------
@@ -246,11 +244,9 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
     Parameters
     ----------
     n_splits : int, default=5
-        Number of splits.
     test_size, train_size : float, int or None, default=None
         Fraction of the rows (float) or number of bags (int) on each side.
     random_state : int, RandomState instance or None, default=None
-        Seed of the draws.
 
     Examples
     --------
@@ -268,7 +264,6 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
         Parameters
         ----------
         bags : Bags
-            Validated bags.
         min_train_bags : int, default=1
             Fewest bags the training side may hold (fewer: a ValueError).
 
@@ -290,17 +285,14 @@ class BagShuffleSplit(_BagSplitter, GroupShuffleSplit):
             train, test = train[bags.components], test[bags.components]
             if train.sum() < min_train_bags:
                 raise ValueError(
-                    f"{name} leaves {int(train.sum())} of the {len(train)} bags "
-                    f"to train on, fewer than the {min_train_bags} required "
-                    f"(test_size={self.test_size}, train_size="
-                    f"{self.train_size}): use more bags, or hold out fewer "
-                    "rows (or none)."
+                    f"{name} leaves {int(train.sum())} of the {len(train)} bags to "
+                    f"train on, fewer than the {min_train_bags} required "
+                    f"(test_size={self.test_size}, train_size={self.train_size}): use "
+                    "more bags, or hold out fewer rows (or none)."
                 )
             yield train, test
 
     def _split(self, bags, name):
         for train, test in self.split_bags(bags):
-            yield (
-                bags.distinct_rows(train[bags.pair_bags]),
-                bags.distinct_rows(test[bags.pair_bags]),
-            )
+            pairs = bags.pair_bags
+            yield bags.distinct_rows(train[pairs]), bags.distinct_rows(test[pairs])

@@ -69,10 +69,8 @@ class BagEarlyStopping(EarlyStopping):
     """skorch's ``EarlyStopping(load_best=True)`` on the head's held-out error.
 
     Active when ``do_early_stopping_``; restores ``best_epoch_``. With
-    ``_stopping_noise`` (z noise scales) a head stops only on a rise beyond the
-    curve's noise (:func:`tied_with_best`) and keeps the middle epoch of the 5
-    with the lowest mean (:func:`lowest_window_epoch`, the last 5 epochs'
-    weights held to that end; :ref:`regression_early_stopping`)."""
+    ``_stopping_noise`` it stops only on a rise beyond the curve's noise and keeps
+    the middle of the 5 best epochs (:ref:`regression_early_stopping`)."""
 
     def __init__(self):
         super().__init__(load_best=True)
@@ -103,9 +101,8 @@ class BagEarlyStopping(EarlyStopping):
                 self.stopped_ = True
                 raise
         sign = -1.0 if _higher_is_better(self.monitor[len("valid_") :]) else 1.0
-        curve = sign * np.asarray(
-            net.history[self.first_epoch_ :, self.monitor], dtype=float
-        )
+        history = net.history[self.first_epoch_ :, self.monitor]
+        curve = sign * np.asarray(history, dtype=float)
         epoch = net.history[-1, "epoch"]
         self.recent_.append((epoch, deepcopy(net.module_.state_dict())))
         # a new kept epoch is the newest window's middle: among the last 5
@@ -115,9 +112,8 @@ class BagEarlyStopping(EarlyStopping):
             self.best_epoch_, self.best_model_weights_ = self.recent_[kept - len(curve)]
         if self._is_score_improved(None):
             self.best_index_ = len(curve) - 1
-        if self.best_index_ is not None and tied_with_best(
-            curve, self.best_index_, self.noise_
-        ):
+        best = self.best_index_
+        if best is not None and tied_with_best(curve, best, self.noise_):
             self.misses_ = 0
             return
         self.misses_ += 1
@@ -213,20 +209,16 @@ class CallbackGuard(Callback):
                 )
             if isinstance(callback, (EpochScoring, BatchScoring)):
                 raise TypeError(
-                    f"callbacks: {type(callback).__name__} ({name!r}) scores "
-                    "instance predictions against labels, which LLP data do not "
-                    "have (y holds bag ids). Use validation_fraction: the history "
-                    "then records the held-out bag errors (valid_hard_l1, ... or "
-                    "valid_mse, ...), which EarlyStopping and Checkpoint can "
-                    "monitor."
+                    f"callbacks: {type(callback).__name__} ({name!r}) scores instance "
+                    "predictions against labels, which LLP data do not have (y holds "
+                    "bag ids). Use validation_fraction: the history then records the "
+                    "held-out bag errors (valid_hard_l1, ... or valid_mse, ...), "
+                    "which EarlyStopping and Checkpoint can monitor."
                 )
             monitor = getattr(callback, "monitor", None)
-            if (
-                not isinstance(callback, BagEarlyStopping)
-                and isinstance(monitor, str)
-                and monitor.startswith("valid_")
-                and not net.fit_plan_.held_out
-            ):
+            on_valid = isinstance(monitor, str) and monitor.startswith("valid_")
+            ours = isinstance(callback, BagEarlyStopping)
+            if on_valid and not ours and not net.fit_plan_.held_out:
                 raise ValueError(
                     f"callbacks: {type(callback).__name__} ({name!r}) monitors "
                     f"{monitor!r}, which is recorded only on held-out bags; set "

@@ -27,10 +27,8 @@ from ._net import LLPNet, declare_parameters
 class LLPClassifier(LLPClassifierMixin, LLPNet):
     """Instance classifier learned from bags and their label proportions.
 
-    A PyTorch network trained through skorch on whole bags:
-    ``fit(X, bags, props)``, then ``predict`` labels single rows. See
-    :ref:`data_model` for the forms of ``bags`` and ``props`` and
-    :ref:`methods` for the methods.
+    A PyTorch network trained through skorch on whole bags: ``fit(X, bags, props)``
+    (:ref:`data_model`, :ref:`methods`), then ``predict`` labels single rows.
 
     Examples
     --------
@@ -61,40 +59,24 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         columns, else ``0..n_classes-1``.
     threshold : {"auto", "prior", "argmax"} or float, default="auto"
         How ``predict`` turns probabilities into labels: ``"argmax"``,
-        ``"prior"`` (prior matching: the class rates over the training rows
-        equal the bags', without instance labels), or a probability
-        threshold of ``classes_[1]``. ``"auto"``: prior matching learned
-        from bags of several rows with two classes, or with more in bags of
-        512 rows or more (median); else argmax. See :ref:`threshold`.
+        ``"prior"`` (the class rates over the training rows match the bags'),
+        or a probability threshold of ``classes_[1]`` (:ref:`threshold`).
     mixbag : bool, float or MixBag, default=False
-        Add mixed bags to every epoch, scored by their confidence-interval
-        loss (:class:`~sklearn_llp.methods.MixBag`, :ref:`mixbag`): True
-        (NumPy's too) is ``MixBag()``, a number its ``n_mixed``. For the
-        methods of bag means (``"dllp"``, ``"vat"``, ``"pi"``, ``"rot"``,
-        ``"hybrid"``).{more}
+        Add mixed bags to every epoch (:ref:`mixbag`): True is ``MixBag()``, a
+        number its ``n_mixed``; for the methods of bag means.{more}
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         From ``props`` or ``classes``, never from the bag ids.
     module_ : torch.nn.Module
-        The trained network.
     fit_plan_ : FitPlan
-        Every ``"auto"`` of the last fit, decided from its bags before
-        training: ``method``, ``reason``, ``mixbag``, ``early_stopping``,
-        ``held_out`` (fraction), ``batch_size``, ``refit``.
-    method_ : LLPMethod
-        The method that computed the loss (the one ``"auto"`` chose).
-    batch_size_ : int
-        The batch size used (``fit_plan_.batch_size``).
-    decision_offsets_ : ndarray of shape (n_classes,)
-        More than two classes: ``predict`` is ``classes_[argmax(log(proba) +
-        decision_offsets_)]``.
-    threshold_ : float or None
-        Two classes: ``predict`` is ``classes_[proba[:, 1] >= threshold_]``.
-    do_early_stopping_ : bool
-        Whether the last fit used early stopping (``fit_plan_``).
-    best_epoch_ : int or None
-        The epoch (1-based) early stopping restored.
+        Every ``"auto"`` of the last fit, decided from its bags before training.
+    method_, batch_size_ : LLPMethod, int
+        The method and batch size used (the ones ``"auto"`` chose).
+    decision_offsets_, threshold_ : ndarray of shape (n_classes,), float or None
+        The fitted decision rule of ``predict`` (:ref:`threshold`).
+    do_early_stopping_, best_epoch_ : bool, int or None
+        Whether the last fit stopped early; the (1-based) epoch it restored.
     train_bag_ids_ : ndarray or None
         The bags trained on, which the bag scorers check.
     n_train_steps_, total_steps_ : int
@@ -181,11 +163,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         -------
         self : LLPClassifier
         """
-        if (
-            classes is not None
-            and self.__sklearn_is_fitted__()
-            and not np.array_equal(classes, self.classes_)
-        ):
+        fitted = classes is not None and self.__sklearn_is_fitted__()
+        if fitted and not np.array_equal(classes, self.classes_):
             raise ValueError("classes must match classes_ of the fitted model.")
         return self._fit(X, y, props, sample_weight, fit_params, True, classes)
 
@@ -270,8 +249,7 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     @over_dask_partitions
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`, from the logits: finite also
-        where a probability rounds to 0.
+        """Logarithm of :meth:`predict_proba`, from the logits (finite at 0).
 
         Parameters
         ----------
@@ -305,9 +283,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         """
         fitted = self.__sklearn_is_fitted__()
         super().load_params(*args, **kwargs)
-        loads_weights = kwargs.get("f_params") is not None or (
-            kwargs.get("checkpoint") is not None
-        )
+        given = (kwargs.get(name) for name in ("f_params", "checkpoint"))
+        loads_weights = any(value is not None for value in given)
         if fitted and loads_weights and self._decision_rule() == "prior":
             warnings.warn(
                 "load_params replaced the weights of a fitted model whose "
@@ -321,16 +298,11 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
         if not hasattr(self, "classes_"):
             n_features = self.get_params_for("module").get("n_features")
             if n_features is not None:
-                if not hasattr(self, "n_features_in_"):
-                    self.n_features_in_ = n_features
-                if not hasattr(self, "_input_shape_"):
-                    self._input_shape_ = (n_features,)
+                vars(self).setdefault("n_features_in_", n_features)
+                vars(self).setdefault("_input_shape_", (n_features,))
             outputs = self._n_outputs() or _module_outputs(self)
-            self.classes_ = (
-                np.asarray(self.classes)
-                if self.classes is not None
-                else np.arange(outputs)
-            )
+            named = self.classes is not None
+            self.classes_ = np.asarray(self.classes) if named else np.arange(outputs)
             self._fit_on_labels_ = False
             steps = [row.get("train_batch_count", 0) for row in self.history]
             self.n_train_steps_, self.total_steps_ = int(sum(steps)), None

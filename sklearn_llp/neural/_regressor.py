@@ -45,10 +45,8 @@ def constant_bag_mean_features(bags, X):
 class LLPRegressor(LLPRegressorMixin, LLPNet):
     """Instance regressor learned from bags and the mean target of each bag.
 
-    ``fit(X, bags, targets)`` with one mean per bag, then ``predict`` gives
-    every row's target. The network learns standardised targets (pickle a
-    fitted model to move it); predictions are in the targets' units. See
-    :ref:`regression`.
+    ``fit(X, bags, targets)``, then ``predict`` gives every row's target, in the
+    targets' units (the network learns them standardised; :ref:`regression`).
 
     Examples
     --------
@@ -79,8 +77,7 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         As for :class:`~sklearn_llp.LLPClassifier` (``fit_plan_.refit``:
         whether a fit that never stopped refits on every bag).
     stopping_history_ : History or None
-        After a refit on every bag (``history``): the history of the fit that
-        chose ``best_epoch_`` on held-out bags; else None.
+        After a refit on every bag: the history that chose ``best_epoch_``.
     train_bag_ids_ : ndarray or None
         The bags trained on, which the bag scorers check.
     n_features_in_, feature_names_in_
@@ -94,14 +91,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
 
     Notes
     -----
-    Early stopping stops on a rise of the held-out ``valid_mse`` beyond 3
-    scales of its epoch-to-epoch noise, after ``n_iter_no_change`` such
-    epochs; stopped or not, it keeps the middle epoch of the 5 consecutive
-    epochs with the lowest mean held-out error (``best_epoch_``). With
-    ``early_stopping="auto"`` (and no ``validation_fraction``) a fit that
-    never stopped is then refit on every bag for that many epochs. See
-    :ref:`regression_early_stopping`.
-
+    Early stopping keeps the middle epoch of the 5 with the lowest mean
+    held-out error; with ``early_stopping="auto"`` a fit that never stopped
+    is refit on every bag for that many epochs (:ref:`regression_early_stopping`).
     """
 
     __metadata_request__fit = {"targets": True}
@@ -110,13 +102,9 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
 
     _task = "regression"
     _stopping_metric = "mse"
-    # an MLP overfits instance targets too (Adult's weekly hours: test R^2
-    # -0.118 after 100 epochs, 0.23 with early stopping)
-    _early_stopping_supervised = True
+    _early_stopping_supervised = True  # an MLP overfits instance targets too
     _refits = True  # :ref:`regression_early_stopping`
-    # early stopping stops on a rise beyond 3 noise scales of the held-out
-    # curve (BagEarlyStopping); see :ref:`regression_early_stopping`
-    _stopping_noise = 3.0
+    _stopping_noise = 3.0  # stop on a rise beyond 3 noise scales
 
     def __init__(self, module=None, *, method="bag", **kwargs):
         super().__init__(module, method=method, **kwargs)
@@ -222,26 +210,19 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         shown = [str(names[j]) if names is not None else int(j) for j in same[:5]]
         more = f" and {len(same) - 5} more" if len(same) > 5 else ""
         warnings.warn(
-            f"Feature(s) {shown}{more} of X vary within the bags but have the "
-            "same mean in every bag: the bag means cannot tell their effect on "
-            "the target from a constant, so the fitted model's dependence on "
-            "them is arbitrary (fits from different seeds may disagree). Form "
-            "bags whose mixes of these features differ, e.g. "
-            "sklearn_llp.bags.KMeansBagGenerator.",
+            f"Feature(s) {shown}{more} of X vary within the bags but have the same "
+            "mean in every bag: the bag means cannot tell their effect on the target "
+            "from a constant, so the fitted model's dependence on them is arbitrary "
+            "(fits from different seeds may disagree). Form bags whose mixes of these "
+            "features differ, e.g. sklearn_llp.bags.KMeansBagGenerator.",
             IdentifiabilityWarning,
             stacklevel=5,  # fit -> _fit -> _validate_and_train -> here
         )
 
     def _validation_loss(self, y_pred, bags):
         """The bag loss of the held-out bags (standardised units)."""
-        return regression_losses(
-            y_pred,
-            bags.segments,
-            bags.bag_props,
-            bags.weights,
-            bags.bag_weights,
-            members=bags.members,
-        )[0]
+        args = (bags.segments, bags.bag_props, bags.weights, bags.bag_weights)
+        return regression_losses(y_pred, *args, members=bags.members)[0]
 
     def _bag_errors(self, bags, logits):
         if logits is None:

@@ -163,8 +163,7 @@ class RuntimeMixin:
     @contextmanager
     def _on_device(self):
         """Let skorch see the resolved device while it works, keep ``"auto"``."""
-        requested = self.device
-        resolved = self._resolved_device()
+        requested, resolved = self.device, self._resolved_device()
         self.device = resolved
         try:
             yield

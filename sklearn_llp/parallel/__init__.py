@@ -1,11 +1,5 @@
-"""Data-parallel training: one fit across processes or GPUs.
-
-:class:`AcceleratedLLPClassifier` trains with Hugging Face Accelerate
-(skorch's ``AccelerateMixin``): launch the script with
-``accelerate launch --multi_gpu --num_processes N script.py`` and every
-process trains on its own share of whole bags (``pip install
-"sklearn-llp[parallel]"``).
-"""
+"""Data-parallel training across processes or GPUs with Hugging Face Accelerate
+(``pip install "sklearn-llp[parallel]"``; :ref:`gpu_scaling`)."""
 
 from ._accelerate import AcceleratedLLPClassifier
 

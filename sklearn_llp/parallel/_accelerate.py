@@ -1,8 +1,5 @@
-"""Data-parallel training with Hugging Face Accelerate (skorch's mixin).
-
-Bags cannot be cut: whole-bag training batches are dealt to the processes;
-held-out bags and predictions are not sharded.
-"""
+"""Data-parallel training with Hugging Face Accelerate (skorch's mixin): whole-bag
+batches are dealt to the processes; held-out bags and predictions are not sharded."""
 
 import numpy as np
 import torch
@@ -58,12 +55,8 @@ class LLPAccelerateMixin(AccelerateMixin):
     # --- data: whole bags per process, no accelerate sharding ---
     def _train_sampler(self, dataset, random_state=None):
         sampler = super()._train_sampler(dataset, random_state)
-        if self.accelerator.num_processes == 1:
-            return sampler
-        accelerator = self.accelerator
-        return ShardedBatchSampler(
-            sampler, accelerator.num_processes, accelerator.process_index
-        )
+        n, rank = self.accelerator.num_processes, self.accelerator.process_index
+        return sampler if n == 1 else ShardedBatchSampler(sampler, n, rank)
 
     def get_iterator(self, dataset, training=False):
         """The estimator's iterators, not sharded by the accelerator (whole bags)."""
@@ -149,8 +142,7 @@ class AcceleratedLLPClassifier(LLPAccelerateMixin, LLPClassifier):
 
     Launch with ``accelerate launch --multi_gpu --num_processes N``: every
     process fits the same estimator on the same data and trains on its own
-    share of whole bags; held-out errors and the threshold are computed alike on
-    every process; mixed precision is the accelerator's. See :ref:`gpu_scaling`.
+    share of whole bags (:ref:`gpu_scaling`).
 
     Parameters
     ----------

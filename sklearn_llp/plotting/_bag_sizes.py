@@ -50,7 +50,6 @@ def plot_bag_sizes(bags, ax=None, **hist_kwargs):
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(xlabel="Bag size (samples)", ylabel="Number of bags")
-    ax.set_title(
-        f"{len(sizes)} bags; size min {low}, median {np.median(sizes):g}, max {high}"
-    )
+    median = np.median(sizes)
+    ax.set_title(f"{len(sizes)} bags; size min {low}, median {median:g}, max {high}")
     return ax

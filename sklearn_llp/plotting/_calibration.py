@@ -20,8 +20,7 @@ def plot_bag_calibration(
 ):
     """Plot every bag's predicted against its given class proportion.
 
-    One point per bag, its area growing with its size: a calibrated model puts
-    them on the diagonal (:ref:`bag_calibration`). Requires matplotlib.
+    One point per bag, its area growing with its size (:ref:`bag_calibration`).
 
     Parameters
     ----------
@@ -88,8 +87,7 @@ def plot_bag_calibration(
                 "of y_proba."
             )
     soft, hard = bag_estimates_of(bags, y_proba, pred)
-    soft_l1 = float(np.abs(bags.props - soft).sum(axis=1).mean())
-    hard_l1 = float(np.abs(bags.props - hard).sum(axis=1).mean())
+    soft_l1, hard_l1 = (np.abs(bags.props - e).sum(axis=1).mean() for e in (soft, hard))
     sizes = bags.sizes
     area = np.maximum(250.0 * sizes / sizes.max(), 12.0)  # points^2, 250 the largest
     if ax is None:
@@ -127,9 +125,6 @@ def plot_bag_calibration(
     note = f"marker area ~ bag size ({sizes.min()} to {sizes.max()} rows)"
     text_style = dict(ha="right", va="bottom", fontsize="small", color="0.3")
     ax.text(0.98, 0.02, note, transform=ax.transAxes, **text_style)
-    n_bags = bags.n_bags
-    ax.set_title(
-        f"{n_bags} bag{'s' if n_bags != 1 else ''}: soft L1 {soft_l1:.3f}, "
-        f"hard L1 {hard_l1:.3f}"
-    )
+    bags_word = f"{bags.n_bags} bag{'s' if bags.n_bags != 1 else ''}"
+    ax.set_title(f"{bags_word}: soft L1 {soft_l1:.3f}, hard L1 {hard_l1:.3f}")
     return ax

@@ -172,8 +172,8 @@ def _draw(rng, noise, scale, shape):
 def noise_variance(noise, scale):
     """Variance of the noise of a given scale on one released count (or sum).
 
-    :class:`~sklearn_llp.methods.NoisyProportions` weighs every bag by it
-    (formulas: :ref:`privacy_accounting`).
+    :class:`~sklearn_llp.methods.NoisyProportions` weighs bags by it
+    (:ref:`privacy_accounting`).
 
     Parameters
     ----------
@@ -212,9 +212,8 @@ def noise_variance(noise, scale):
         variance = 2.0 * np.exp(-inverse) / np.expm1(-inverse) ** 2
     else:
         unique, where = np.unique(values, return_inverse=True)
-        variance = np.array([_discrete_gaussian_variance(s) for s in unique])[
-            where
-        ].reshape(values.shape)
+        per_scale = np.array([_discrete_gaussian_variance(s) for s in unique])
+        variance = per_scale[where].reshape(values.shape)
     return float(variance) if variance.ndim == 0 else variance
 
 
@@ -238,7 +237,6 @@ def _zcdp_log_delta(rho, epsilon):
 
 
 def _zcdp_delta(rho, epsilon):
-    """The delta at ``epsilon`` of a rho-zCDP mechanism."""
     return math.exp(_zcdp_log_delta(rho, epsilon))
 
 
@@ -321,9 +319,7 @@ def dp_noise_scale(
 ):
     """Scale of the noise a mechanism adds to each count for (epsilon, delta)-DP.
 
-    The scale :func:`dp_proportions` uses for a table of ``n_classes``
-    classes (:ref:`privacy_accounting`); ``sensitivity`` calibrates another
-    release.
+    As :func:`dp_proportions` uses it (:ref:`privacy_accounting`).
 
     Parameters
     ----------
@@ -367,10 +363,8 @@ def dp_noise_scale(
     relation = _check_neighbours(neighbours)
     n_classes = _check_count(n_classes, "n_classes", none_ok=True)
     one = _one_count(one_count, n_classes, relation, mechanism)
+    relation = "one_count" if one else relation
     sensitivity = _check_sensitivity(
-        sensitivity,
-        mechanism,
-        contributions=contributions,
-        relation="one_count" if one else relation,
+        sensitivity, mechanism, contributions=contributions, relation=relation
     )
     return _checked_scale(epsilon, mechanism, delta, sensitivity)

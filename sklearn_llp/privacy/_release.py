@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils import check_random_state
 
-from ..bags import label_proportions
-from ..core import check_bags
+from ..bags import id_bags, label_proportions
 from ._mechanisms import (
     MECHANISMS,
     _check_arguments,
@@ -25,18 +24,19 @@ _SUM_MECHANISMS = ("laplace", "gaussian", "analytic_gaussian")
 
 _POST_PROCESSING = ("project", "clip")
 
+#: The checked arguments every release records in its ``attrs``.
+_ARGUMENTS = ("mechanism", "epsilon", "delta", "max_contributions", "clamp")
+
 
 def read_bags(bags, n_samples=None, *, rows=None, release=False):
     """Disjoint bags read by ``check_bags``; ``rows`` counts row-index lists."""
     rows = rows if n_samples is None else n_samples
     try:
-        validated = check_bags(bags, min_bags=0, allow_unbagged=True, disjoint=True)
+        validated = id_bags(bags)
     except TypeError:
         if rows is None:
             raise
-        validated = check_bags(
-            bags, n_samples=rows, min_bags=0, allow_unbagged=True, disjoint=True
-        )
+        validated = id_bags(bags, rows)
     if n_samples is not None and validated.n_samples != n_samples:
         raise ValueError(
             f"bags covers {validated.n_samples} rows but n_samples={n_samples!r}."
@@ -136,15 +136,13 @@ def dp_proportions(
 ):
     """Differentially private label proportions of every bag (a simulation).
 
-    Noise on every class count; shares over the public sizes or the noisy
-    counts' sum, by relation (:ref:`privacy_accounting`).
+    Noise on every class count (:ref:`privacy_accounting`).
 
     Parameters
     ----------
     bags : array-like, sparse matrix, list of arrays or Bags
         Disjoint bags; rows of id ``-1`` are left out. Their ids are public.
     y : array-like of shape (n_samples,)
-        Class label of every row.
     epsilon : float
         Privacy budget of the whole table; ``np.inf`` adds no noise.
     classes : array-like of shape (n_classes,)
@@ -175,9 +173,7 @@ def dp_proportions(
     post_processing : {"project", "clip"}, default="project"
         :func:`project_to_simplex`, or ``max(counts, 0)`` renormalised.
     return_counts : bool, default=False
-        Also return the noisy counts.
     random_state : int, RandomState instance or None, default=None
-        Seeds the noise.
 
     Returns
     -------
@@ -243,22 +239,15 @@ def dp_proportions(
         empty = (clipped := np.maximum(noisy, 0.0)).sum(axis=1, keepdims=True) == 0
         shares = (clipped + empty) / (clipped + empty).sum(axis=1, keepdims=True)
     scale, discrete_gaussian = attrs["noise_scale"], mechanism == "discrete_gaussian"
+    attrs.update(zip(_ARGUMENTS, checked), neighbours=relation, one_count=one_count)
     attrs.update(
-        neighbours=relation,
-        mechanism=mechanism,
-        epsilon=checked[1],
-        delta=checked[2],
-        max_contributions=checked[3],
-        one_count=bool(one_count),
         noise=MECHANISMS[mechanism],
-        clamp=checked[4],
         rho=sensitivity**2 / (2 * scale**2) if discrete_gaussian and scale else None,
         **suppressed,
         counts=dict(ids=index[kept].tolist(), values=noisy.tolist()),  # the loss's
     )
-    frames = [
-        pd.DataFrame(v, index=index[kept], columns=columns) for v in (shares, noisy)
-    ]
+    released = index[kept]
+    frames = [pd.DataFrame(v, index=released, columns=columns) for v in (shares, noisy)]
     for frame in frames:
         frame.attrs.update(attrs)
     return tuple(frames) if return_counts else frames[0]
@@ -279,10 +268,7 @@ def dp_bag_means(
     clamp=False,
     random_state=None,
 ):
-    """Differentially private means of a bounded target in every bag.
-
-    Clipped targets; noisy sums over the public sizes (or noisy counts, half
-    the budget each, under add_remove); :ref:`dp_bag_means`.
+    """Differentially private means of a bounded target per bag (:ref:`dp_bag_means`).
 
     Parameters
     ----------
@@ -309,7 +295,6 @@ def dp_bag_means(
     clamp : bool, default=False
         Clip every noisy mean to ``bounds``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the noise.
 
     Returns
     -------
@@ -344,9 +329,8 @@ def dp_bag_means(
         values = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError("y must be numeric: one target value per row.") from None
-    validated = read_bags(
-        bags, rows=len(values) if values.ndim == 1 else None, release=True
-    )
+    rows = len(values) if values.ndim == 1 else None
+    validated = read_bags(bags, rows=rows, release=True)
     if values.ndim != 1 or len(values) != validated.n_samples:
         raise ValueError(
             f"y must be 1-D with one value per row of bags ({validated.n_samples}); "
@@ -355,11 +339,8 @@ def dp_bag_means(
     bagged = validated.codes >= 0
     if not np.all(np.isfinite(values[bagged])):
         raise ValueError("y contains NaN or infinite values; drop or fix those rows.")
-    sums = np.bincount(
-        validated.codes[bagged],
-        weights=np.clip(values[bagged], lo, hi),
-        minlength=validated.n_bags,
-    )
+    clipped = np.clip(values[bagged], lo, hi)
+    sums = np.bincount(validated.codes[bagged], clipped, minlength=validated.n_bags)
     ids, where = _domain(validated, domain, neighbours)
     m, rng, sizes = checked[3], check_random_state(random_state), validated.sizes
     sums, sizes = _spread(sums, where, len(ids)), _spread(sizes, where, len(ids))
@@ -378,17 +359,8 @@ def dp_bag_means(
     kept, index, suppressed = _kept(sizes, min_bag_size, ids)
     means = noisy / sizes
     means = np.clip(means, lo, hi) if checked[4] else means
-    attrs.update(
-        bounds=(lo, hi),
-        neighbours=neighbours,
-        mechanism=mechanism,
-        epsilon=checked[1],
-        delta=checked[2],
-        max_contributions=m,
-        noise=MECHANISMS[mechanism],
-        clamp=checked[4],
-        **suppressed,
-    )
+    attrs.update(zip(_ARGUMENTS, checked), bounds=(lo, hi), neighbours=neighbours)
+    attrs.update(noise=MECHANISMS[mechanism], **suppressed)
     table = pd.DataFrame(dict(mean=means, std=std, size=sizes), index=index)[kept]
     table.attrs.update(attrs)
     return table
@@ -397,8 +369,7 @@ def dp_bag_means(
 def released_rows(bags, table, *, n_samples=None):
     """Which rows have proportions (or a target) in a released per-bag table.
 
-    A release that withholds small bags has no row for them, and ``fit``
-    refuses their rows: fit on ``X[keep]``, ``bags[keep]``.
+    ``fit`` refuses rows of withheld bags: fit on ``X[keep]``, ``bags[keep]``.
 
     Parameters
     ----------

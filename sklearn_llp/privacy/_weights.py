@@ -9,9 +9,8 @@ from ._mechanisms import _is_real
 from ._release import read_bags
 
 _RELEASED = (
-    "released must be a per-bag DataFrame, one row per bag, with positive "
-    "finite 'size' and finite non-negative 'std' columns, as dp_bag_means "
-    "returns."
+    "released must be a per-bag DataFrame, one row per bag, with positive finite "
+    "'size' and finite non-negative 'std' columns, as dp_bag_means returns."
 )
 
 
@@ -20,8 +19,7 @@ def noise_aware_bag_weights(
 ):
     """Inverse-variance weights of noisy bag means, per bag or per row.
 
-    The Gaussian maximum-likelihood weighting of a bag's squared error
-    (:ref:`noise_aware_weights`).
+    The Gaussian maximum-likelihood weights (:ref:`noise_aware_weights`).
 
     Parameters
     ----------
@@ -71,9 +69,8 @@ def noise_aware_bag_weights(
         )
     validated = None if bags is None else read_bags(bags, n_samples)
     if validated is not None:  # the bags' rows give the sizes (add_remove: noisy)
-        positions = released.index.get_indexer(
-            pd.Index(validated.ids, tupleize_cols=False)
-        )
+        ids = pd.Index(validated.ids, tupleize_cols=False)
+        positions = released.index.get_indexer(ids)
         outside = np.append(positions, -1)[validated.codes] < 0  # code -1: no bag
         if outside.any():
             raise ValueError(
