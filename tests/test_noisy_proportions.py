@@ -236,15 +236,8 @@ def test_count_loss_reads_the_release_counts_noise_and_one_count():
     ids = np.repeat(np.arange(6), [1, 2, 3, 5, 8, 40])
     y = rng.randint(0, 2, len(ids))
     for mechanism, one in (("laplace", True), ("discrete_laplace", False)):
-        table, counts = dp_proportions(
-            ids,
-            y,
-            0.5,
-            mechanism=mechanism,
-            one_count=one,
-            return_counts=True,
-            random_state=1,
-        )
+        kw = dict(mechanism=mechanism, one_count=one, random_state=1)
+        table, counts = dp_proportions(ids, y, 0.5, return_counts=True, **kw)
         assert table.attrs["one_count"] is one
         np.testing.assert_allclose(table.attrs["counts"]["values"], counts.to_numpy())
         assert table.attrs["counts"]["ids"] == counts.index.tolist()
@@ -394,19 +387,13 @@ def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_pa
 
 
 def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
-    """The user guide quotes every cell of the committed digits study."""
     payload = json.loads((RESULTS / "noisy_proportions.digits.json").read_text())
     guide = (GUIDE / "noisy_proportions.rst").read_text()
-
-    def cell(row):
-        return f"{row['accuracy']:.3f} ± {row['accuracy_std']:.3f}"
-
     for row in payload["epsilon_sweep"] + payload["suppression_sweep"]:
-        assert cell(row) in guide, row
+        assert f"{row['accuracy']:.3f} ± {row['accuracy_std']:.3f}" in guide, row
 
 
 def test_noisy_cells_numbers_quoted_in_the_docs_are_the_committed_ones():
-    """The guide and README quote the committed noisy-cells study."""
     payload = json.loads((RESULTS / "noisy_cells.json").read_text())
     guide = (GUIDE / "noisy_proportions.rst").read_text()
     readme = " ".join((ROOT / "README.md").read_text().split())
