@@ -523,14 +523,9 @@ def brute_force_projection(v):
 
 def test_projection_matches_brute_force():
     rng = np.random.RandomState(0)
-    for n_classes in (1, 2, 3, 5):
-        v = np.concatenate(
-            [
-                rng.normal(0.3, 1.0, (200, n_classes)),
-                rng.normal(0.0, 30.0, (50, n_classes)),  # large noise
-                rng.randint(-2, 3, (50, n_classes)) / 2.0,  # ties
-            ]
-        )
+    for k in (1, 2, 3, 5):  # k classes: rows near the simplex, large noise, ties
+        v = np.r_[rng.normal(0.3, 1.0, (200, k)), rng.normal(0.0, 30.0, (50, k))]
+        v = np.r_[v, rng.randint(-2, 3, (50, k)) / 2.0]
         projected = project_to_simplex(v)
         reference = np.array([brute_force_projection(row) for row in v])
         np.testing.assert_allclose(projected, reference, atol=1e-12)
