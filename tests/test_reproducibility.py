@@ -27,10 +27,8 @@ METHODS = available_methods()  # every registered method
 
 
 def _tiny(**params):
-    defaults = dict(
-        module__hidden_sizes=(16,), max_epochs=3, batch_size=32, verbose=0, device="cpu"
-    )
-    return LLPClassifier(**{**defaults, **params})
+    defaults = dict(module__hidden_sizes=(16,), max_epochs=3, batch_size=32, verbose=0)
+    return LLPClassifier(**{**defaults, "device": "cpu", **params})
 
 
 def _overlapping(y):
