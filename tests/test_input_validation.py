@@ -92,8 +92,6 @@ class OneValuePerRow(torch.nn.Module):
 
 
 class TupleOutput(OneValuePerRow):
-    """A module that returns a tuple."""
-
     def forward(self, X):
         return self.linear(X), X
 
