@@ -267,12 +267,10 @@ def test_noise_variance_of_every_noise_and_errors():
 @pytest.mark.slow
 def test_released_noise_has_the_stated_scale(mechanism, epsilon, delta, k):
     ids, y = census()
-    kw = dict(mechanism=mechanism, delta=delta, max_contributions=k)
+    kw = dict(mechanism=mechanism, delta=delta, max_contributions=k, return_counts=True)
     noise = []
     for seed in range(120):  # 21,600 counts
-        table, noisy = dp_proportions(
-            ids, y, epsilon, return_counts=True, random_state=seed, **kw
-        )
+        table, noisy = dp_proportions(ids, y, epsilon, random_state=seed, **kw)
         noise.append(noisy.to_numpy() - counts_of(ids, y))
     noise = np.concatenate(noise).ravel()
     scale, variance = table.attrs["noise_scale"], table.attrs["noise_variance"]
