@@ -184,9 +184,8 @@ def test_count_loss_of_a_tiny_batch_by_hand():
     counts = dict(ids=["b", "a"], values=[[0.0, 2.0], [3.0, 1.0]])
     release = dict(noise="laplace", noise_scale=1.0, neighbours="replace")
     method = NoisyProportions(release=dict(release, one_count=False, counts=counts))
-    np.testing.assert_allclose(
-        method.prepare(bags, None).noisy_counts_, [[3.0, 1.0], [0.0, 2.0]]
-    )
+    noisy_counts = method.prepare(bags, None).noisy_counts_
+    np.testing.assert_allclose(noisy_counts, [[3.0, 1.0], [0.0, 2.0]])
     with pytest.raises(ValueError, match="no raw noisy counts for 2 .*'shares'"):
         NoisyProportions(scale=1.0).prepare(bags, None)  # shares x sizes: biased
     loss = method.get_loss(None, None, logits, batch, 0, 1)
@@ -279,9 +278,8 @@ def test_the_learner_reads_the_noise_of_the_table_it_is_given(small_bags):
 def test_suppressed_cells_leave_the_counts_of_the_others_aligned():
     ids = np.repeat(np.arange(5), [1, 2, 12, 15, 30])
     y = np.arange(len(ids)) % 2
-    table, counts = dp_proportions(
-        ids, y, 1.0, min_bag_size=10, return_counts=True, random_state=0
-    )
+    kw = dict(min_bag_size=10, return_counts=True, random_state=0)
+    table, counts = dp_proportions(ids, y, 1.0, **kw)
     assert table.attrs["suppressed"] == [0, 1]
     assert table.attrs["counts"]["ids"] == [2, 3, 4]
     keep = ids >= 2
