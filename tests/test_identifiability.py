@@ -90,12 +90,9 @@ def test_multiclass_chi_square_matches_scipy():
     assert rho2.sum() == pytest.approx(chi2 / n)
     assert report.effective_labels == pytest.approx(chi2 / 3)
     assert report.rank == 3
-    assert report.condition_number == pytest.approx(
-        report.canonical_correlations[0] / report.canonical_correlations[-1]
-    )
-    assert list(report.canonical_correlations) == sorted(
-        report.canonical_correlations, reverse=True
-    )
+    cc = report.canonical_correlations
+    assert report.condition_number == pytest.approx(cc[0] / cc[-1])
+    assert list(cc) == sorted(cc, reverse=True)
     # weighted per-class standard deviation
     share = counts.sum(axis=1) / n
     prior = share @ props
