@@ -188,14 +188,11 @@ def test_release_records_its_relation_and_refuses_a_smaller_sensitivity(
             rho = (k * per_row) ** 2 / (2 * scale**2)
             assert table.attrs["rho"] == pytest.approx(rho)
         # below k per_row is not DP here (1, add/remove's, under replace)
-        refused = f"sensitivity=.*neighbours='{relation}'" + (
-            ".*label" * (relation == "replace")
-        )
-        for value in {1.0, 0.99 * k * per_row} - {float(k)}:
+        label = ".*label" if relation == "replace" else ""
+        refused = f"sensitivity=.*neighbours='{relation}'{label}"
+        for s in {1.0, 0.99 * k * per_row} - {float(k)}:
             with pytest.raises(ValueError, match=refused):
-                dp_proportions(
-                    ids, y, 0.5, max_contributions=k, sensitivity=value, **kw
-                )
+                dp_proportions(ids, y, 0.5, max_contributions=k, sensitivity=s, **kw)
     # more protects more people: proportionally more noise
     more = dp_proportions(ids, y, 0.5, sensitivity=4, **kw)
     assert more.attrs["noise_scale"] == dp_noise_scale(0.5, sensitivity=4, **kw)
