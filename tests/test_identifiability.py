@@ -125,9 +125,8 @@ def test_effective_dimension_by_hand():
 
 def test_dataframe_features_count_levels_and_missing_categories():
     colour = pd.Categorical(["r", "g", "b", "r", "g", None])
-    X = pd.DataFrame(
-        {"a": np.arange(1.0, 7.0), "colour": colour, "flag": [True, False] * 3}
-    )
+    flags = [True, False] * 3
+    X = pd.DataFrame({"a": np.arange(1.0, 7.0), "colour": colour, "flag": flags})
     bags = [0, 0, 1, 1, 2, 2]
     report = check_identifiability(X, bags, [0.1, 0.1, 0.5, 0.5, 0.9, 0.9])
     assert report.n_features == 1 + 3 + 2  # a missing category: no level
