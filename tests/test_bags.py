@@ -132,9 +132,7 @@ def test_kmeans_bags(data):
 def test_kmeans_groups_similar_rows():
     rng = np.random.RandomState(1)
     centres = np.array([[0, 0], [10, 0], [0, 10]])
-    X = np.vstack(
-        [c + rng.normal(size=(20 * (i + 1), 2)) for i, c in enumerate(centres)]
-    )
+    X = np.vstack([c + rng.normal(size=(20 * i, 2)) for i, c in enumerate(centres, 1)])
     bags = KMeansBagGenerator(3, random_state=0).fit_transform(X)
     assert same_partition(bags, np.repeat([0, 1, 2], [20, 40, 60]))
     # more clusters than distinct points: the empty clusters are no bags

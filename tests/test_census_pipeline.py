@@ -22,10 +22,9 @@ def adult_split():
 
 def _pipeline(dense=False, **params):
     kw = dict(handle_unknown="ignore", min_frequency=20, sparse_output=not dense)
-    encoder = OneHotEncoder(**kw)
     return make_pipeline(
         make_column_transformer(
-            (encoder, make_column_selector(dtype_include="category")),
+            (OneHotEncoder(**kw), make_column_selector(dtype_include="category")),
             (StandardScaler(), make_column_selector(dtype_include="number")),
         ),
         LLPClassifier(verbose=0, random_state=0, **params),

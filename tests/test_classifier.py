@@ -194,9 +194,8 @@ def test_a_module_class_is_sized_from_data(small_bags):
     X, bags, props, _ = small_bags
     clf = LLPClassifier(TinyNet, module__width=6, max_epochs=2, verbose=0)
     clf.fit(X, bags, props)
-    assert clf.module_.net[0].in_features == 4
-    assert clf.module_.net[-1].out_features == 3
-    assert clf.module_.net[0].out_features == 6
+    first, last = clf.module_.net[0], clf.module_.net[-1]
+    assert (first.in_features, last.out_features, first.out_features) == (4, 3, 6)
     # (an instance is a template: test_conformance, test_fit_state)
     assert not any(name.startswith("_") for name in clf.get_params())
 

@@ -14,9 +14,8 @@ from sklearn_llp.neural._data import BagBatchSampler, ShardedBatchSampler
 
 _NEEDS_ACCELERATE = "needs accelerate (pip install 'sklearn-llp[parallel]')"
 
+
 # --- the sampler, without processes
-
-
 def _codes(sizes, seed=0):
     codes = np.repeat(np.arange(len(sizes)), sizes)
     np.random.RandomState(seed).shuffle(codes)
@@ -79,8 +78,6 @@ def test_streamed_windows_hold_a_partition_for_every_process():
 
 
 # --- one process: the accelerated estimator is the estimator
-
-
 @pytest.mark.filterwarnings("ignore::sklearn_llp.exceptions.IdentifiabilityWarning")
 def test_one_process_fits_as_llp_classifier(digits_bags):
     accelerate = pytest.importorskip("accelerate", reason=_NEEDS_ACCELERATE)
@@ -103,7 +100,6 @@ def test_one_process_fits_as_llp_classifier(digits_bags):
 
 
 # --- 2 processes on the CPU
-
 _WORKER = textwrap.dedent(
     """
     import json
@@ -168,20 +164,16 @@ _WORKER = textwrap.dedent(
         kw = dict(accelerator=accelerator, method=method, callbacks=[("seen", seen)])
         clf = AcceleratedLLPClassifier(**kw, **settings, **common).fit(X, bags, props)
         result[method] = dict(
-            wrapper=seen.wrapper,
-            unwrapped=type(clf.module_).__name__,
+            wrapper=seen.wrapper, unwrapped=type(clf.module_).__name__,
             epochs=seen.epochs,
             train_bags=sorted(np.asarray(clf.train_bag_ids_).tolist()),
             batch_counts=list(clf.history[:, "train_batch_count"]),
-            batch_losses=[
-                [b["train_loss"] for b in row["batches"] if "train_loss" in b]
-                for row in clf.history
-            ],
+            batch_losses=[[b["train_loss"] for b in row["batches"] if "train_loss" in b]
+                          for row in clf.history],
             proba=clf.predict_proba(X_test).tolist(),
             offsets=np.asarray(clf.decision_offsets_).tolist(),
             accuracy=float((clf.predict(X_test) == y_test).mean()),
-            best_epoch=getattr(clf, "best_epoch_", None),
-        )
+            best_epoch=getattr(clf, "best_epoch_", None))
         if method == "vat":  # a continued fit trains the wrapped network again
             clf.partial_fit(X, bags, props)
             result[method]["continued"] = dict(
@@ -191,9 +183,8 @@ _WORKER = textwrap.dedent(
         if list(SETTINGS).index(method) % world == rank:
             single = LLPClassifier(method=method, **settings, **common)
             single.fit(X, bags, props)
-            result[method]["single_accuracy"] = float(
-                (single.predict(X_test) == y_test).mean()
-            )
+            accuracy = float((single.predict(X_test) == y_test).mean())
+            result[method]["single_accuracy"] = accuracy
 
     # a Dask fit: each process reads its own partitions of every window
     import dask.array as da
@@ -220,14 +211,11 @@ _WORKER = textwrap.dedent(
         da.from_array(props[order], chunks=(chunks, -1)),
     )
     result["dask"] = dict(
-        read=read,
-        n_partitions=len(chunks),
-        epochs=seen.epochs,
+        read=read, n_partitions=len(chunks), epochs=seen.epochs,
         train_bags=sorted(np.asarray(clf.train_bag_ids_).tolist()),
         batch_counts=list(clf.history[:, "train_batch_count"]),
         proba=clf.predict_proba(X_test).tolist(),
-        accuracy=float((clf.predict(X_test) == y_test).mean()),
-    )
+        accuracy=float((clf.predict(X_test) == y_test).mean()))
 
     # VAT's gradient through DDP: the mean of the processes' own gradients
     def loss_of(module, X, seed):

@@ -104,10 +104,8 @@ class ValidRows(Callback):
 
 def test_partial_fit_keeps_the_validation_split(small_bags):
     X, bags, props, _ = small_bags
-    rows = ValidRows()
-    clf = LLPClassifier(
-        max_epochs=1, verbose=0, validation_fraction=0.25, callbacks=[rows]
-    )
+    kw = dict(max_epochs=1, verbose=0, validation_fraction=0.25)
+    clf = LLPClassifier(callbacks=[ValidRows()], **kw)
     first = set(dict(clf.fit(X, bags, props).callbacks_)["ValidRows"].rows)
     second = dict(clf.partial_fit(X, bags, props).callbacks_)["ValidRows"].rows
     assert first and first == second
@@ -121,9 +119,8 @@ def test_validation_never_shares_instances_with_training_bags(small_bags):
         20 * b + rng.choice(20, 8, replace=False) for b in range(6) for _ in range(4)
     ]
     props = np.stack([np.bincount(y[r], minlength=3) / len(r) for r in lists])
-    clf = LLPClassifier(
-        max_epochs=1, verbose=0, validation_fraction=0.3, callbacks=[ValidRows()]
-    )
+    kw = dict(max_epochs=1, verbose=0, validation_fraction=0.3)
+    clf = LLPClassifier(callbacks=[ValidRows()], **kw)
     valid_rows = dict(clf.fit(X, lists, props).callbacks_)["ValidRows"].rows
     # the split fit drew (same seed)
     dataset = BagDataset(as_tensor(X), check_bags(lists, props, n_samples=len(X)))

@@ -90,12 +90,9 @@ def test_multiclass_chi_square_matches_scipy():
     assert rho2.sum() == pytest.approx(chi2 / n)
     assert report.effective_labels == pytest.approx(chi2 / 3)
     assert report.rank == 3
-    assert report.condition_number == pytest.approx(
-        report.canonical_correlations[0] / report.canonical_correlations[-1]
-    )
-    assert list(report.canonical_correlations) == sorted(
-        report.canonical_correlations, reverse=True
-    )
+    cc = report.canonical_correlations
+    assert report.condition_number == pytest.approx(cc[0] / cc[-1])
+    assert list(cc) == sorted(cc, reverse=True)
     # weighted per-class standard deviation
     share = counts.sum(axis=1) / n
     prior = share @ props
@@ -128,9 +125,8 @@ def test_effective_dimension_by_hand():
 
 def test_dataframe_features_count_levels_and_missing_categories():
     colour = pd.Categorical(["r", "g", "b", "r", "g", None])
-    X = pd.DataFrame(
-        {"a": np.arange(1.0, 7.0), "colour": colour, "flag": [True, False] * 3}
-    )
+    flags = [True, False] * 3
+    X = pd.DataFrame({"a": np.arange(1.0, 7.0), "colour": colour, "flag": flags})
     bags = [0, 0, 1, 1, 2, 2]
     report = check_identifiability(X, bags, [0.1, 0.1, 0.5, 0.5, 0.9, 0.9])
     assert report.n_features == 1 + 3 + 2  # a missing category: no level

@@ -92,8 +92,6 @@ class OneValuePerRow(torch.nn.Module):
 
 
 class TupleOutput(OneValuePerRow):
-    """A module that returns a tuple."""
-
     def forward(self, X):
         return self.linear(X), X
 
@@ -340,7 +338,6 @@ CATALOGUE = [
     Case("fit", "a regression method for the classifier",
          ValueError, r"regression method, not one for LLPClassifier",
          lambda: LLP(method="bag").fit(X, labels)),
-    # predict -------------------------------------------------------------------
     Case("predict", "wrong number of features",
          ValueError, r"X has 2 features, but LLPClassifier is expecting 3",
          lambda: fitted().predict(X[:, :2])),
@@ -355,13 +352,11 @@ CATALOGUE = [
          lambda: fitted().predict(np.zeros((2, 3, 2)))),
     Case("predict", "before fit", ValueError, r"not fitted yet",
          lambda: LLP().predict(X)),
-    # score ---------------------------------------------------------------------
     Case("score", "X None", TypeError, r"^X: Expected sequence or array-like",
          lambda: fitted().score(None, bags, props)),
     Case("score", "no props for a model fitted on bags",
          ValueError, r"score\(X, y\) got no props, but the model was fitted on bags",
          lambda: fitted().score(X, bags)),
-    # check_bags ----------------------------------------------------------------
     Case("check_bags", "one props row per sample indexed by shuffled bag ids",
          ValueError, r"props has one row per sample .* reads both as sample-aligned",
          lambda: check_bags(["a", "b", "c"],
@@ -390,16 +385,13 @@ CATALOGUE = [
          ValueError, r"targets\['sum'\] contains NaN",
          lambda: check_bags(["a", "a", "b"], targets=pd.DataFrame(
              {"sum": [1.0, np.nan], "size": [1, 1]}, index=["a", "b"]))),
-    # check_fit_inputs ----------------------------------------------------------
     Case("check_fit_inputs", "sample_weight leaving one class",
          ValueError, r"sample_weight leaves rows of a single class",
          lambda: check_fit_inputs([0, 0, 1, 1], n_samples=4,
                           sample_weight=[1.0, 1.0, 0.0, 0.0])),
-    # identifiability -----------------------------------------------------------
     Case("identifiability", "props shorter than bags",
          ValueError, r"props has 3 rows but bags has 4",
          lambda: check_identifiability(None, [0, 0, 1, 1], [0.5, 0.5, 0.2])),
-    # metrics -------------------------------------------------------------------
     Case("metrics", "y_proba with the wrong number of rows",
          ValueError, r"bags has 8 entries but y_proba has 7 rows",
          lambda: hard_l1_error(bags, props, proba[:7])),
@@ -420,7 +412,6 @@ CATALOGUE = [
          lambda: soft_l1_error(bags, props, np.full((8, 2), np.nan))),
     Case("metrics", "props=None", TypeError, r"props is None",
          lambda: soft_l1_error(bags, None, proba)),
-    # scorers -------------------------------------------------------------------
     Case("scorers", "unknown metric", ValueError, r"metric must be one of",
          lambda: BagScorer("accuracy")),
     Case("scorers", "table as a sample-aligned array",
@@ -434,7 +425,6 @@ CATALOGUE = [
     Case("scorers", "called without props (routing off)",
          ValueError, r"received no label proportions",
          lambda: hard_l1_scorer(fitted(), X, bags)),
-    # splitters -----------------------------------------------------------------
     Case("splitters", "more folds than bags",
          ValueError, r"BagKFold needs at least 5 bags .* in y form 4",
          lambda: next(BagKFold(5).split(X, bags))),
@@ -476,7 +466,6 @@ CATALOGUE = [
              BagShuffleSplit(1).split_bags(check_bags(bags), min_train_bags=0))),
     Case("cross_val_predict", "cv a string", TypeError, r"cv must be None, an int",
          lambda: cross_val_predict(LLP(), X, bags, props, cv="5")),
-    # bag generators ------------------------------------------------------------
     Case("generators", "bag_size 0", ValueError, r"'bag_size' parameter",
          lambda: UniformBagGenerator(0).fit(X)),
     Case("generators", "bag_size larger than the data",
@@ -535,7 +524,6 @@ CATALOGUE = [
     Case("generators", "1-D X",
          ValueError, r"X must be 2-D \(n_samples, n_features\); got shape \(5,\)",
          lambda: FeatureBagGenerator(0).fit(np.arange(5))),
-    # proportions ---------------------------------------------------------------
     Case("proportions", "label_proportions with a label outside classes",
          ValueError, r"not in classes",
          lambda: label_proportions([0, 0, 1], ["a", "b", "z"], classes=["a", "b"])),
@@ -577,7 +565,6 @@ CATALOGUE = [
     Case("identifiability", "X DataFrame with NaN",
          ValueError, r"X has NaN or infinite values in column 'b'",
          lambda: check_identifiability(Xdf.assign(b=np.nan), bags, props)),
-    # privacy -------------------------------------------------------------------
     Case("privacy", "dp_proportions without classes (the public label domain)",
          ValueError, r"classes is required: the public label domain",
          lambda: dp_proportions(bags, labels, epsilon=1.0, classes=None)),
@@ -626,7 +613,6 @@ CATALOGUE = [
     Case("privacy", "dp_bag_means with y of strings", ValueError, r"y must be numeric",
          lambda: dp_bag_means([0, 0, 1, 1], ["a", "b", "c", "d"], epsilon=1.0,
                       bounds=(0, 1))),
-    # plotting ------------------------------------------------------------------
     Case("plotting", "plot_bag_sizes with every row in no bag",
          ValueError, r"bags holds no bag", lambda: plot_bag_sizes([-1, -1])),
     Case("plotting", "plot_bag_calibration with an unknown class_index",
@@ -636,14 +622,12 @@ CATALOGUE = [
     Case("plotting", "plot_bag_calibration with rows in no bag",
          ValueError, r"bags holds the id -1",
          lambda: plot_bag_calibration([0, 0, 1, 1, 2, 2, -1, -1], props, proba)),
-    # MeanMapClassifier ---------------------------------------------------------
     Case("MeanMapClassifier", "props of one class only", ValueError, r"only one class",
          lambda: MeanMapClassifier().fit(X, bags, np.tile([1.0, 0.0], (8, 1)))),
     Case("MeanMapClassifier", "sample_weight zero on all bags but one",
          ValueError, r"sample_weight 0.*LLP needs at least 2",
          lambda: MeanMapClassifier().fit(X, bags, props,
                                  sample_weight=np.where(bags == 0, 1.0, 0.0))),
-    # LLPRegressor --------------------------------------------------------------
     Case("LLPRegressor", "instance targets with NaN", ValueError, r"y contains NaN",
          lambda: LLPRegressor(max_epochs=1, verbose=0).fit(X, np.full(8, np.nan))),
     Case("LLPRegressor", "a classification method",

@@ -30,9 +30,7 @@ from sklearn_llp.model_selection import BagKFold
 # --- a problem small enough to solve by hand
 # Three bags of sizes 2, 2, 4 with positive fractions 0, 1/2, 3/4; feature 0
 # has bag means 1, 3, 5, feature 1 is constant.
-HAND_X = np.array(
-    [[0, 1], [2, 1], [2, 1], [4, 1], [4, 1], [4, 1], [6, 1], [6, 1]], dtype=float
-)
+HAND_X = np.c_[[0.0, 2, 2, 4, 4, 4, 6, 6], np.ones(8)]
 HAND_BAGS = np.array([0, 0, 1, 1, 2, 2, 2, 2])
 HAND_FRACTION = np.array([0, 0, 0.5, 0.5, 0.75, 0.75, 0.75, 0.75])
 

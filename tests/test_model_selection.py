@@ -135,7 +135,6 @@ def digits():
 
 
 def small_llp(**params):
-    """A small, fast, seeded LLPClassifier."""
     defaults = dict(module__hidden_sizes=(32,), max_epochs=4, verbose=0, random_state=0)
     return LLPClassifier(**{**defaults, **params})
 
@@ -213,11 +212,8 @@ def test_validation_fraction_logs_bag_errors_to_stop_and_checkpoint_on(
     # Checkpoint before EarlyStopping, which ends the fit inside on_epoch_end
     checkpoint = Checkpoint(monitor="valid_hard_l1_best", dirname=str(tmp_path))
     stop = EarlyStopping(monitor="valid_hard_l1", patience=2)
-    callbacks = [checkpoint, stop, recorder]
-    clf = small_llp(
-        max_epochs=200, lr=1e-2, validation_fraction=0.2, callbacks=callbacks
-    )
-    clf.fit(X, bags, props)
+    clf = small_llp(max_epochs=200, lr=1e-2, validation_fraction=0.2)
+    clf.set_params(callbacks=[checkpoint, stop, recorder]).fit(X, bags, props)
     values = np.array(clf.history[:, "valid_hard_l1"])
     assert 3 <= len(values) < 200 and len(set(values)) > 1  # recomputed
     # stopped because the last 2 epochs did not improve on the best before
@@ -321,9 +317,8 @@ def test_grid_search_on_a_local_dask_cluster_matches_n_jobs_1(
     # the 8 fits (4 candidates x 2 folds) ran as tasks on the workers
     assert len(tasks.data) >= 8
     assert remote.best_params_ == local.best_params_
-    np.testing.assert_array_equal(
-        remote.cv_results_["mean_test_score"], local.cv_results_["mean_test_score"]
-    )
+    scores = [search.cv_results_["mean_test_score"] for search in (remote, local)]
+    np.testing.assert_array_equal(*scores)
 
 
 # --- BagShuffleSplit: sizes

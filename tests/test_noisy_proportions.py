@@ -184,9 +184,8 @@ def test_count_loss_of_a_tiny_batch_by_hand():
     counts = dict(ids=["b", "a"], values=[[0.0, 2.0], [3.0, 1.0]])
     release = dict(noise="laplace", noise_scale=1.0, neighbours="replace")
     method = NoisyProportions(release=dict(release, one_count=False, counts=counts))
-    np.testing.assert_allclose(
-        method.prepare(bags, None).noisy_counts_, [[3.0, 1.0], [0.0, 2.0]]
-    )
+    noisy_counts = method.prepare(bags, None).noisy_counts_
+    np.testing.assert_allclose(noisy_counts, [[3.0, 1.0], [0.0, 2.0]])
     with pytest.raises(ValueError, match="no raw noisy counts for 2 .*'shares'"):
         NoisyProportions(scale=1.0).prepare(bags, None)  # shares x sizes: biased
     loss = method.get_loss(None, None, logits, batch, 0, 1)
@@ -236,15 +235,8 @@ def test_count_loss_reads_the_release_counts_noise_and_one_count():
     ids = np.repeat(np.arange(6), [1, 2, 3, 5, 8, 40])
     y = rng.randint(0, 2, len(ids))
     for mechanism, one in (("laplace", True), ("discrete_laplace", False)):
-        table, counts = dp_proportions(
-            ids,
-            y,
-            0.5,
-            mechanism=mechanism,
-            one_count=one,
-            return_counts=True,
-            random_state=1,
-        )
+        kw = dict(mechanism=mechanism, one_count=one, random_state=1)
+        table, counts = dp_proportions(ids, y, 0.5, return_counts=True, **kw)
         assert table.attrs["one_count"] is one
         np.testing.assert_allclose(table.attrs["counts"]["values"], counts.to_numpy())
         assert table.attrs["counts"]["ids"] == counts.index.tolist()
@@ -286,9 +278,8 @@ def test_the_learner_reads_the_noise_of_the_table_it_is_given(small_bags):
 def test_suppressed_cells_leave_the_counts_of_the_others_aligned():
     ids = np.repeat(np.arange(5), [1, 2, 12, 15, 30])
     y = np.arange(len(ids)) % 2
-    table, counts = dp_proportions(
-        ids, y, 1.0, min_bag_size=10, return_counts=True, random_state=0
-    )
+    kw = dict(min_bag_size=10, return_counts=True, random_state=0)
+    table, counts = dp_proportions(ids, y, 1.0, **kw)
     assert table.attrs["suppressed"] == [0, 1]
     assert table.attrs["counts"]["ids"] == [2, 3, 4]
     keep = ids >= 2
@@ -394,19 +385,13 @@ def test_benchmark_quick_runs_rerender_and_relabel_the_earlier_accounting(tmp_pa
 
 
 def test_digits_numbers_quoted_in_the_docs_are_the_committed_ones():
-    """The user guide quotes every cell of the committed digits study."""
     payload = json.loads((RESULTS / "noisy_proportions.digits.json").read_text())
     guide = (GUIDE / "noisy_proportions.rst").read_text()
-
-    def cell(row):
-        return f"{row['accuracy']:.3f} ± {row['accuracy_std']:.3f}"
-
     for row in payload["epsilon_sweep"] + payload["suppression_sweep"]:
-        assert cell(row) in guide, row
+        assert f"{row['accuracy']:.3f} ± {row['accuracy_std']:.3f}" in guide, row
 
 
 def test_noisy_cells_numbers_quoted_in_the_docs_are_the_committed_ones():
-    """The guide and README quote the committed noisy-cells study."""
     payload = json.loads((RESULTS / "noisy_cells.json").read_text())
     guide = (GUIDE / "noisy_proportions.rst").read_text()
     readme = " ".join((ROOT / "README.md").read_text().split())

@@ -74,8 +74,7 @@ CAL_PROBA = np.column_stack([1 - CAL_P_YES, CAL_P_YES])
 # bag c: 0.3; label no -> 0
 CAL_SOFT = [0.6, 0.4, 0.3]
 CAL_HARD = [0.5, 1 / 3, 0.0]
-# L1 over both classes is twice the gap in P(yes):
-# soft 2 * (0.1 + 1/15 + 0.7) / 3, hard 2 * (0 + 0 + 1) / 3
+# L1 over both classes is twice the gap in P(yes): hard 2 * (0 + 0 + 1) / 3
 CAL_SOFT_L1 = 2 * (0.1 + 1 / 15 + 0.7) / 3
 CAL_HARD_L1 = 2 / 3
 

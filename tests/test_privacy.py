@@ -188,14 +188,11 @@ def test_release_records_its_relation_and_refuses_a_smaller_sensitivity(
             rho = (k * per_row) ** 2 / (2 * scale**2)
             assert table.attrs["rho"] == pytest.approx(rho)
         # below k per_row is not DP here (1, add/remove's, under replace)
-        refused = f"sensitivity=.*neighbours='{relation}'" + (
-            ".*label" * (relation == "replace")
-        )
-        for value in {1.0, 0.99 * k * per_row} - {float(k)}:
+        label = ".*label" if relation == "replace" else ""
+        refused = f"sensitivity=.*neighbours='{relation}'{label}"
+        for s in {1.0, 0.99 * k * per_row} - {float(k)}:
             with pytest.raises(ValueError, match=refused):
-                dp_proportions(
-                    ids, y, 0.5, max_contributions=k, sensitivity=value, **kw
-                )
+                dp_proportions(ids, y, 0.5, max_contributions=k, sensitivity=s, **kw)
     # more protects more people: proportionally more noise
     more = dp_proportions(ids, y, 0.5, sensitivity=4, **kw)
     assert more.attrs["noise_scale"] == dp_noise_scale(0.5, sensitivity=4, **kw)
@@ -267,12 +264,10 @@ def test_noise_variance_of_every_noise_and_errors():
 @pytest.mark.slow
 def test_released_noise_has_the_stated_scale(mechanism, epsilon, delta, k):
     ids, y = census()
-    kw = dict(mechanism=mechanism, delta=delta, max_contributions=k)
+    kw = dict(mechanism=mechanism, delta=delta, max_contributions=k, return_counts=True)
     noise = []
     for seed in range(120):  # 21,600 counts
-        table, noisy = dp_proportions(
-            ids, y, epsilon, return_counts=True, random_state=seed, **kw
-        )
+        table, noisy = dp_proportions(ids, y, epsilon, random_state=seed, **kw)
         noise.append(noisy.to_numpy() - counts_of(ids, y))
     noise = np.concatenate(noise).ravel()
     scale, variance = table.attrs["noise_scale"], table.attrs["noise_variance"]
@@ -523,14 +518,9 @@ def brute_force_projection(v):
 
 def test_projection_matches_brute_force():
     rng = np.random.RandomState(0)
-    for n_classes in (1, 2, 3, 5):
-        v = np.concatenate(
-            [
-                rng.normal(0.3, 1.0, (200, n_classes)),
-                rng.normal(0.0, 30.0, (50, n_classes)),  # large noise
-                rng.randint(-2, 3, (50, n_classes)) / 2.0,  # ties
-            ]
-        )
+    for k in (1, 2, 3, 5):  # k classes: rows near the simplex, large noise, ties
+        v = np.r_[rng.normal(0.3, 1.0, (200, k)), rng.normal(0.0, 30.0, (50, k))]
+        v = np.r_[v, rng.randint(-2, 3, (50, k)) / 2.0]
         projected = project_to_simplex(v)
         reference = np.array([brute_force_projection(row) for row in v])
         np.testing.assert_allclose(projected, reference, atol=1e-12)

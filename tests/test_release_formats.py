@@ -360,9 +360,8 @@ FORMS = {  # the bags of ids (0..k-1, -1 for a row in none) in every form
     "column": lambda ids: ids[:, None],
     "one-column DataFrame": lambda ids: pd.DataFrame({"bag": ids}),
     "one-element lists": lambda ids: [[b] for b in ids.tolist()],
-    "membership matrix": lambda ids: sp.csr_matrix(
-        np.eye(ids.max() + 2)[ids][:, :-1]  # row -1: the dropped last column
-    ),
+    # id -1: the dropped last column
+    "membership matrix": lambda ids: sp.csr_matrix(np.eye(ids.max() + 2)[ids][:, :-1]),
     "row-index lists": lambda ids: [
         np.flatnonzero(ids == b) for b in range(max(ids) + 1)
     ],

@@ -7,6 +7,7 @@ under ``torch.use_deterministic_algorithms(True)``. Tests taking ``device``
 run on ``SKLEARN_LLP_TEST_DEVICE`` (``benchmarks/gpu_check.py`` sets cuda).
 """
 
+import contextlib
 import os
 from unittest import mock
 
@@ -27,10 +28,8 @@ METHODS = available_methods()  # every registered method
 
 
 def _tiny(**params):
-    defaults = dict(
-        module__hidden_sizes=(16,), max_epochs=3, batch_size=32, verbose=0, device="cpu"
-    )
-    return LLPClassifier(**{**defaults, **params})
+    defaults = dict(module__hidden_sizes=(16,), max_epochs=3, batch_size=32, verbose=0)
+    return LLPClassifier(**{**defaults, "device": "cpu", **params})
 
 
 def _overlapping(y):
@@ -246,15 +245,11 @@ def _fit_every_step(method, small_bags, overlapping, device="cpu"):
     params.update(batch_size=32, validation_fraction=0.25, random_state=0, verbose=0)
     clf = LLPClassifier(method=method, device=device, callbacks=[nodes], **params)
     fail = mock.Mock(side_effect=AssertionError("atomic accumulation in a step"))
-    patches = [mock.patch.object(owner, name, fail) for owner, name in ATOMIC_CALLS]
-    for patch in patches:
-        patch.start()
-    try:
+    with contextlib.ExitStack() as patches:
+        for owner, name in ATOMIC_CALLS:
+            patches.enter_context(mock.patch.object(owner, name, fail))
         with deterministic():  # CPU: raises for ops without a deterministic kernel
             clf.fit(X, bags, props)
-    finally:
-        for patch in patches:
-            patch.stop()
     assert fail.call_count == 0
     return clf, nodes.names
 

@@ -60,10 +60,7 @@ def test_the_rule(machine, affinity, cgroup, threads, expected):
 
 def test_one_thread_in_a_worker_or_under_a_limit(machine, monkeypatch):
     machine(affinity=2, threads=2)
-
-    def probe():
-        return in_worker(), auto_threads()
-
+    probe = lambda: (in_worker(), auto_threads())  # noqa: E731
     assert probe() == (False, 2)
     threads = Parallel(n_jobs=2, backend="threading")(delayed(probe)() for _ in "ab")
     assert threads == [(True, 1), (True, 1)]
