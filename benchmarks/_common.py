@@ -251,12 +251,8 @@ def machine_info(device="cpu"):
 
 # --- results ---
 def write_results(stem, payload, markdown=None, out_dir=RESULTS_DIR, indent=1):
-    """Write ``<stem>.json`` (and ``<stem>.md`` when given) into ``out_dir``.
-
-    Infinite floats are written as the strings ``"inf"``/``"-inf"`` so the
-    files stay strict JSON; the JSON is replaced atomically, so an interrupted
-    run never leaves a broken file. Returns the JSON path.
-    """
+    """Write ``<stem>.json`` (strict: infinities as strings; replaced
+    atomically) and ``<stem>.md`` when given into ``out_dir``; the JSON path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path, tmp = out_dir / f"{stem}.json", out_dir / f"{stem}.json.tmp"

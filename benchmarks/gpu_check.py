@@ -1,12 +1,7 @@
-"""One command for a CUDA machine: tests, determinism and throughput on the GPU.
-
-The whole test suite (``pytest``'s testpaths, slow tests and doctests
-included) on CUDA: ``device="auto"`` is CUDA there, and
-``SKLEARN_LLP_TEST_DEVICE=cuda`` moves the ``device`` fixture's tests too;
-bit-identical seeded fits of every method; rows per second against a bare
-device loop, float32 and bfloat16, with a wide model (see the section
-``gpu_check.py`` of benchmarks/README.md). Without CUDA it exits 0;
-``--dry-run`` runs it all on the CPU with tiny sizes.
+"""One command for a CUDA machine: the whole test suite on CUDA, seeded fits
+bit for bit, rows per second against a bare device loop (float32, bfloat16,
+a wide model); benchmarks/README.md, section ``gpu_check.py``. Without CUDA
+it exits 0; ``--dry-run`` runs it all on the CPU with tiny sizes.
 """
 
 import argparse
@@ -262,11 +257,9 @@ def main(argv=None):
     if not args.skip_tests:
         report["tests"] = run_tests(args)
         print("tests:", report["tests"]["summary"])
-    report["determinism"] = check_determinism(args)
-    report["throughput"] = throughput(args)
+    report |= dict(determinism=check_determinism(args), throughput=throughput(args))
     report["goals"] = goals(report["throughput"])
     write_results("gpu_check", report, markdown(report), args.out)
-    print(f"wrote {args.out / 'gpu_check.json'} and gpu_check.md")
     failed = report.get("tests", {}).get("returncode", 0) != 0
     return int(failed or not all(r["identical"] for r in report["determinism"]))
 

@@ -1,9 +1,6 @@
-"""Training speed and memory of ``LLPClassifier`` against a bare PyTorch loop.
-
-Four engines (LLP/bare x DLLP/VAT) run interleaved one epoch at a time, one
-subprocess per configuration; ``--overhead`` the host overhead per step,
-``--scale N`` the defaults on N rows, ``--resummarise`` the markdown from the
-JSON. Commands and findings: ``benchmarks/README.md``, section ``speed.py``.
+"""Training speed and memory of ``LLPClassifier`` against a bare PyTorch loop
+(LLP/bare x DLLP/VAT, interleaved, a subprocess per configuration);
+``--overhead``, ``--scale N``, ``--resummarise``: benchmarks/README.md.
 """
 
 import argparse
