@@ -1,4 +1,5 @@
-"""One command for a CUDA machine: the whole test suite on CUDA, seeded fits
+"""One command for a CUDA machine: the whole test suite on CUDA
+(SKLEARN_LLP_TEST_DEVICE=cuda moves the device fixture's tests), seeded fits
 bit for bit, rows per second against a bare device loop (float32, bfloat16,
 a wide model); benchmarks/README.md, section ``gpu_check.py``. Without CUDA
 it exits 0; ``--dry-run`` runs it all on the CPU with tiny sizes.
