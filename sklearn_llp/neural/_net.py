@@ -47,12 +47,7 @@ from ..methods import (
 )
 from ..model_selection import BagShuffleSplit
 from ..modules import MLP
-from ._callbacks import (
-    BagEarlyStopping,
-    BagValidationErrors,
-    CallbackGuard,
-    EpochTable,
-)
+from ._callbacks import BagEarlyStopping, BagValidationErrors, CallbackGuard, EpochTable
 from ._data import (
     ArrayDataset,
     BagBatchSampler,
