@@ -26,6 +26,7 @@ from ..core import (
     values_argument,
 )
 from ..core._partitions import known_rows
+from ..core._read import _object_array
 from ..exceptions import BagLeakageWarning
 
 _NO_VALUES = (
@@ -93,9 +94,7 @@ def _validated_table(table, task):
     if index.has_duplicates:
         raise ValueError("table repeats a bag id in its index.")
     n = len(index)
-    ids = np.empty(n, dtype=object) if index.dtype == object else index.to_numpy()
-    if index.dtype == object:
-        ids[:] = list(index)
+    ids = _object_array(list(index)) if index.dtype == object else index.to_numpy()
     bags = Bags(np.arange(n + 1), np.arange(n), ids, n)
     return _table_of(attach_table(bags, table, task, None, "table"))
 

@@ -655,14 +655,13 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             )
         if not isinstance(dataset, BagDataset):
             return array_loader(dataset, self.predict_batch_size)
-        device = self._resolved_device()
-        if not training:
+        if training:
+            sampler = self._train_sampler(dataset)
+        else:  # held-out bags, in order
             sampler = BagBatchSampler(
                 dataset.pair_bags, self.batch_size_, shuffle=False
             )
-            return EpochBatches(dataset, sampler, device)
-        sampler = self._train_sampler(dataset)
-        return EpochBatches(dataset, sampler, device)
+        return EpochBatches(dataset, sampler, self._resolved_device())
 
     def get_metadata_routing(self):
         """Request the bags' values for ``fit``, ``partial_fit`` and ``score``."""
