@@ -628,10 +628,7 @@ class _Means:
             values = self._one_column(values, name)
         if isinstance(values, pd.Series):
             values = values.to_numpy()
-        try:
-            matrix = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must hold numbers (bag means); {exc}") from exc
+        matrix = as_float_matrix(values, name)
         if matrix.ndim == 1:
             matrix = matrix[:, None]
         if matrix.ndim != 2 or matrix.shape[1] != 1:
@@ -730,9 +727,8 @@ def check_bags(
     values, value_task = (
         (props, CLASSIFICATION) if targets is None else (targets, REGRESSION)
     )
-    if task is not None and (props is not None or targets is not None):
-        if value_task != task:
-            raise TypeError(_wrong_task(task, value_task, "the values given"))
+    if task is not None and values is not None and value_task != task:
+        raise TypeError(_wrong_task(task, value_task, "the values given"))
     form, value = bags_form(bags, n_samples, name)
     if form == "bags":
         validated = _given_bags(value, values, n_samples, classes, name, rows_of)

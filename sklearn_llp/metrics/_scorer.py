@@ -243,15 +243,12 @@ class BagScorer:
         if sizes is not None:
             # zero weights drop rows (even whole bags) from bags, not from the
             # bags the model saw: count every row of y, by id
-            rows = (
-                bags
-                if sample_weight is None
-                else check_bags(y, n_samples=bags.n_samples)
-            )
+            rows = bags
+            if sample_weight is not None:
+                rows = check_bags(y, n_samples=bags.n_samples)
             scored = pd.Series(rows.sizes, pd.Index(rows.ids, tupleize_cols=False))
-            trained &= scored.reindex(ids).to_numpy() < sizes.reindex(ids).to_numpy(
-                dtype=float
-            )
+            full = sizes.reindex(ids).to_numpy(dtype=float)
+            trained &= scored.reindex(ids).to_numpy() < full
             how = (
                 "hold only part of their rows while the model trained on bags "
                 "with the same ids"
@@ -265,17 +262,9 @@ class BagScorer:
                 "bags' sizes and warns only for split bags."
             )
         if trained.any():
-            warnings.warn(
-                _LEAK.format(
-                    n_trained=int(trained.sum()),
-                    n_scored=bags.n_bags,
-                    scorer=repr(self),
-                    how=how,
-                )
-                + hint,
-                BagLeakageWarning,
-                stacklevel=3,
-            )
+            counts = dict(n_trained=int(trained.sum()), n_scored=bags.n_bags)
+            message = _LEAK.format(**counts, scorer=repr(self), how=how) + hint
+            warnings.warn(message, BagLeakageWarning, stacklevel=3)
 
     def get_metadata_routing(self):
         """Request the bags' values and ``sample_weight`` for ``score``."""
