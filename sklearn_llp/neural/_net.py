@@ -169,8 +169,7 @@ class TrainValid(NamedTuple):
 
 class FitPlan(NamedTuple):
     """Every ``"auto"`` of a fit, decided from its bags before the first step
-    (``fit_plan_``; ``method_``, ``batch_size_``, ``do_early_stopping_`` read
-    it); ``held_out``: the fraction of rows held out in whole bags."""
+    (``fit_plan_``); ``held_out``: the fraction of rows held out in whole bags."""
 
     method: LLPMethod
     reason: str | None
@@ -182,8 +181,7 @@ class FitPlan(NamedTuple):
 
 
 def plan_fit(net, bags, method, continuing, every):
-    """The :class:`FitPlan` for validated ``bags`` (``every``: a streamed
-    fit's all); a continued fit keeps its method and batch size."""
+    """The :class:`FitPlan` of ``bags`` (``every``: a streamed fit's all)."""
     kept = getattr(net, "fit_plan_", None) if continuing else None
     reason = None
     if isinstance(method, AutoMethod):
@@ -763,8 +761,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return BagBatch(**{name: target.get(name) for name in BagBatch._fields})
 
     def train_step_single(self, batch, **fit_params):
-        """One forward/backward pass on a batch of whole bags; in chunks if
-        it holds a bag above ``max_bag_size`` rows."""
+        """One forward/backward pass on a batch of whole bags (in chunks above
+        ``max_bag_size`` rows)."""
         self._set_training(True)
         Xi, target = unpack_data(batch)
         Xi = self.augment_batch(to_tensor(Xi, device=self.device))
@@ -819,9 +817,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     @staticmethod
     def _chunk_share(weights, chunk, n_rows, n_chunk):
-        """A chunk's row weights and its share of the batch's row weight,
-        without a read of the device; a chunk of zero weight gets a finite
-        mean (plain weights) times its zero share."""
+        """A chunk's row weights and its share of the batch's, without a read of
+        the device; a chunk of zero weight: a finite mean times a zero share."""
         if weights is None:
             return None, n_chunk / n_rows
         mass = weights[chunk].sum()
