@@ -765,14 +765,11 @@ def check_bags(
 def _wrong_task(wanted, got, what):
     nouns = {CLASSIFICATION: "label proportions", REGRESSION: "bag means"}
     fit = {CLASSIFICATION: "LLPClassifier", REGRESSION: "LLPRegressor"}
-    read = {
-        CLASSIFICATION: "check_bags(bags, props)",
-        REGRESSION: "check_bags(bags, targets=...)",
-    }
+    read = "props" if wanted == CLASSIFICATION else "targets=..."
     return (
         f"{what} carries {nouns[got]} ({got} values), but {nouns[wanted]} are "
         f"needed here: fit {nouns[got]} with {fit[got]}, or read the bags with "
-        f"{read[wanted]}."
+        f"check_bags(bags, {read})."
     )
 
 
