@@ -512,10 +512,8 @@ class _Proportions:
             frame = pd.DataFrame.from_dict(dict(values), orient="index").fillna(0.0)
             return frame, list(frame.columns)
         rows = {k: np.atleast_1d(as_float_matrix(v, name)) for k, v in values.items()}
-        if (
-            len({r.shape for r in rows.values()}) != 1
-            or next(iter(rows.values())).ndim != 1
-        ):
+        shapes = {r.shape for r in rows.values()}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1:  # one 1-D length
             raise ValueError(
                 f"{name} dict must map every bag id to a fraction (binary) or to a "
                 "1-D vector of proportions of the same length."
