@@ -44,11 +44,9 @@ def reads_here(collections):
 
 
 def compute_here(*collections, here):
-    """``dask.compute``; in this thread when the reads are ``here``: in
-    partition order (the first error is the first partition's), and a
-    partition is one task, whose read's buffers, freed in a worker thread's
-    allocator arena, were not all returned (a fit's setup peaked about
-    250 MiB higher at 4M rows, :ref:`dask`)."""
+    """``dask.compute``, in this thread when the reads are ``here``: the first
+    error is the first partition's, and no worker arena keeps freed buffers
+    (250 MiB at 4M rows, :ref:`dask`)."""
     import dask
 
     return dask.compute(*collections, scheduler="sync" if here else None)
@@ -196,10 +194,8 @@ def over_dask_partitions(method):
 
 
 def read_partition(part, task, classes, per_row, scored=False, has_pred=False):
-    """A partition ``([output,] ids[, values][, pred])`` read by
-    :func:`check_bags` (None if empty, its error if refused): its bags' ids,
-    sizes, values, class columns (None: positional) and output sums (with
-    one-hot hard labels for classes), which :func:`reduce_partitions` reads."""
+    """The summary of a partition ``([output,] ids[, values][, pred])`` for
+    :func:`reduce_partitions`; None if empty, its error if refused."""
     try:
         output, ids, *rest = part if scored else (None, *part)
         if not len(ids):  # an empty partition (normal after a filter)

@@ -512,10 +512,8 @@ class _Proportions:
             frame = pd.DataFrame.from_dict(dict(values), orient="index").fillna(0.0)
             return frame, list(frame.columns)
         rows = {k: np.atleast_1d(as_float_matrix(v, name)) for k, v in values.items()}
-        if (
-            len({r.shape for r in rows.values()}) != 1
-            or next(iter(rows.values())).ndim != 1
-        ):
+        shapes = {r.shape for r in rows.values()}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1:  # one 1-D length
             raise ValueError(
                 f"{name} dict must map every bag id to a fraction (binary) or to a "
                 "1-D vector of proportions of the same length."
@@ -628,10 +626,7 @@ class _Means:
             values = self._one_column(values, name)
         if isinstance(values, pd.Series):
             values = values.to_numpy()
-        try:
-            matrix = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must hold numbers (bag means); {exc}") from exc
+        matrix = as_float_matrix(values, name)
         if matrix.ndim == 1:
             matrix = matrix[:, None]
         if matrix.ndim != 2 or matrix.shape[1] != 1:
@@ -730,9 +725,8 @@ def check_bags(
     values, value_task = (
         (props, CLASSIFICATION) if targets is None else (targets, REGRESSION)
     )
-    if task is not None and (props is not None or targets is not None):
-        if value_task != task:
-            raise TypeError(_wrong_task(task, value_task, "the values given"))
+    if task is not None and values is not None and value_task != task:
+        raise TypeError(_wrong_task(task, value_task, "the values given"))
     form, value = bags_form(bags, n_samples, name)
     if form == "bags":
         validated = _given_bags(value, values, n_samples, classes, name, rows_of)
@@ -769,14 +763,11 @@ def check_bags(
 def _wrong_task(wanted, got, what):
     nouns = {CLASSIFICATION: "label proportions", REGRESSION: "bag means"}
     fit = {CLASSIFICATION: "LLPClassifier", REGRESSION: "LLPRegressor"}
-    read = {
-        CLASSIFICATION: "check_bags(bags, props)",
-        REGRESSION: "check_bags(bags, targets=...)",
-    }
+    read = "props" if wanted == CLASSIFICATION else "targets=..."
     return (
         f"{what} carries {nouns[got]} ({got} values), but {nouns[wanted]} are "
         f"needed here: fit {nouns[got]} with {fit[got]}, or read the bags with "
-        f"{read[wanted]}."
+        f"check_bags(bags, {read})."
     )
 
 

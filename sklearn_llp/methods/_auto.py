@@ -28,14 +28,8 @@ def _random_like(bags):
 class AutoMethod(LLPMethod):
     """The method for the bag regime, chosen at ``fit`` (:ref:`auto_method`).
 
-    Two classes in at most 25 random-like bags of 1,000 rows or more:
-    ``"easyllp"`` (the bag loss learns next to nothing there); two classes
-    in bags of 512 rows or more: ``"dllp"``; two classes in 250 or more
-    random-like bags of several rows, in as many groups of overlapping bags:
-    ``"easyllp"`` (which stops early on them, where VAT overfits); otherwise
-    ``"vat"``. The
-    estimators train the chosen method itself (their ``method_``); on its
-    own, this object delegates to what :meth:`prepare` chose (``chosen_``).
+    The estimators train the chosen method itself (``method_``); on its own,
+    this object delegates to what :meth:`prepare` chose (``chosen_``).
 
     Examples
     --------

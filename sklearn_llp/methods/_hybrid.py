@@ -39,10 +39,7 @@ def confident_pseudo_labels(
 class Hybrid(VAT):
     """LLP-VAT plus a confidence-weighted loss of pseudo-labelled rows (:ref:`hybrid`).
 
-    After L2P-AHIL (Ma et al., CVPR 2025): the bag loss and VAT's consistency,
-    plus the cross-entropy of every row with its pseudo-label
-    (:func:`confident_pseudo_labels`) weighted by its confidence, ramped from 0
-    to ``beta`` over ``beta_rampup`` of the steps.
+    After L2P-AHIL (Ma et al., CVPR 2025).
 
     Parameters
     ----------

@@ -11,11 +11,7 @@ from sklearn.utils._param_validation import Interval
 class MixBag(BaseEstimator):
     """Mixed bags for few bags (Asanomi et al., ICCV 2023; :ref:`mixbag`).
 
-    Every epoch adds ``n_mixed`` times as many mixed bags as training bags,
-    each a uniform share of rows from one bag and the rest from another; its
-    label is the mix of their proportions, and its loss is zero inside the
-    ``confidence`` interval of that mix. For the methods of bag means: pass it
-    as ``LLPClassifier(mixbag=...)``.
+    For the methods of bag means: ``LLPClassifier(mixbag=...)``.
 
     Parameters
     ----------

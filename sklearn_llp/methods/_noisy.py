@@ -106,8 +106,7 @@ class NoisyProportions(LLPMethod):
 
     Reads a :func:`~sklearn_llp.privacy.dp_proportions` release given as the
     proportions (``fit(X, bags, table)``) or as ``release``: its noise, scale
-    and raw noisy counts. Refuses a clamped release, one suppressed under
-    add_remove, and (``loss="counts"``) noisy counts rebuilt from shares.
+    and raw noisy counts.
 
     Parameters
     ----------

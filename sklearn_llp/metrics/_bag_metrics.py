@@ -108,31 +108,16 @@ def bag_errors(
     metrics = tuple(metrics)
     if not metrics or any(m not in BAG_METRICS for m in metrics):
         raise ValueError(f"metrics must be among {BAG_METRICS}; got {metrics}.")
-    return _errors(
-        CLASSIFICATION,
-        bags,
-        props,
-        y_proba,
-        metrics,
-        classes=classes,
-        sample_weight=sample_weight,
-        decision=decision,
-    )
+    options = dict(classes=classes, sample_weight=sample_weight, decision=decision)
+    return _errors(CLASSIFICATION, bags, props, y_proba, metrics, **options)
 
 
 def _one(metric, summary, example):
     def error(
         bags, props, y_proba, *, classes=None, sample_weight=None, decision="argmax"
     ):
-        return bag_errors(
-            bags,
-            props,
-            y_proba,
-            classes=classes,
-            metrics=(metric,),
-            sample_weight=sample_weight,
-            decision=decision,
-        )[metric]
+        options = dict(classes=classes, sample_weight=sample_weight, decision=decision)
+        return bag_errors(bags, props, y_proba, metrics=(metric,), **options)[metric]
 
     error.__name__ = error.__qualname__ = f"{metric}_error"
     error.__doc__ = (

@@ -26,6 +26,7 @@ from ..core import (
     values_argument,
 )
 from ..core._partitions import known_rows
+from ..core._read import _object_array
 from ..exceptions import BagLeakageWarning
 
 _NO_VALUES = (
@@ -93,9 +94,7 @@ def _validated_table(table, task):
     if index.has_duplicates:
         raise ValueError("table repeats a bag id in its index.")
     n = len(index)
-    ids = np.empty(n, dtype=object) if index.dtype == object else index.to_numpy()
-    if index.dtype == object:
-        ids[:] = list(index)
+    ids = _object_array(list(index)) if index.dtype == object else index.to_numpy()
     bags = Bags(np.arange(n + 1), np.arange(n), ids, n)
     return _table_of(attach_table(bags, table, task, None, "table"))
 
@@ -244,15 +243,12 @@ class BagScorer:
         if sizes is not None:
             # zero weights drop rows (even whole bags) from bags, not from the
             # bags the model saw: count every row of y, by id
-            rows = (
-                bags
-                if sample_weight is None
-                else check_bags(y, n_samples=bags.n_samples)
-            )
+            rows = bags
+            if sample_weight is not None:
+                rows = check_bags(y, n_samples=bags.n_samples)
             scored = pd.Series(rows.sizes, pd.Index(rows.ids, tupleize_cols=False))
-            trained &= scored.reindex(ids).to_numpy() < sizes.reindex(ids).to_numpy(
-                dtype=float
-            )
+            full = sizes.reindex(ids).to_numpy(dtype=float)
+            trained &= scored.reindex(ids).to_numpy() < full
             how = (
                 "hold only part of their rows while the model trained on bags "
                 "with the same ids"
@@ -266,17 +262,9 @@ class BagScorer:
                 "bags' sizes and warns only for split bags."
             )
         if trained.any():
-            warnings.warn(
-                _LEAK.format(
-                    n_trained=int(trained.sum()),
-                    n_scored=bags.n_bags,
-                    scorer=repr(self),
-                    how=how,
-                )
-                + hint,
-                BagLeakageWarning,
-                stacklevel=3,
-            )
+            counts = dict(n_trained=int(trained.sum()), n_scored=bags.n_bags)
+            message = _LEAK.format(**counts, scorer=repr(self), how=how) + hint
+            warnings.warn(message, BagLeakageWarning, stacklevel=3)
 
     def get_metadata_routing(self):
         """Request the bags' values and ``sample_weight`` for ``score``."""

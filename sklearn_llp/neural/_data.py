@@ -128,8 +128,7 @@ class MixedBatch(NamedTuple):
 
 
 class EpochBatches:
-    """One epoch's whole-bag batches, their structure built and copied to the
-    device in one go."""
+    """One epoch's whole-bag batches, built and copied to the device at once."""
 
     def __init__(self, dataset, sampler, device=None):
         self.dataset = dataset

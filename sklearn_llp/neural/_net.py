@@ -47,12 +47,7 @@ from ..methods import (
 )
 from ..model_selection import BagShuffleSplit
 from ..modules import MLP
-from ._callbacks import (
-    BagEarlyStopping,
-    BagValidationErrors,
-    CallbackGuard,
-    EpochTable,
-)
+from ._callbacks import BagEarlyStopping, BagValidationErrors, CallbackGuard, EpochTable
 from ._data import (
     ArrayDataset,
     BagBatchSampler,
@@ -174,8 +169,7 @@ class TrainValid(NamedTuple):
 
 class FitPlan(NamedTuple):
     """Every ``"auto"`` of a fit, decided from its bags before the first step
-    (``fit_plan_``; ``method_``, ``batch_size_``, ``do_early_stopping_`` read
-    it); ``held_out``: the fraction of rows held out in whole bags."""
+    (``fit_plan_``); ``held_out``: the fraction of rows held out in whole bags."""
 
     method: LLPMethod
     reason: str | None
@@ -187,8 +181,7 @@ class FitPlan(NamedTuple):
 
 
 def plan_fit(net, bags, method, continuing, every):
-    """The :class:`FitPlan` for validated ``bags`` (``every``: a streamed
-    fit's all); a continued fit keeps its method and batch size."""
+    """The :class:`FitPlan` of ``bags`` (``every``: a streamed fit's all)."""
     kept = getattr(net, "fit_plan_", None) if continuing else None
     reason = None
     if isinstance(method, AutoMethod):
@@ -660,14 +653,13 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             )
         if not isinstance(dataset, BagDataset):
             return array_loader(dataset, self.predict_batch_size)
-        device = self._resolved_device()
-        if not training:
+        if training:
+            sampler = self._train_sampler(dataset)
+        else:  # held-out bags, in order
             sampler = BagBatchSampler(
                 dataset.pair_bags, self.batch_size_, shuffle=False
             )
-            return EpochBatches(dataset, sampler, device)
-        sampler = self._train_sampler(dataset)
-        return EpochBatches(dataset, sampler, device)
+        return EpochBatches(dataset, sampler, self._resolved_device())
 
     def get_metadata_routing(self):
         """Request the bags' values for ``fit``, ``partial_fit`` and ``score``."""
@@ -769,8 +761,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return BagBatch(**{name: target.get(name) for name in BagBatch._fields})
 
     def train_step_single(self, batch, **fit_params):
-        """One forward/backward pass on a batch of whole bags; in chunks if
-        it holds a bag above ``max_bag_size`` rows."""
+        """One forward/backward pass on a batch of whole bags (in chunks above
+        ``max_bag_size`` rows)."""
         self._set_training(True)
         Xi, target = unpack_data(batch)
         Xi = self.augment_batch(to_tensor(Xi, device=self.device))
@@ -825,9 +817,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     @staticmethod
     def _chunk_share(weights, chunk, n_rows, n_chunk):
-        """A chunk's row weights and its share of the batch's row weight,
-        without a read of the device; a chunk of zero weight gets a finite
-        mean (plain weights) times its zero share."""
+        """A chunk's row weights and its share of the batch's, without a read of
+        the device; a chunk of zero weight: a finite mean times a zero share."""
         if weights is None:
             return None, n_chunk / n_rows
         mass = weights[chunk].sum()

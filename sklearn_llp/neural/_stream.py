@@ -83,8 +83,7 @@ class DaskSource:
             )
         per_row, key = is_per_row(values), values_argument(task)
         columns = (y, values) if per_row else (y,)
-        names = ("bags", key)
-        parts, columns = row_partitions(X, *columns, names=names)
+        parts, columns = row_partitions(X, *columns, names=("bags", key))
         self.task = task
         self.here = reads_here(parts[:1])
         import dask
