@@ -18,14 +18,12 @@ from skorch.callbacks import Callback, Checkpoint, EarlyStopping
 from sklearn_llp import LLPClassifier
 from sklearn_llp.bags import UniformBagGenerator
 from sklearn_llp.core import check_bags
-from sklearn_llp.linear import MeanMapClassifier
 from sklearn_llp.metrics import (
     BAG_METRICS,
     bag_errors,
     hard_l1_error,
     hard_l1_scorer,
     make_bag_scorer,
-    soft_kl_scorer,
 )
 from sklearn_llp.model_selection import BagKFold, BagShuffleSplit
 from sklearn_llp.model_selection._split import shuffle_split_groups
@@ -36,22 +34,6 @@ def _routing_is_left_off():
     assert sklearn.get_config()["enable_metadata_routing"] is False
     yield
     assert sklearn.get_config()["enable_metadata_routing"] is False
-
-
-def make_bag_data(n_bags=30, bag_size=10, seed=0):
-    """Two Gaussian classes; bags with random class mixes, sample-aligned props."""
-    rng = np.random.default_rng(seed)
-    bags = np.repeat(np.arange(n_bags), bag_size)
-    positive_rate = rng.uniform(0.05, 0.95, n_bags)
-    labels = rng.random(len(bags)) < positive_rate[bags]
-    X = rng.normal(size=(len(bags), 2)) + 1.5 * labels[:, None]
-    fraction = np.bincount(bags, weights=labels) / bag_size
-    props = np.column_stack([1 - fraction[bags], fraction[bags]])
-    order = rng.permutation(len(bags))  # bags interleaved, not contiguous
-    return X[order], bags[order], props[order]
-
-
-GRID = {"C": [1e-4, 1e-2, 1.0]}
 
 
 # --- Splitters.
@@ -100,23 +82,6 @@ def test_splitters_never_split_a_bag(layout, shuffle):
             largest = np.unique(bags, return_counts=True)[1].max()
             for _, test in splits:
                 assert len(test) < 0.1 * len(bags) + largest
-
-
-# --- GridSearchCV, routing on and off.
-@pytest.mark.slow
-def test_grid_search_routing_on_with_groups_and_several_metrics():
-    X, bags, props = make_bag_data()
-    with sklearn.config_context(enable_metadata_routing=True):
-        scoring = {"hard_l1": hard_l1_scorer, "soft_kl": soft_kl_scorer}
-        cv = BagShuffleSplit(3, random_state=0)
-        search = GridSearchCV(
-            MeanMapClassifier(), GRID, scoring=scoring, refit="soft_kl", cv=cv
-        ).fit(X, bags, props=props, groups=bags)
-        best_score = search.score(X, bags, props=props)
-    for name in ("hard_l1", "soft_kl"):
-        scores = search.cv_results_[f"mean_test_{name}"]
-        assert np.all(np.isfinite(scores)) and np.all(scores <= 0)
-    assert np.isfinite(best_score)
 
 
 BAG_SIZE = 16
