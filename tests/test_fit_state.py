@@ -200,14 +200,6 @@ def test_loading_weights_warns_only_of_a_rule_fitted_to_the_old_ones(
     assert bool(kept) == warns
 
 
-def test_a_fitted_model_pickles_with_its_method_state():
-    X, bags, props = make_problem()
-    clf = small(method="easyllp").fit(X, bags, props)
-    again = pickle.loads(pickle.dumps(clf))
-    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
-    np.testing.assert_array_equal(again.method_.class_prior_, clf.method_.class_prior_)
-
-
 # --- runtime and skorch plumbing
 def test_skorch_getters_have_no_side_effects():
     X, bags, props = make_problem()
