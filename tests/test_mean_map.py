@@ -211,40 +211,6 @@ def test_labels_give_logistic_regression_multiclass(digits_bags):
     _assert_same_model(ours, theirs, X_test)
 
 
-@pytest.mark.slow
-def test_bags_of_one_row_give_logistic_regression():
-    X, y = _breast_cancer()
-    onehot = np.eye(2)[y]
-    common = dict(C=0.1, tol=1e-10, max_iter=10_000)
-    exact = MeanMapClassifier(mean_alpha=0.0, threshold="argmax", **common)
-    exact.fit(X, np.arange(len(y)), onehot)
-    theirs = LogisticRegression(**common).fit(X, y)
-    _assert_same_model(exact, theirs, X)
-    # the default ridge moves the class means by a hair
-    ridged = MeanMapClassifier(**common)
-    ridged.fit(X, np.arange(len(y)), onehot)
-    np.testing.assert_allclose(ridged.coef_, theirs.coef_, atol=1e-2)
-    # with bags of one row the score is the accuracy
-    accuracy = pytest.approx(theirs.score(X, y))
-    assert exact.score(X, np.arange(len(y)), onehot) == accuracy
-
-
-@pytest.mark.slow
-def test_string_labels_and_the_classes_parameter():
-    X, y = _breast_cancer()
-    labels = np.where(y == 1, "benign", "malignant")
-    common = dict(C=0.1, tol=1e-10, max_iter=10_000)
-    ours = MeanMapClassifier(**common).fit(X, labels)
-    assert ours.classes_.tolist() == ["benign", "malignant"]
-    theirs = LogisticRegression(**common).fit(X, labels)
-    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=ATOL_PARAMS)
-    flipped = MeanMapClassifier(**common, classes=["malignant", "benign"])
-    flipped.fit(X, labels)
-    assert flipped.classes_.tolist() == ["malignant", "benign"]
-    np.testing.assert_allclose(flipped.coef_, -ours.coef_, atol=ATOL_PARAMS)
-    np.testing.assert_array_equal(flipped.predict(X), ours.predict(X))
-
-
 # --- learning from bags on real data
 @pytest.mark.slow
 def test_learns_digits_from_random_bags_of_16(digits_bags):
