@@ -22,7 +22,6 @@ from sklearn_llp.metrics import (
     BAG_METRICS,
     bag_errors,
     hard_l1_error,
-    hard_l1_scorer,
     make_bag_scorer,
 )
 from sklearn_llp.model_selection import BagKFold, BagShuffleSplit
@@ -106,43 +105,6 @@ def small_llp(**params):
 
 # An lr of 1e-5 barely moves the network, 1e-2 learns: a clear best.
 GRID_model_selection_llp = {"lr": [1e-5, 1e-2], "method": ["dllp", "vat"]}
-
-
-# --- GridSearchCV
-@pytest.mark.slow
-def test_grid_search_routing_on_and_off_agree(digits):
-    # (BagKFold's folds hold whole bags: test_splitters_never_split_a_bag)
-    X, bags, props, _ = digits
-    cv = BagKFold(3)
-
-    def search(**kw):
-        grid = GridSearchCV(small_llp(), GRID_model_selection_llp, cv=cv, **kw)
-        return grid.fit(X, bags, props=props)
-
-    with sklearn.config_context(enable_metadata_routing=True):
-        # no set_fit_request / set_score_request needed: props is requested
-        routed = search(scoring=hard_l1_scorer, error_score="raise")
-        # the default scoring, score = 1 - hard_L1 / 2: the same ranking
-        by_score = search()
-    assert sklearn.get_config()["enable_metadata_routing"] is False
-    table_scorer = make_bag_scorer("hard_l1", bags=bags, props=props)
-    plain = search(scoring=table_scorer, error_score="raise")
-
-    assert routed.best_params_ == plain.best_params_ == by_score.best_params_
-    assert routed.best_params_["lr"] == 1e-2
-    for key in ["mean_test_score", "split0_test_score", "split2_test_score"]:
-        np.testing.assert_allclose(routed.cv_results_[key], plain.cv_results_[key])
-        np.testing.assert_allclose(
-            by_score.cv_results_[key], 1 + routed.cv_results_[key] / 2
-        )
-    scores = plain.cv_results_["mean_test_score"]
-    assert np.all(np.isfinite(scores)) and np.all(scores <= 0)
-    assert np.ptp(scores) > 0.3  # the grid really separates good from bad
-    # the refitted best models are the same model
-    np.testing.assert_allclose(
-        routed.best_estimator_.predict_proba(X[:50]),
-        plain.best_estimator_.predict_proba(X[:50]),
-    )
 
 
 # --- validation_fraction: per-epoch bag errors, EarlyStopping, Checkpoint
