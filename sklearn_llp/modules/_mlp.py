@@ -1,10 +1,14 @@
 """The default network for tabular data."""
 
+import numpy as np
+import scipy.sparse as sp
+import torch
+from sklearn.preprocessing import StandardScaler
 from torch import nn
 
 
 class MLP(nn.Module):
-    """Multi-layer perceptron that outputs class logits.
+    """Multi-layer perceptron that outputs class logits, on standardised inputs.
 
     ``n_features`` and ``n_classes`` are filled in at ``fit``; set the rest as
     ``module__*``, e.g. ``LLPClassifier(module__hidden_sizes=(64,))``.
@@ -19,6 +23,18 @@ class MLP(nn.Module):
         Width of every hidden layer; ``()`` gives a linear model.
     dropout : float, default=0.0
         Dropout probability after every hidden layer.
+    standardize : bool, default=True
+        Feed ``(X - input_mean) / input_scale`` to the first layer. The
+        estimators fill both from the training rows when ``fit`` builds the
+        network (:meth:`standardize_from`), so ``X``, ``X / 255`` and
+        ``255 * X`` train alike; VAT's and the Pi-model's perturbations are then
+        measured in standardised units. ``False`` feeds ``X`` as given.
+
+    Attributes
+    ----------
+    input_mean, input_scale : torch.Tensor of shape (n_features,)
+        Buffers (saved with the weights) when ``standardize``; zeros and ones
+        until filled.
 
     Examples
     --------
@@ -28,7 +44,14 @@ class MLP(nn.Module):
     torch.Size([2, 3])
     """
 
-    def __init__(self, n_features, n_classes, hidden_sizes=(256, 256), dropout=0.0):
+    def __init__(
+        self,
+        n_features,
+        n_classes,
+        hidden_sizes=(256, 256),
+        dropout=0.0,
+        standardize=True,
+    ):
         super().__init__()
         layers = []
         width = n_features
@@ -39,6 +62,36 @@ class MLP(nn.Module):
             width = hidden
         layers.append(nn.Linear(width, n_classes))
         self.layers = nn.Sequential(*layers)
+        self.standardize = standardize
+        if standardize:
+            self.register_buffer("input_mean", torch.zeros(n_features))
+            self.register_buffer("input_scale", torch.ones(n_features))
+
+    def standardize_from(self, X, chunk=8192):
+        """Set ``input_mean``/``input_scale`` to the mean and standard deviation
+        of the columns of ``X`` (float64, ``chunk`` rows at a time); sparse
+        ``X`` is scaled without centring, a constant column by 1.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> net = MLP(n_features=2, n_classes=2).standardize_from(
+        ...     np.array([[0.0, 5.0], [2.0, 5.0]]))
+        >>> net.input_mean.tolist(), net.input_scale.tolist()
+        ([1.0, 5.0], [1.0, 1.0])
+        """
+        if not self.standardize:
+            return self
+        scaler = StandardScaler(with_mean=not sp.issparse(X))
+        for start in range(0, X.shape[0], chunk):  # no float64 copy of X
+            scaler.partial_fit(X[start : start + chunk])
+        mean = scaler.mean_ if scaler.with_mean else np.zeros(X.shape[1])
+        with torch.no_grad():
+            self.input_mean.copy_(torch.as_tensor(mean))
+            self.input_scale.copy_(torch.as_tensor(scaler.scale_))
+        return self
 
     def forward(self, X):
+        if self.standardize:
+            X = (X - self.input_mean) / self.input_scale
         return self.layers(X)

@@ -82,9 +82,12 @@ _POSITIVE = Interval(Integral, 1, None, closed="left")
 
 MODULE_PARAMETER = """
     module : torch.nn.Module class or instance, default=None
-        The network (default :class:`~sklearn_llp.modules.MLP`); a class
-        taking ``n_features``/``n_classes`` is sized from the data. An
-        instance is a template: every fit trains a reset copy."""
+        The network (default :class:`~sklearn_llp.modules.MLP`, which
+        standardises its inputs with the training rows' statistics, so the
+        scale of ``X`` does not matter); a class taking
+        ``n_features``/``n_classes`` is sized from the data. An instance is a
+        template: every fit trains a reset copy. Other modules see ``X`` as
+        given."""
 
 KEY_PARAMETERS = """
     max_epochs : int, default=100
@@ -415,6 +418,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             ):
                 if not continuing and not (partial and self.initialized_ and not stale):
                     self.initialize()
+                    self._standardize_inputs(X)
                 datasets = sample = self._split(dataset)
                 if source is not None:
                     datasets = TrainValid(self._streamed(source, sample), sample.valid)
@@ -681,6 +685,13 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             kwargs["n_classes"] = self._n_outputs()
         self.module_ = module(**kwargs)
         return self
+
+    def _standardize_inputs(self, X):
+        """Fill an :class:`~sklearn_llp.modules.MLP`'s input statistics from
+        the training rows (of a Dask fit: its sample); other modules as given."""
+        module = getattr(self.module_, "_orig_mod", self.module_)  # compile=True
+        if isinstance(module, MLP):
+            module.standardize_from(X)
 
     def _unsized_message(self):
         outputs = "classes=[...] (or module__n_classes=<classes>)"
