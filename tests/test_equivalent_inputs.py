@@ -5,6 +5,7 @@ Fits from every form are in ``test_conformance.py``, malformed inputs in
 """
 
 import math
+import pickle
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+import torch
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
@@ -592,3 +594,94 @@ def test_mean_map_binary_model_does_not_depend_on_the_class_order():
     np.testing.assert_allclose(
         swapped.predict_proba(X), first.predict_proba(X)[:, ::-1], rtol=1e-6, atol=1e-9
     )
+
+
+# --- The scale of X: the default MLP standardises it (issue 48)
+def _scaled_problem(n_bags=10, size=8, seed=0):
+    rng = np.random.RandomState(seed)
+    y = rng.randint(0, 3, n_bags * size)
+    X = (rng.uniform(size=(len(y), 5)) + 0.3 * y[:, None]).astype(np.float32)
+    X[:, 4] = 0.5  # a constant column: scale 1
+    bags = np.repeat(np.arange(n_bags), size)
+    props = np.zeros((n_bags, 3))
+    np.add.at(props, (bags, y), 1.0 / size)
+    return X, bags, props[bags]
+
+
+def _scale_fit(X, bags, props, **params):
+    if "module" not in params:
+        params["module__hidden_sizes"] = (8,)
+    params = dict(max_epochs=3, verbose=0, random_state=0, device="cpu", **params)
+    return LLPClassifier(**params).fit(X, bags, props)
+
+
+@pytest.mark.parametrize("method", ["vat", "pi", "dllp"])
+def test_x_over_255_and_255_x_train_the_same_model(method):
+    X, bags, props = _scaled_problem()
+    fits = [_scale_fit(X * c, bags, props, method=method) for c in (1, 1 / 255, 255)]
+    expected = fits[0].predict_proba(X)
+    for c, clf in zip((1, 1 / 255, 255), fits):
+        np.testing.assert_allclose(clf.predict_proba(X * c), expected, atol=2e-5)
+    module = fits[2].module_
+    np.testing.assert_allclose(module.input_mean.numpy(), 255 * X.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(
+        module.input_scale.numpy()[:4], 255 * X[:, :4].std(0), rtol=1e-4
+    )
+    assert module.input_scale[4] == 1.0
+
+
+def test_sparse_x_is_scaled_without_centring():
+    X, bags, props = _scaled_problem()
+    module = _scale_fit(sp.csr_matrix(X * 255), bags, props, method="dllp").module_
+    assert torch.count_nonzero(module.input_mean) == 0
+    np.testing.assert_allclose(
+        module.input_scale.numpy()[:4], 255 * X[:, :4].std(0), rtol=1e-4
+    )
+
+
+def test_a_users_module_sees_x_as_given():
+    X, bags, props = _scaled_problem()
+    seen = []
+    net = torch.nn.Linear(5, 3)
+    net.register_forward_pre_hook(lambda m, args: seen.append(args[0].abs().max()))
+    clf = _scale_fit(1000 * X, bags, props, module=net, method="pi")
+    assert max(seen) == pytest.approx(1000 * X.max(), abs=1)  # Pi: noise 0.15
+    plain = _scale_fit(1000 * X, bags, props, module__standardize=False)
+    assert not hasattr(clf.module_, "input_scale")
+    assert not hasattr(plain.module_, "input_scale")
+
+
+def test_the_input_statistics_survive_pickle_and_save_params(tmp_path):
+    X, bags, props = _scaled_problem()
+    clf = _scale_fit(255 * X, bags, props, method="dllp")
+    clf.save_params(f_params=tmp_path / "params.pt")
+    loaded = LLPClassifier(
+        module__hidden_sizes=(8,), module__n_features=5, classes=[0, 1, 2]
+    ).initialize()
+    loaded.load_params(f_params=tmp_path / "params.pt")
+    for again in (pickle.loads(pickle.dumps(clf)), loaded):
+        assert torch.equal(again.module_.input_scale, clf.module_.input_scale)
+        np.testing.assert_array_equal(
+            again.predict_proba(255 * X), clf.predict_proba(255 * X)
+        )
+
+
+@pytest.mark.slow
+def test_digits_accuracy_does_not_depend_on_the_pixel_scale():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    bags = np.random.RandomState(0).permutation(len(y)) // 16
+    props = np.zeros((bags.max() + 1, 10))
+    np.add.at(props, (bags, y), 1.0)
+    props = (props / props.sum(1, keepdims=True))[bags]
+    accuracy = [
+        (
+            LLPClassifier(random_state=0, verbose=0)
+            .fit(c * X, bags, props)
+            .predict(c * X)
+            == y
+        ).mean()
+        for c in (1 / 16, 1, 16)
+    ]
+    assert max(accuracy) - min(accuracy) <= 0.005 and min(accuracy) > 0.85

@@ -25,8 +25,19 @@ def _autocast_enabled(device_type):
 def input_units(module):
     """``(mean, scale)`` of a module that standardises its input (its tensors
     ``input_mean``/``input_scale``, as :class:`~sklearn_llp.modules.MLP`'s),
-    else ``(0, 1)``: perturbations are drawn in ``(X - mean) / scale`` units."""
+    else ``(0, 1)``: perturbations are drawn in ``(X - mean) / scale`` units.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_llp.methods.functional import input_units
+    >>> input_units(torch.nn.Linear(2, 2))
+    (0.0, 1.0)
+    """
     scale = getattr(module, "input_scale", None)
+    if scale is None:  # under a (Distributed)DataParallel wrapper
+        module = getattr(module, "module", module)
+        scale = getattr(module, "input_scale", None)
     if not torch.is_tensor(scale):
         return 0.0, 1.0
     return getattr(module, "input_mean", 0.0), scale

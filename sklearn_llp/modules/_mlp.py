@@ -69,29 +69,44 @@ class MLP(nn.Module):
 
     def standardize_from(self, X, chunk=8192):
         """Set ``input_mean``/``input_scale`` to the mean and standard deviation
-        of the columns of ``X`` (float64, ``chunk`` rows at a time); sparse
-        ``X`` is scaled without centring, a constant column by 1.
+        of the columns of ``X`` (float64, ``chunk`` rows at a time). Sparse
+        ``X`` is scaled without centring; a constant column is scaled by 1; a
+        column of only 0s and 1s (a one-hot level) is kept as it is, as a rare
+        level would otherwise reach ``1 / sqrt(frequency)``.
 
         Examples
         --------
         >>> import numpy as np
-        >>> net = MLP(n_features=2, n_classes=2).standardize_from(
-        ...     np.array([[0.0, 5.0], [2.0, 5.0]]))
+        >>> net = MLP(n_features=3, n_classes=2).standardize_from(
+        ...     np.array([[0.0, 5.0, 0.0], [2.0, 5.0, 1.0]]))
         >>> net.input_mean.tolist(), net.input_scale.tolist()
-        ([1.0, 5.0], [1.0, 1.0])
+        ([1.0, 5.0, 0.0], [1.0, 1.0, 1.0])
         """
         if not self.standardize:
             return self
         scaler = StandardScaler(with_mean=not sp.issparse(X))
+        indicator = np.ones(X.shape[1], dtype=bool)
         for start in range(0, X.shape[0], chunk):  # no float64 copy of X
-            scaler.partial_fit(X[start : start + chunk])
+            rows = X[start : start + chunk]
+            scaler.partial_fit(rows)
+            indicator &= ~_other_than_0_1(rows)
         mean = scaler.mean_ if scaler.with_mean else np.zeros(X.shape[1])
         with torch.no_grad():
-            self.input_mean.copy_(torch.as_tensor(mean))
-            self.input_scale.copy_(torch.as_tensor(scaler.scale_))
+            self.input_mean.copy_(torch.as_tensor(np.where(indicator, 0.0, mean)))
+            scale = np.where(indicator, 1.0, scaler.scale_)
+            self.input_scale.copy_(torch.as_tensor(scale))
         return self
 
     def forward(self, X):
         if self.standardize:
             X = (X - self.input_mean) / self.input_scale
         return self.layers(X)
+
+
+def _other_than_0_1(rows):
+    """Columns of ``rows`` (dense or CSR) holding a value other than 0 and 1."""
+    if not sp.issparse(rows):
+        return ((rows != 0) & (rows != 1)).any(axis=0)
+    found = np.zeros(rows.shape[1], dtype=bool)
+    found[rows.indices[(rows.data != 0) & (rows.data != 1)]] = True
+    return found
