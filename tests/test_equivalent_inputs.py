@@ -665,6 +665,7 @@ def test_the_input_statistics_survive_pickle_and_save_params(tmp_path):
         module__hidden_sizes=(8,), module__n_features=5, classes=[0, 1, 2]
     ).initialize()
     loaded.load_params(f_params=tmp_path / "params.pt")
+    assert clf.module_.input_scale[0] > 10  # 255 times the std of U(0, 1)
     for again in (pickle.loads(pickle.dumps(clf)), loaded):
         assert torch.equal(again.module_.input_scale, clf.module_.input_scale)
         np.testing.assert_array_equal(

@@ -67,9 +67,10 @@ class MLP(nn.Module):
             self.register_buffer("input_mean", torch.zeros(n_features))
             self.register_buffer("input_scale", torch.ones(n_features))
 
-    def standardize_from(self, X, chunk=8192):
-        """Set ``input_mean``/``input_scale`` to the mean and standard deviation
-        of the columns of ``X`` (float64, ``chunk`` rows at a time). Sparse
+    def standardize_from(self, X, sample_weight=None, chunk=8192):
+        """Set ``input_mean``/``input_scale`` to the (weighted) mean and standard
+        deviation of the columns of ``X`` (float64, ``chunk`` rows at a time;
+        rows of weight 0 count for nothing). Sparse
         ``X`` is scaled without centring; a constant column is scaled by 1; a
         column of only 0s and 1s (a one-hot level) is kept as it is, as a rare
         level would otherwise reach ``1 / sqrt(frequency)``.
@@ -84,11 +85,15 @@ class MLP(nn.Module):
         """
         if not self.standardize:
             return self
+        weights = sample_weight
+        if weights is not None:
+            X, weights = X[weights > 0], weights[weights > 0]
         scaler = StandardScaler(with_mean=not sp.issparse(X))
         indicator = np.ones(X.shape[1], dtype=bool)
         for start in range(0, X.shape[0], chunk):  # no float64 copy of X
             rows = X[start : start + chunk]
-            scaler.partial_fit(rows)
+            w = None if weights is None else weights[start : start + chunk]
+            scaler.partial_fit(rows, sample_weight=w)
             indicator &= ~_other_than_0_1(rows)
         mean = scaler.mean_ if scaler.with_mean else np.zeros(X.shape[1])
         with torch.no_grad():

@@ -418,7 +418,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             ):
                 if not continuing and not (partial and self.initialized_ and not stale):
                     self.initialize()
-                    self._standardize_inputs(X)
+                    self._standardize_inputs(X, bags.weights)
                 datasets = sample = self._split(dataset)
                 if source is not None:
                     datasets = TrainValid(self._streamed(source, sample), sample.valid)
@@ -686,12 +686,12 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         self.module_ = module(**kwargs)
         return self
 
-    def _standardize_inputs(self, X):
+    def _standardize_inputs(self, X, sample_weight):
         """Fill an :class:`~sklearn_llp.modules.MLP`'s input statistics from
         the training rows (of a Dask fit: its sample); other modules as given."""
         module = getattr(self.module_, "_orig_mod", self.module_)  # compile=True
         if isinstance(module, MLP):
-            module.standardize_from(X)
+            module.standardize_from(X, sample_weight)
 
     def _unsized_message(self):
         outputs = "classes=[...] (or module__n_classes=<classes>)"
