@@ -9,7 +9,7 @@ from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 from ._segments import kl_divergence_with_logits, l2_normalize
 
 #: ``xi="auto"``: the finite-difference step is this fraction of the batch's
-#: RMS row norm (measured: :ref:`vat_xi`).
+#: RMS row norm in standardised units (measured: :ref:`vat_xi`).
 XI_SCALE = 3e-3
 
 
