@@ -7,12 +7,12 @@ import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
 
 from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
-from ._vat import input_units
+from ._vat import _input_units
 
 
 def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
     """Squared error of the probabilities of noisy ``X`` against ``target_logits``,
-    the noise in the module's standardised units (:func:`input_units`).
+    the noise in the module's standardised units (times ``input_scale``).
 
     Examples
     --------
@@ -23,7 +23,7 @@ def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
     0.0
     """
     with perturbation_mode(module):
-        noise = noise_std * input_units(module)[1] * torch.randn_like(X)
+        noise = noise_std * _input_units(module)[1] * torch.randn_like(X)
         noisy_logits = module(X + noise)
     target = F.softmax(target_logits, dim=1)
     per_row = ((F.softmax(noisy_logits, dim=1) - target) ** 2).sum(1)

@@ -22,18 +22,9 @@ def _autocast_enabled(device_type):
         return device_type == "cpu" and torch.is_autocast_cpu_enabled()
 
 
-def input_units(module):
-    """``(mean, scale)`` of a module that standardises its input (its tensors
-    ``input_mean``/``input_scale``, as :class:`~sklearn_llp.modules.MLP`'s),
-    else ``(0, 1)``: perturbations are drawn in ``(X - mean) / scale`` units.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from sklearn_llp.methods.functional import input_units
-    >>> input_units(torch.nn.Linear(2, 2))
-    (0.0, 1.0)
-    """
+def _input_units(module):
+    """``(mean, scale)`` of a module that standardises its input with tensors
+    ``input_mean``/``input_scale`` (the default MLP), else ``(0, 1)``."""
     scale = getattr(module, "input_scale", None)
     if scale is None:  # under a (Distributed)DataParallel wrapper
         module = getattr(module, "module", module)
@@ -45,7 +36,7 @@ def input_units(module):
 
 def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
     """``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row (:ref:`vat_xi`),
-    the norm measured in the module's standardised units (:func:`input_units`).
+    ``||r||`` in the module's standardised units (``r / input_scale``).
 
     Examples
     --------
@@ -56,10 +47,10 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
     >>> torch.allclose(r.norm(dim=1), torch.full((5,), 2.0))
     True
     """
-    mean, scale = input_units(module)
+    mean, scale = _input_units(module)
     step = xi
     if xi == "auto":
-        Z = (X.detach().float() - mean) / scale
+        Z = (X.detach().float() - mean) / scale  # standardised units
         rms = Z.flatten(1).pow(2).sum(1).mean().sqrt()
         step = XI_SCALE * rms.clamp_min(torch.finfo(torch.float32).eps)
     d = l2_normalize(torch.randn_like(X))

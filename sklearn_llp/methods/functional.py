@@ -18,7 +18,7 @@ from ._segments import (
     segment_sum,
     weighted_mean,
 )
-from ._vat import input_units, vat_loss, vat_perturbation
+from ._vat import vat_loss, vat_perturbation
 
 __all__ = [
     "bag_spread",
@@ -26,7 +26,6 @@ __all__ = [
     "easyllp_loss",
     "forward_correction_loss",
     "gather_rows",
-    "input_units",
     "interpolating_loss",
     "kl_divergence_with_logits",
     "l2_normalize",

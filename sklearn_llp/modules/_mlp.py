@@ -24,17 +24,11 @@ class MLP(nn.Module):
     dropout : float, default=0.0
         Dropout probability after every hidden layer.
     standardize : bool, default=True
-        Feed ``(X - input_mean) / input_scale`` to the first layer. The
-        estimators fill both from the training rows when ``fit`` builds the
-        network (:meth:`standardize_from`), so ``X``, ``X / 255`` and
-        ``255 * X`` train alike; VAT's and the Pi-model's perturbations are then
-        measured in standardised units. ``False`` feeds ``X`` as given.
-
-    Attributes
-    ----------
-    input_mean, input_scale : torch.Tensor of shape (n_features,)
-        Buffers (saved with the weights) when ``standardize``; zeros and ones
-        until filled.
+        Feed ``(X - input_mean) / input_scale`` (buffers, saved with the
+        weights) to the first layer; the estimators fill them from the
+        training rows (:meth:`standardize_from`), so ``X``, ``X / 255`` and
+        ``255 * X`` train alike, and VAT's and the Pi-model's perturbations
+        are in standardised units. ``False`` feeds ``X`` as given.
 
     Examples
     --------
@@ -68,12 +62,11 @@ class MLP(nn.Module):
             self.register_buffer("input_scale", torch.ones(n_features))
 
     def standardize_from(self, X, sample_weight=None, chunk=8192):
-        """Set ``input_mean``/``input_scale`` to the (weighted) mean and standard
-        deviation of the columns of ``X`` (float64, ``chunk`` rows at a time;
-        rows of weight 0 count for nothing). Sparse
-        ``X`` is scaled without centring; a constant column is scaled by 1; a
-        column of only 0s and 1s (a one-hot level) is kept as it is, as a rare
-        level would otherwise reach ``1 / sqrt(frequency)``.
+        """Set ``input_mean``/``input_scale`` to the columns' means and
+        standard deviations (weighted; float64, ``chunk`` rows at a time).
+        Sparse ``X`` is scaled, not centred; a constant column is scaled by 1;
+        a 0/1 column (a one-hot level) is kept: a rare level would reach
+        ``1 / sqrt(frequency)``.
 
         Examples
         --------
@@ -85,21 +78,23 @@ class MLP(nn.Module):
         """
         if not self.standardize:
             return self
-        weights = sample_weight
-        if weights is not None:
-            X, weights = X[weights > 0], weights[weights > 0]
+        w = sample_weight
+        if w is not None:  # rows of weight 0 count for nothing
+            X, w = X[w > 0], w[w > 0]
         scaler = StandardScaler(with_mean=not sp.issparse(X))
         indicator = np.ones(X.shape[1], dtype=bool)
-        for start in range(0, X.shape[0], chunk):  # no float64 copy of X
-            rows = X[start : start + chunk]
-            w = None if weights is None else weights[start : start + chunk]
-            scaler.partial_fit(rows, sample_weight=w)
+        for i in range(0, X.shape[0], chunk):  # no float64 copy of X
+            rows = X[i : i + chunk]
+            scaler.partial_fit(
+                rows, sample_weight=None if w is None else w[i : i + chunk]
+            )
             indicator &= ~_other_than_0_1(rows)
         mean = scaler.mean_ if scaler.with_mean else np.zeros(X.shape[1])
         with torch.no_grad():
-            self.input_mean.copy_(torch.as_tensor(np.where(indicator, 0.0, mean)))
-            scale = np.where(indicator, 1.0, scaler.scale_)
-            self.input_scale.copy_(torch.as_tensor(scale))
+            self.input_mean.copy_(torch.as_tensor(np.where(indicator, 0, mean)))
+            self.input_scale.copy_(
+                torch.as_tensor(np.where(indicator, 1, scaler.scale_))
+            )
         return self
 
     def forward(self, X):

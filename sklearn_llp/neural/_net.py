@@ -83,11 +83,9 @@ _POSITIVE = Interval(Integral, 1, None, closed="left")
 MODULE_PARAMETER = """
     module : torch.nn.Module class or instance, default=None
         The network (default :class:`~sklearn_llp.modules.MLP`, which
-        standardises its inputs with the training rows' statistics, so the
-        scale of ``X`` does not matter); a class taking
+        standardises ``X``; other modules see it as given); a class taking
         ``n_features``/``n_classes`` is sized from the data. An instance is a
-        template: every fit trains a reset copy. Other modules see ``X`` as
-        given."""
+        template: every fit trains a reset copy."""
 
 KEY_PARAMETERS = """
     max_epochs : int, default=100
@@ -687,8 +685,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return self
 
     def _standardize_inputs(self, X, sample_weight):
-        """Fill an :class:`~sklearn_llp.modules.MLP`'s input statistics from
-        the training rows (of a Dask fit: its sample); other modules as given."""
+        """An MLP's input statistics from the rows (Dask: the sample)."""
         module = getattr(self.module_, "_orig_mod", self.module_)  # compile=True
         if isinstance(module, MLP):
             module.standardize_from(X, sample_weight)
