@@ -94,8 +94,8 @@ def test_vat_and_pi_perturb_a_standardising_module_in_its_units():
     X = net.input_mean + net.input_scale * torch.randn(64, 6)
     Z = (X - net.input_mean) / net.input_scale
     target = net(X).detach()
-    for eps in (0.5, 2.0):
-        r = vat_perturbation(net, X, target, eps=eps)
+    for eps, wrapped in [(0.5, net), (2.0, torch.nn.DataParallel(net))]:
+        r = vat_perturbation(wrapped, X, target, eps=eps)
         np.testing.assert_allclose((r / net.input_scale).norm(dim=1), eps, rtol=1e-4)
     for loss in (
         lambda m, A: vat_loss(m, A, target, eps=1.0),

@@ -25,13 +25,10 @@ def _autocast_enabled(device_type):
 def _input_units(module):
     """``(mean, scale)`` of a module that standardises its input with tensors
     ``input_mean``/``input_scale`` (the default MLP), else ``(0, 1)``."""
-    scale = getattr(module, "input_scale", None)
-    if scale is None:  # under a (Distributed)DataParallel wrapper
-        module = getattr(module, "module", module)
-        scale = getattr(module, "input_scale", None)
-    if not torch.is_tensor(scale):
-        return 0.0, 1.0
-    return getattr(module, "input_mean", 0.0), scale
+    for inner in (module, getattr(module, "module", None)):  # or DataParallel's
+        if torch.is_tensor(getattr(inner, "input_scale", None)):
+            return getattr(inner, "input_mean", 0.0), inner.input_scale
+    return 0.0, 1.0
 
 
 def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
