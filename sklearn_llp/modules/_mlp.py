@@ -64,9 +64,9 @@ class MLP(nn.Module):
     def standardize_from(self, X, sample_weight=None, chunk=8192):
         """Set ``input_mean``/``input_scale`` to the columns' means and
         standard deviations (weighted; float64, ``chunk`` rows at a time).
-        Sparse ``X`` is scaled, not centred; a constant column is scaled by 1;
-        a 0/1 column (a one-hot level) is kept: a rare level would reach
-        ``1 / sqrt(frequency)``.
+        Sparse ``X`` alike (the network sees dense batches, so centring costs
+        nothing); a constant column is scaled by 1; a 0/1 column (a one-hot
+        level) is kept: a rare level would reach ``1 / sqrt(frequency)``.
 
         Examples
         --------
@@ -81,7 +81,7 @@ class MLP(nn.Module):
         w = sample_weight
         if w is not None:  # rows of weight 0 count for nothing
             X, w = X[w > 0], w[w > 0]
-        scaler = StandardScaler(with_mean=not sp.issparse(X))
+        scaler = StandardScaler(with_mean=False)  # still finds mean_; takes CSR
         indicator = np.ones(X.shape[1], dtype=bool)
         for i in range(0, X.shape[0], chunk):  # no float64 copy of X
             rows = X[i : i + chunk]
@@ -89,9 +89,9 @@ class MLP(nn.Module):
                 rows, sample_weight=None if w is None else w[i : i + chunk]
             )
             indicator &= ~_other_than_0_1(rows)
-        mean = scaler.mean_ if scaler.with_mean else np.zeros(X.shape[1])
         with torch.no_grad():
-            self.input_mean.copy_(torch.as_tensor(np.where(indicator, 0, mean)))
+            mean = np.where(indicator, 0, scaler.mean_)
+            self.input_mean.copy_(torch.as_tensor(mean))
             self.input_scale.copy_(
                 torch.as_tensor(np.where(indicator, 1, scaler.scale_))
             )
