@@ -85,16 +85,13 @@ class MLP(nn.Module):
         indicator = np.ones(X.shape[1], dtype=bool)
         for i in range(0, X.shape[0], chunk):  # no float64 copy of X
             rows = X[i : i + chunk]
-            scaler.partial_fit(
-                rows, sample_weight=None if w is None else w[i : i + chunk]
-            )
+            scaler.partial_fit(rows, None, None if w is None else w[i : i + chunk])
             indicator &= ~_other_than_0_1(rows)
+        mean = np.where(indicator, 0, scaler.mean_)
+        scale = np.where(indicator, 1, scaler.scale_)
         with torch.no_grad():
-            mean = np.where(indicator, 0, scaler.mean_)
             self.input_mean.copy_(torch.as_tensor(mean))
-            self.input_scale.copy_(
-                torch.as_tensor(np.where(indicator, 1, scaler.scale_))
-            )
+            self.input_scale.copy_(torch.as_tensor(scale))
         return self
 
     def forward(self, X):
