@@ -5,6 +5,7 @@ Fits from every form are in ``test_conformance.py``, malformed inputs in
 """
 
 import math
+import pickle
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+import torch
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
@@ -593,3 +595,76 @@ def test_mean_map_binary_model_does_not_depend_on_the_class_order():
     np.testing.assert_allclose(
         swapped.predict_proba(X), first.predict_proba(X)[:, ::-1], rtol=1e-6, atol=1e-9
     )
+
+
+# --- The scale of X: the default MLP standardises it (issue 48)
+def _scale_fit(X, bags, props, **params):
+    if "module" not in params:
+        params["module__hidden_sizes"] = (8,)
+    params = dict(max_epochs=3, verbose=0, random_state=0, device="cpu", **params)
+    return LLPClassifier(**params).fit(X, bags, props)
+
+
+@pytest.mark.parametrize("method", ["vat", "pi", "dllp"])
+def test_x_over_255_and_255_x_train_the_same_model(method, small_bags):
+    X, bags, props, _ = small_bags
+    X = np.c_[X + 3, np.full(len(X), 0.5)].astype(np.float32)  # + a constant
+    fits = [_scale_fit(X * c, bags, props, method=method) for c in (1, 1 / 255, 255)]
+    expected = fits[0].predict_proba(X)
+    for c, clf in zip((1, 1 / 255, 255), fits):
+        np.testing.assert_allclose(clf.predict_proba(X * c), expected, atol=2e-5)
+    module = fits[2].module_
+    np.testing.assert_allclose(module.input_mean.numpy(), 255 * X.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(
+        module.input_scale.numpy()[:4], 255 * X[:, :4].std(0), rtol=1e-4
+    )
+    assert module.input_scale[4] == 1.0
+
+
+def test_sparse_x_gives_the_dense_statistics_and_indicators_are_kept(small_bags):
+    X, bags, props, _ = small_bags
+    X = np.c_[255 * X[:, :3], X[:, 3] > 0, np.zeros(len(X))]  # a one-hot level
+    for form in (X, sp.csr_matrix(X)):
+        module = _scale_fit(form, bags, props, method="dllp").module_
+        mean, scale = module.input_mean.numpy(), module.input_scale.numpy()
+        np.testing.assert_allclose(mean[:3], X[:, :3].mean(0), rtol=1e-5)
+        np.testing.assert_allclose(scale[:3], X[:, :3].std(0), rtol=1e-4)
+        np.testing.assert_array_equal([mean[3], scale[3], scale[4]], [0, 1, 1])
+
+
+def test_a_users_module_sees_x_as_given(small_bags):
+    X, bags, props, _ = small_bags
+    seen = []
+    net = torch.nn.Linear(4, 3)
+    net.register_forward_pre_hook(lambda m, args: seen.append(args[0].abs().max()))
+    clf = _scale_fit(1000 * X, bags, props, module=net, method="pi")
+    assert max(seen) == pytest.approx(1000 * np.abs(X).max(), abs=1)  # Pi noise
+    plain = _scale_fit(1000 * X, bags, props, module__standardize=False)
+    assert not hasattr(clf.module_, "input_scale")
+    assert not hasattr(plain.module_, "input_scale")
+
+
+def test_the_input_statistics_survive_pickle_and_save_params(tmp_path, small_bags):
+    X, bags, props, _ = small_bags
+    clf = _scale_fit(255 * X, bags, props, method="dllp")
+    clf.save_params(f_params=tmp_path / "params.pt")
+    loaded = LLPClassifier(
+        module__hidden_sizes=(8,), module__n_features=4, classes=[0, 1, 2]
+    ).initialize()
+    loaded.load_params(f_params=tmp_path / "params.pt")
+    assert clf.module_.input_scale[0] > 100  # 255 times a std near 1
+    for again in (pickle.loads(pickle.dumps(clf)), loaded):
+        assert torch.equal(again.module_.input_scale, clf.module_.input_scale)
+        np.testing.assert_array_equal(
+            again.predict_proba(255 * X), clf.predict_proba(255 * X)
+        )
+
+
+@pytest.mark.slow
+def test_digits_accuracy_does_not_depend_on_the_scale_of_x(digits_bags):
+    X, bags, props, _, X_test, y_test = digits_bags
+    accuracy = []
+    for c in (1 / 255, 1, 255):  # and moved off 0, as raw pixels are
+        clf = LLPClassifier(random_state=0, verbose=0).fit(c * (X + 3), bags, props)
+        accuracy.append((clf.predict(c * (X_test + 3)) == y_test).mean())
+    assert max(accuracy) - min(accuracy) <= 0.005 and min(accuracy) > 0.85

@@ -14,10 +14,12 @@ from sklearn_llp.methods import VAT, BagBatch, BagLoss, InstanceLoss, Interpolat
 from sklearn_llp.methods.functional import (
     kl_divergence_with_logits,
     l2_normalize,
+    pi_loss,
     proportion_loss,
     vat_loss,
     vat_perturbation,
 )
+from sklearn_llp.modules import MLP
 
 
 def test_proportion_loss_by_hand():
@@ -78,6 +80,30 @@ def test_vat_perturbation_has_norm_eps_and_beats_a_random_direction():
     random = model(X + l2_normalize(torch.randn_like(X)))
     random = kl_divergence_with_logits(target, random)
     assert adversarial > 2 * random
+
+
+def test_vat_and_pi_perturb_a_standardising_module_in_its_units():
+    """On an MLP that standardises, ``r / input_scale`` has norm ``eps`` and both
+    losses equal those of its layers fed the standardised rows (same draws)."""
+    torch.manual_seed(0)
+    net = MLP(6, 3, hidden_sizes=(16,))
+    with torch.no_grad():
+        net.input_mean.copy_(torch.randn(6) * 50)
+        net.input_scale.copy_(torch.rand(6) * 100 + 0.01)
+    X = net.input_mean + net.input_scale * torch.randn(64, 6)
+    Z = (X - net.input_mean) / net.input_scale
+    target = net(X).detach()
+    for eps, wrapped in [(0.5, net), (2.0, torch.nn.DataParallel(net))]:
+        r = vat_perturbation(wrapped, X, target, eps=eps)
+        np.testing.assert_allclose((r / net.input_scale).norm(dim=1), eps, rtol=1e-4)
+    for loss in (
+        lambda m, A: vat_loss(m, A, target, eps=1.0),
+        lambda m, A: pi_loss(m, A, target, noise_std=0.3),
+    ):
+        torch.manual_seed(1)
+        scaled = loss(net, X)
+        torch.manual_seed(1)
+        assert scaled.item() == pytest.approx(loss(net.layers, Z).item(), rel=1e-3)
 
 
 def test_vat_loss_is_zero_for_a_constant_model_and_trains_the_perturbed_pass():

@@ -7,10 +7,12 @@ import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval
 
 from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
+from ._vat import _input_units
 
 
 def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
-    """Squared error of the probabilities of noisy ``X`` against ``target_logits``.
+    """Squared error of the probabilities of noisy ``X`` against ``target_logits``,
+    the noise in the module's standardised units (times ``input_scale``).
 
     Examples
     --------
@@ -21,7 +23,8 @@ def pi_loss(module, X, target_logits, noise_std, reduction="mean"):
     0.0
     """
     with perturbation_mode(module):
-        noisy_logits = module(X + noise_std * torch.randn_like(X))
+        noise = noise_std * _input_units(module)[1] * torch.randn_like(X)
+        noisy_logits = module(X + noise)
     target = F.softmax(target_logits, dim=1)
     per_row = ((F.softmax(noisy_logits, dim=1) - target) ** 2).sum(1)
     return per_row.mean() if reduction == "mean" else per_row
@@ -35,7 +38,8 @@ class PiModel(ConsistencyMethod):
     alpha, rampup : float, default=1.0, 0.4
         Maximum weight of the consistency loss; share of the steps ramping it up.
     noise_std : float, default=0.15
-        Standard deviation of the input noise, in input units.
+        Standard deviation of the input noise, in the module's standardised
+        units (as VAT's ``eps``).
 
     Examples
     --------

@@ -9,7 +9,7 @@ from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 from ._segments import kl_divergence_with_logits, l2_normalize
 
 #: ``xi="auto"``: the finite-difference step is this fraction of the batch's
-#: RMS row norm (measured: :ref:`vat_xi`).
+#: RMS row norm in standardised units (measured: :ref:`vat_xi`).
 XI_SCALE = 3e-3
 
 
@@ -22,8 +22,18 @@ def _autocast_enabled(device_type):
         return device_type == "cpu" and torch.is_autocast_cpu_enabled()
 
 
+def _input_units(module):
+    """``(mean, scale)`` of a module that standardises its input with tensors
+    ``input_mean``/``input_scale`` (the default MLP), else ``(0, 1)``."""
+    for inner in (module, getattr(module, "module", None)):  # or DataParallel's
+        if torch.is_tensor(getattr(inner, "input_scale", None)):
+            return getattr(inner, "input_mean", 0.0), inner.input_scale
+    return 0.0, 1.0
+
+
 def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
-    """``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row (:ref:`vat_xi`).
+    """``argmax_{||r|| <= eps} KL(f(x) || f(x + r))`` per row (:ref:`vat_xi`),
+    ``||r||`` in the module's standardised units (``r / input_scale``).
 
     Examples
     --------
@@ -34,9 +44,11 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
     >>> torch.allclose(r.norm(dim=1), torch.full((5,), 2.0))
     True
     """
+    mean, scale = _input_units(module)
     step = xi
     if xi == "auto":
-        rms = X.detach().flatten(1).float().pow(2).sum(1).mean().sqrt()
+        Z = (X.detach().float() - mean) / scale  # standardised units
+        rms = Z.flatten(1).pow(2).sum(1).mean().sqrt()
         step = XI_SCALE * rms.clamp_min(torch.finfo(torch.float32).eps)
     d = l2_normalize(torch.randn_like(X))
     outer_autocast = _autocast_enabled(X.device.type)
@@ -48,13 +60,13 @@ def vat_perturbation(module, X, target_logits, eps, xi="auto", n_power=1):
             reference = target_logits.double()
         for _ in range(n_power):
             d.requires_grad_(True)
-            logits = module(X.float() + step * d)
+            logits = module(X.float() + step * scale * d)
             distance = kl_divergence_with_logits(reference, logits.double())
             (grad,) = torch.autograd.grad(distance, d)
             # A row whose softmax does not move at all keeps its direction.
             stuck = (grad.flatten(1) == 0).all(dim=1).view(-1, *([1] * (X.dim() - 1)))
             d = torch.where(stuck, d.detach(), l2_normalize(grad.detach().to(d.dtype)))
-    return eps * d
+    return eps * scale * d
 
 
 def vat_loss(module, X, target_logits, eps, xi="auto", n_power=1, reduction="mean"):
@@ -83,7 +95,8 @@ class VAT(ConsistencyMethod):
     alpha, rampup : float, default=0.05, 0.4
         Maximum weight of the consistency loss; share of the steps ramping it up.
     eps : float, default=1.0
-        L2 radius of the perturbation, in input units.
+        L2 radius of the perturbation, in the module's standardised units
+        (the default MLP's; a module without ``input_scale``: input units).
     xi, n_power : float or "auto", int, default="auto", 1
         Finite-difference step and iterations of the power iteration.
 

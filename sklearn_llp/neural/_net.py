@@ -81,9 +81,10 @@ _POSITIVE = Interval(Integral, 1, None, closed="left")
 
 MODULE_PARAMETER = """
     module : torch.nn.Module class or instance, default=None
-        The network (default :class:`~sklearn_llp.modules.MLP`); a class
-        taking ``n_features``/``n_classes`` is sized from the data. An
-        instance is a template: every fit trains a reset copy."""
+        The network (default :class:`~sklearn_llp.modules.MLP`, which
+        standardises ``X``; other modules see it as given); a class taking
+        ``n_features``/``n_classes`` is sized from the data. An instance is a
+        template: every fit trains a reset copy."""
 
 KEY_PARAMETERS = """
     max_epochs : int, default=100
@@ -488,6 +489,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             ):
                 if not continuing and not (partial and self.initialized_ and not stale):
                     self.initialize()
+                    self._standardize_inputs(X, bags.weights)
                 datasets = sample = self._split(dataset)
                 if source is not None:
                     datasets = TrainValid(self._streamed(source, sample), sample.valid)
@@ -692,6 +694,12 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             kwargs["n_classes"] = self._n_outputs()
         self.module_ = module(**kwargs)
         return self
+
+    def _standardize_inputs(self, X, sample_weight):
+        """An MLP's input statistics from the rows (Dask: the sample)."""
+        module = getattr(self.module_, "_orig_mod", self.module_)  # compile=True
+        if isinstance(module, MLP):
+            module.standardize_from(X, sample_weight)
 
     def _unsized_message(self):
         outputs = "classes=[...] (or module__n_classes=<classes>)"
