@@ -244,6 +244,9 @@ _WORKER = textwrap.dedent(
     clf = AcceleratedLLPClassifier(max_epochs=2, **kw, **common)
     clf.fit(X, merged, (counts / counts.sum(1, keepdims=True))[merged])
     result["chunked"] = clf.predict_proba(X_test).tolist()
+    inner = getattr(clf.module_, "module", clf.module_)  # the MLP's statistics set
+    own = clf.module_.__class__(X.shape[1], 10).standardize_from(X.astype("float32"))
+    result["standardised"] = torch.equal(inner.input_mean, own.input_mean)
     with open(f"{out}/rank{rank}.json", "w") as f:
         json.dump(result, f)
     """
@@ -267,6 +270,7 @@ def test_two_cpu_processes_train_like_one(tmp_path):
     # DDP averages the processes' gradients exactly
     assert ranks[0]["vat_grad_error"] < 1e-6 and ranks[1]["vat_grad_error"] < 1e-6
     np.testing.assert_array_equal(ranks[0]["chunked"], ranks[1]["chunked"])
+    assert ranks[0]["standardised"] and ranks[1]["standardised"]
 
     for method in ("dllp", "vat"):
         fits = [rank[method] for rank in ranks]

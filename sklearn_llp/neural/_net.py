@@ -697,7 +697,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _standardize_inputs(self, X, sample_weight):
         """An MLP's input statistics from the rows (Dask: the sample)."""
-        module = getattr(self.module_, "_orig_mod", self.module_)  # compile=True
+        module = self.module_
+        for wrapper in ("_orig_mod", "module", "_orig_mod"):  # compiled, DDP
+            module = getattr(module, wrapper, module)
         if isinstance(module, MLP):
             module.standardize_from(X, sample_weight)
 

@@ -95,6 +95,22 @@ class LLPAccelerateMixin(AccelerateMixin):
         self._wrapped_with_accelerator = False
         return super().initialize()
 
+    def _initialize_accelerator(self):
+        super()._initialize_accelerator()
+        return self._no_buffer_sync()
+
+    def _no_buffer_sync(self):
+        """Buffers (the MLP's input statistics) are set alike on every process
+        from the same rows and never change in training; DDP's broadcast of
+        them is a collective per forward, which hangs when processes run
+        different numbers of forwards (bags in chunks)."""
+        for name in self._modules:
+            module = getattr(self, name + "_")
+            for flag in ("forward_sync_buffers", "broadcast_buffers"):
+                if hasattr(module, flag):  # torch >= 2.12 / older
+                    setattr(module, flag, False)
+        return self
+
     def train_step_single(self, batch, **fit_params):
         # the estimator's step; autocast and backward are the accelerator's
         return super(AccelerateMixin, self).train_step_single(batch, **fit_params)
@@ -122,6 +138,7 @@ class LLPAccelerateMixin(AccelerateMixin):
             for name in self._modules:
                 module = getattr(self, name + "_")
                 setattr(self, name + "_", self.accelerator.prepare(module))
+            self._no_buffer_sync()
             self._wrapped_with_accelerator = True
         return super().on_train_begin(net, **kwargs)
 
