@@ -48,6 +48,16 @@ def _check_weights(sample_weight, n_samples):
     return weights
 
 
+def _is_default_index(index):
+    """An unnamed ``RangeIndex`` from 0: row numbers, not bag ids."""
+    return (
+        isinstance(index, pd.RangeIndex)
+        and index.name is None
+        and index.start == 0
+        and index.step == 1
+    )
+
+
 def release_of(values):
     """A release's ``attrs`` (a table's, or a dict) with its named class
     columns; None when ``values`` are no release."""
@@ -55,11 +65,7 @@ def release_of(values):
     if not attrs or "noise_scale" not in attrs:
         return None
     columns = getattr(values, "columns", None)
-    named = columns is not None and not (  # unnamed as _read._is_default_index
-        isinstance(columns, pd.RangeIndex)
-        and columns.start == 0
-        and columns.name is None
-    )
+    named = columns is not None and not _is_default_index(columns)
     if attrs.get("counts") is not None and named:
         return {**attrs, "counts": {**attrs["counts"], "columns": list(columns)}}
     return dict(attrs)

@@ -16,7 +16,7 @@ from sklearn.utils import column_or_1d
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples
 
-from ._bags import CLASSIFICATION, REGRESSION, Bags, release_of
+from ._bags import CLASSIFICATION, REGRESSION, Bags, _is_default_index, release_of
 
 #: Rows of ``props`` may sum to 1 within this absolute tolerance (rounded
 #: published percentages); they are then renormalised exactly.
@@ -343,16 +343,6 @@ def _read_bags(form, value, n_samples, name, allow_unbagged, rows):
 
 
 # --- per-bag values ---
-def _is_default_index(index):
-    """An unnamed ``RangeIndex`` from 0: row numbers, not bag ids."""
-    return (
-        isinstance(index, pd.RangeIndex)
-        and index.name is None
-        and index.start == 0
-        and index.step == 1
-    )
-
-
 def is_table(values, ids, bag_ids, n_samples, name):
     """Whether ``values`` is a per-bag table keyed by bag id, not by row."""
     if isinstance(values, Mapping):
