@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..modules._mlp import unwrapped
 from ._base import _RAMP_CONSTRAINTS, ConsistencyMethod, perturbation_mode
 from ._segments import kl_divergence_with_logits, l2_normalize
 
@@ -25,9 +26,9 @@ def _autocast_enabled(device_type):
 def _input_units(module):
     """``(mean, scale)`` of a module that standardises its input with tensors
     ``input_mean``/``input_scale`` (the default MLP), else ``(0, 1)``."""
-    for inner in (module, getattr(module, "module", None)):  # or DataParallel's
-        if torch.is_tensor(getattr(inner, "input_scale", None)):
-            return getattr(inner, "input_mean", 0.0), inner.input_scale
+    inner = unwrapped(module)
+    if torch.is_tensor(getattr(inner, "input_scale", None)):
+        return getattr(inner, "input_mean", 0.0), inner.input_scale
     return 0.0, 1.0
 
 

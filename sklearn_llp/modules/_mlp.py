@@ -100,6 +100,16 @@ class MLP(nn.Module):
         return self.layers(X)
 
 
+def unwrapped(module):
+    """The module inside ``torch.compile`` and data-parallel wrappers."""
+    parallel = (nn.DataParallel, nn.parallel.DistributedDataParallel)
+    while isinstance(module, parallel) or isinstance(
+        getattr(module, "_orig_mod", None), nn.Module
+    ):
+        module = module.module if isinstance(module, parallel) else module._orig_mod
+    return module
+
+
 def _other_than_0_1(rows):
     """Columns of ``rows`` (dense or CSR) holding a value other than 0 and 1."""
     if not sp.issparse(rows):

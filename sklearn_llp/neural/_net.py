@@ -47,6 +47,7 @@ from ..methods import (
 )
 from ..model_selection import BagShuffleSplit
 from ..modules import MLP
+from ..modules._mlp import unwrapped
 from ._callbacks import BagEarlyStopping, BagValidationErrors, CallbackGuard, EpochTable
 from ._data import (
     ArrayDataset,
@@ -697,9 +698,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _standardize_inputs(self, X, sample_weight):
         """An MLP's input statistics from the rows (Dask: the sample)."""
-        module = self.module_
-        for wrapper in ("_orig_mod", "module", "_orig_mod"):  # compiled, DDP
-            module = getattr(module, wrapper, module)
+        module = unwrapped(self.module_)  # compile=True, a data-parallel wrapper
         if isinstance(module, MLP):
             module.standardize_from(X, sample_weight)
 
