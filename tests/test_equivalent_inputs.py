@@ -6,7 +6,6 @@ Fits from every form are in ``test_conformance.py``, malformed inputs in
 
 import math
 import pickle
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -33,102 +32,7 @@ SETTINGS = dict(
 )
 
 
-# --- Properties over random bag layouts
-@dataclass
-class Layout:
-    codes: np.ndarray  # bag index 0..n_bags-1 of every row
-    bag_props: np.ndarray  # (n_bags, n_classes), rows sum to 1
-    X: np.ndarray
-    rng: np.random.Generator
-
-    @property
-    def n_bags(self):
-        return len(self.bag_props)
-
-    @property
-    def props(self):
-        """Sample-aligned proportions."""
-        return self.bag_props[self.codes]
-
-
-@st.composite
-def layouts(draw, max_size=5, max_bags=8):
-    """Random disjoint bags: sizes 1..max_size, 2..max_bags bags, 2..5 classes."""
-    sizes = draw(st.lists(st.integers(1, max_size), min_size=2, max_size=max_bags))
-    n_classes = draw(st.integers(2, 5))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    codes = np.repeat(np.arange(len(sizes)), sizes)
-    if draw(st.booleans()):
-        codes = rng.permutation(codes)  # bags interleaved
-    bag_props = rng.dirichlet(np.full(n_classes, 0.5), size=len(sizes))
-    bag_props[rng.random(bag_props.shape) < 0.3] = 0.0  # some classes absent
-    bag_props[bag_props.sum(axis=1) == 0, 0] = 1.0
-    bag_props /= bag_props.sum(axis=1, keepdims=True)
-    X = rng.normal(size=(len(codes), 3))
-    return Layout(codes, bag_props, X, rng)
-
-
-def _structure(indptr, members, bag_props, rows=None):
-    """The bags as a set of (sorted member rows, proportions): order-free."""
-    if rows is not None:
-        members = rows[members]
-    return {
-        (tuple(sorted(members[start:stop])), tuple(bag_props[j]))
-        for j, (start, stop) in enumerate(zip(indptr[:-1], indptr[1:]))
-    }
-
-
-def _validated(bags, props, n_samples, **kwargs):
-    checked = check_bags(bags, props, n_samples=n_samples, **kwargs)
-    return (
-        _structure(checked.indptr, checked.members, checked.props),
-        checked.ids,
-        checked.classes,
-    )
-
-
-def _table_forms(ids, bag_props, n_samples):
-    """Per-bag tables of ``ids`` (unique, one per bag) and ``bag_props``."""
-    forms = {"dict": dict(zip(ids.tolist(), bag_props))}
-    if len(ids) != n_samples:  # else a DataFrame reads as sample-aligned
-        forms["frame"] = pd.DataFrame(bag_props, index=ids)
-    return forms
-
-
-@settings(max_examples=60, **SETTINGS)
-@given(layouts(), st.booleans())
-def test_validated_structure_ignores_ids_row_order_and_props_form(layout, strings):
-    codes, bag_props, n = layout.codes, layout.bag_props, len(layout.codes)
-    expected, _, classes = _validated(codes, layout.props, n)
-    assert len(expected) <= layout.n_bags  # equal bags may coincide in the set
-    assert classes.tolist() == list(range(bag_props.shape[1]))
-
-    # Relabel: permuted ids, as ints or as strings.
-    ids = layout.rng.permutation(layout.n_bags) * 7 + 11
-    if strings:
-        ids = np.array([f"bag {i}" for i in ids])
-    relabelled, bag_ids, _ = _validated(ids[codes], layout.props, n)
-    assert relabelled == expected
-    assert sorted(bag_ids.tolist()) == bag_ids.tolist()
-    for form, table in _table_forms(ids, bag_props, n).items():
-        assert _validated(ids[codes], table, n)[0] == expected, form
-
-    # Shuffle the rows: the same bags, with members renumbered.
-    order = layout.rng.permutation(n)
-    shuffled = check_bags(ids[codes][order], layout.props[order], n_samples=n)
-    assert (
-        _structure(shuffled.indptr, shuffled.members, shuffled.props, rows=order)
-        == expected
-    )
-
-    # The same bags as lists of rows or as a membership matrix.
-    lists = [np.flatnonzero(codes == j) for j in range(layout.n_bags)]
-    matrix = sp.csr_matrix((np.ones(n), (np.arange(n), codes)))
-    assert _validated(lists, bag_props, n)[0] == expected
-    assert _validated(matrix, bag_props, n)[0] == expected
-
-
+# --- Properties over random overlapping bags
 @st.composite
 def overlapping_layouts(draw):
     """Bags as random subsets of the rows; some rows may be in no bag."""
@@ -658,13 +562,3 @@ def test_the_input_statistics_survive_pickle_and_save_params(tmp_path, small_bag
         np.testing.assert_array_equal(
             again.predict_proba(255 * X), clf.predict_proba(255 * X)
         )
-
-
-@pytest.mark.slow
-def test_digits_accuracy_does_not_depend_on_the_scale_of_x(digits_bags):
-    X, bags, props, _, X_test, y_test = digits_bags
-    accuracy = []
-    for c in (1 / 255, 1, 255):  # and moved off 0, as raw pixels are
-        clf = LLPClassifier(random_state=0, verbose=0).fit(c * (X + 3), bags, props)
-        accuracy.append((clf.predict(c * (X_test + 3)) == y_test).mean())
-    assert max(accuracy) - min(accuracy) <= 0.005 and min(accuracy) > 0.85
