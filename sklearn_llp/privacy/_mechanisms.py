@@ -323,25 +323,11 @@ def dp_noise_scale(
 
     Parameters
     ----------
-    epsilon : float
-        Privacy budget, positive; ``np.inf`` gives 0 (no noise).
-    mechanism : {"laplace", "gaussian", "analytic_gaussian", \
-"discrete_laplace", "discrete_gaussian"}, default="laplace"
-        The mechanism (``"gaussian"``: for ``epsilon < 1`` only).
+    epsilon, mechanism, one_count, delta, sensitivity, max_contributions, neighbours
+        As in :func:`dp_proportions` (``"gaussian"``: for ``epsilon < 1`` only).
     n_classes : int, default=None
         Classes of the table; 2 (with ``one_count``) releases one count of
         sensitivity ``k``; None: every count released (more than two).
-    one_count : bool, default=None
-        As in :func:`dp_proportions`: None is True for two classes under
-        "replace" with the Laplace mechanisms.
-    delta : float, default=None
-        In ``(0, 1)`` for the Gaussian mechanisms; None for the Laplace ones.
-    sensitivity : float, default=None
-        In the mechanism's norm; None: that of the counts under ``neighbours``.
-    max_contributions : int, default=1
-        Most rows one person has.
-    neighbours : {"replace", "add_remove"}, default="replace"
-        The neighbouring relation (:ref:`privacy_accounting`).
 
     Returns
     -------

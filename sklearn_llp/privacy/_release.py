@@ -272,26 +272,14 @@ def dp_bag_means(
 
     Parameters
     ----------
-    bags : array-like, sparse matrix, list of arrays or Bags
-        Disjoint bags; rows of id ``-1`` are left out. Their ids are public.
+    bags, epsilon, neighbours, delta, max_contributions, domain, min_bag_size
+        As in :func:`dp_proportions` (``neighbours``: one person's values
+        changed, or one person added or removed).
     y : array-like of shape (n_samples,)
         Target of every row, numeric and finite.
-    epsilon : float
-        Privacy budget of the whole table; ``np.inf`` adds no noise.
     bounds : (float, float)
         ``(lo, hi)``, finite with ``lo < hi``, fixed before seeing the data.
-    neighbours : {"replace", "add_remove"}, default="replace"
-        One person's values changed, or one person added or removed (needs
-        ``domain``).
     mechanism : {"laplace", "gaussian", "analytic_gaussian"}, default="laplace"
-    delta : float, default=None
-        In ``(0, 1)`` for the Gaussian mechanisms; None for Laplace.
-    max_contributions : int, default=1
-        Most rows one person has.
-    domain : array-like, default=None
-        As in :func:`dp_proportions`: every bag id, under "add_remove".
-    min_bag_size : int, default=None
-        Bags of smaller (under add_remove: noisy) size are withheld.
     clamp : bool, default=False
         Clip every noisy mean to ``bounds``.
     random_state : int, RandomState instance or None, default=None
