@@ -22,7 +22,7 @@ from sklearn_llp.privacy._mechanisms import (
     _analytic_gaussian_delta,
     _discrete_gaussian,
     _discrete_laplace,
-    _zcdp_delta,
+    _zcdp_log_delta,
 )
 
 SQRT2 = math.sqrt(2)
@@ -149,7 +149,8 @@ def test_every_mechanism_is_calibrated_to_the_replace_one_sensitivity():
     for epsilon, delta in ((0.5, 1e-5), (2.0, 1e-6)):
         sigma = dp_noise_scale(epsilon, "discrete_gaussian", delta=delta)
         # rho = Delta_2**2 / (2 sigma**2) converts to exactly the delta asked
-        assert _zcdp_delta(1 / sigma**2, epsilon) == pytest.approx(delta, rel=1e-6)
+        log_delta = _zcdp_log_delta(1 / sigma**2, epsilon)
+        assert math.exp(log_delta) == pytest.approx(delta, rel=1e-6)
         analytic = dp_noise_scale(epsilon, "analytic_gaussian", delta=delta)
         assert analytic < sigma < 1.15 * analytic  # a little more noise
 
@@ -160,7 +161,7 @@ def test_zcdp_conversion_lies_between_the_exact_and_the_simple_bound():
     Bun & Steinke's simple bound exp(-(epsilon - rho)**2 / (4 rho))."""
     for sigma, epsilon in itertools.product([0.5, 1, 2, 5, 20], [0.1, 0.5, 1, 3]):
         rho = 1 / (2 * sigma**2)
-        converted = _zcdp_delta(rho, epsilon)
+        converted = math.exp(_zcdp_log_delta(rho, epsilon))
         simple = math.exp(-((epsilon - rho) ** 2) / (4 * rho)) if epsilon > rho else 1
         assert _analytic_gaussian_delta(sigma, epsilon, 1.0) <= converted * (1 + 1e-9)
         assert converted <= simple * (1 + 1e-9)

@@ -236,10 +236,6 @@ def _zcdp_log_delta(rho, epsilon):
     return min(float(values[best]), float(refined.fun), 0.0)
 
 
-def _zcdp_delta(rho, epsilon):
-    return math.exp(_zcdp_log_delta(rho, epsilon))
-
-
 def _largest(ok, start):
     """The largest ``x`` with ``ok(x)`` (true below a threshold), by bisection."""
     low = high = start
