@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
@@ -43,19 +42,6 @@ def test_batch_bag_means_equal_a_loop_over_memberships():
         assert len(rows) == len(np.unique(dataset.bags.members[pairs]))
         seen_bags += len(target["bag_props"])
     assert seen_bags == 15
-
-
-def test_membership_forms_agree():
-    lists = [np.array([0, 1, 2]), np.array([2, 3]), np.array([3, 4, 0])]
-    matrix = sp.lil_matrix((5, 3))
-    for j, rows in enumerate(lists):
-        matrix[rows, j] = 1
-    props = np.array([[1.0, 0], [0.5, 0.5], [0, 1.0]])
-    from_lists = check_bags(lists, props, n_samples=5)
-    from_matrix = check_bags(matrix.tocsr(), props, n_samples=5)
-    for name in ("indptr", "members", "ids", "props", "classes"):
-        expected = getattr(from_matrix, name)
-        np.testing.assert_array_equal(getattr(from_lists, name), expected)
 
 
 @pytest.mark.slow
