@@ -15,7 +15,6 @@ from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_llp.bags import (
     FeatureBagGenerator,
@@ -276,16 +275,7 @@ def test_learns_adult_income_from_bags(adult, bagging, expected):
         assert model[-1].score(features, bags, props) >= 0.85
 
 
-# --- scikit-learn citizenship
-@pytest.mark.estimator_checks
-@parametrize_with_checks([MeanMapClassifier()])
-@pytest.mark.slow
-def test_sklearn_compatible_estimator(estimator, check):
-    # y holds labels and no props are passed: the supervised fallback, which
-    # passes every check (no expected failures)
-    check(estimator)
-
-
+# --- scikit-learn citizenship (its common checks: test_estimator_checks.py)
 def test_a_class_absent_from_every_bag_is_never_predicted(small_bags):
     X, bags, props, _ = small_bags
     clf = MeanMapClassifier(classes=["a", "b", "c", "d"])
