@@ -15,6 +15,7 @@ import scipy.sparse as sp
 import torch
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from test_conformance import TIGHT, membership, row_lists
 
 from sklearn_llp import LLPClassifier
 from sklearn_llp.core import check_bags
@@ -224,20 +225,6 @@ def per_bag_index(ids):
     return pd.Index(list(ids), name="bag", tupleize_cols=False)
 
 
-def membership_csc(codes, n_bags):
-    return sp.csc_matrix(
-        (np.ones(len(codes)), (np.arange(len(codes)), codes)),
-        shape=(len(codes), n_bags),
-    )
-
-
-def row_lists(codes, n_bags):
-    return [np.flatnonzero(codes == j) for j in range(n_bags)]
-
-
-TIGHT = dict(tol=1e-10, max_iter=10_000)
-
-
 DISTINCT_IDS = {
     "uint64_neighbours": [2**63 + 5, 2**63 + 6],
     "list_spanning_2**63": [5, 2**63 + 5, 2**63 + 6],
@@ -347,8 +334,7 @@ def _bags_form(b, form, kind="aligned"):
     if form == "bags_object":
         ids = _array_of(b.row_ids)
         return check_bags(ids, _props_form(b, False, kind), classes=b.classes), None
-    membership = form in MEMBERSHIP_FORMS
-    props = _props_form(b, membership, kind)
+    props = _props_form(b, form in MEMBERSHIP_FORMS, kind)
     if form == "list":
         return b.row_ids, props
     if form == "array":
@@ -362,23 +348,23 @@ def _bags_form(b, form, kind="aligned"):
             return pd.DataFrame(b.row_ids, columns=["k0", "k1"]), props
         return pd.DataFrame({"bag": _array_of(b.row_ids)}), props
     if form == "csc_membership":
-        return membership_csc(b.codes, len(b.ids)), props
+        return membership(b.codes, len(b.ids)), props
     if form == "row_index_lists":
         return row_lists(b.codes, len(b.ids)), props
     raise AssertionError(form)
 
 
-def _props_form(b, membership, kind):
+def _props_form(b, per_bag, kind):
     """The proportions: unnamed columns in the order of ``b.classes``, named
     columns in the order of ``b.columns``; one row per bag for membership
     forms (keys 0..n_bags-1), else per row or keyed by bag id."""
     in_classes_order = b.bag_props[:, [b.labels.index(c) for c in b.classes]]
     named = pd.DataFrame(b.bag_props, columns=b.labels)[b.columns]
-    keys = list(range(len(b.ids))) if membership else b.ids
+    keys = list(range(len(b.ids))) if per_bag else b.ids
     if kind == "aligned":
-        return in_classes_order if membership else in_classes_order[b.codes]
+        return in_classes_order if per_bag else in_classes_order[b.codes]
     if kind == "aligned_frame":  # default index: rows by position, named columns
-        return named if membership else named.iloc[b.codes].reset_index(drop=True)
+        return named if per_bag else named.iloc[b.codes].reset_index(drop=True)
     if kind == "dict":
         return dict(zip(keys, in_classes_order, strict=True))
     if kind == "frame":
