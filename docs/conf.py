@@ -116,7 +116,6 @@ PUBLIC_MODULES = [
     "model_selection",
     "modules",
     "neural",
-    "parallel",
     "plotting",
     "privacy",
 ]

@@ -9,7 +9,7 @@ Subpackages: ``bags`` (generators, proportion tables, identifiability),
 ``core`` (``Bags``, ``check_bags``), ``datasets`` (UCI Adult), ``exceptions``,
 ``linear`` (Mean Map), ``methods`` (the training losses), ``metrics`` (bag
 errors, scorers), ``model_selection`` (splitters keeping bags whole),
-``modules`` (networks), ``neural``, ``parallel``, ``plotting`` (matplotlib),
+``modules`` (networks), ``neural``, ``plotting`` (matplotlib),
 ``privacy`` (simulated differentially private releases).
 """
 

@@ -8,7 +8,6 @@ components, whole-bag batches, held-out bags, device, threads and seeds);
 from ._classifier import LLPClassifier as LLPClassifier
 from ._data import BagBatchSampler as BagBatchSampler
 from ._data import BagDataset as BagDataset
-from ._data import ShardedBatchSampler as ShardedBatchSampler
 from ._net import LLPNet
 from ._regressor import LLPRegressor as LLPRegressor
 

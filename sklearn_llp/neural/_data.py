@@ -425,27 +425,6 @@ def _capped(sizes, max_bag_size):
     return sizes if max_bag_size is None else np.minimum(sizes, max_bag_size)
 
 
-class ShardedBatchSampler(Sampler):
-    """Process ``rank``'s share of another sampler's batches, round robin,
-    wrapping so every process takes as many steps (data-parallel)."""
-
-    def __init__(self, sampler, num_replicas, rank):
-        if not 0 <= rank < num_replicas:
-            raise ValueError(f"rank={rank} is not in 0..{num_replicas - 1}.")
-        self.sampler = sampler
-        self.num_replicas = num_replicas
-        self.rank = rank
-
-    def __iter__(self):
-        batches = list(self.sampler)
-        n_steps = -(-len(batches) // self.num_replicas)
-        positions = range(self.rank, n_steps * self.num_replicas, self.num_replicas)
-        return iter([batches[i % len(batches)] for i in positions])
-
-    def __len__(self):
-        return -(-len(self.sampler) // self.num_replicas)
-
-
 class ArrayDataset(torch.utils.data.Dataset):
     """Plain instances for prediction, indexed by arrays of rows."""
 

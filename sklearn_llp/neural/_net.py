@@ -103,8 +103,8 @@ KEY_PARAMETERS = """
         1 prints the epoch table; 2 adds each epoch's optimizer steps and
         training rows a second (``steps``, ``rows_per_s``); 0 is silent.
     device : str, torch.device or None, default="auto"
-        ``"auto"``: CUDA when available, else the CPU. None leaves placement
-        to a wrapper (an accelerator).
+        ``"auto"``: CUDA when available, else the CPU. None leaves the module
+        and the data where they are (skorch's).
 """
 
 MORE_PARAMETERS = """
@@ -809,19 +809,16 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             loss = method.logit_loss(leaf, bags, *steps)
         (grad,) = torch.autograd.grad(loss, leaf)
         weights, loss = bags.weights, loss.detach()
-        for k, c in enumerate(chunks):
-            # data-parallel: only the last chunk's backward synchronises
-            last = k == len(chunks) - 1
-            with nullcontext() if last else self._accumulating():
-                with self._autocast():
-                    part = self.infer(Xi[c], **fit_params)
-                    surrogate = (part.float() * grad[c]).sum()
-                    w, share = self._chunk_share(weights, c, len(Xi), len(part))
-                    rows = method.row_loss(self.module_, Xi[c], part, w, *steps)
-                if rows is not None:
-                    rows = rows * share
-                    surrogate, loss = surrogate + rows, loss + rows.detach()
-                self._backward(surrogate)
+        for c in chunks:
+            with self._autocast():
+                part = self.infer(Xi[c], **fit_params)
+                surrogate = (part.float() * grad[c]).sum()
+                w, share = self._chunk_share(weights, c, len(Xi), len(part))
+                rows = method.row_loss(self.module_, Xi[c], part, w, *steps)
+            if rows is not None:
+                rows = rows * share
+                surrogate, loss = surrogate + rows, loss + rows.detach()
+            self._backward(surrogate)
         return {"loss": loss, "y_pred": logits}
 
     @staticmethod
@@ -833,10 +830,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         mass = weights[chunk].sum()
         own = torch.where(mass > 0, weights[chunk], torch.ones_like(weights[chunk]))
         return own, mass / weights.sum()
-
-    def _accumulating(self):
-        """Context of a backward pass whose gradients the next one completes."""
-        return nullcontext()
 
     def train_step(self, batch, **fit_params):
         """skorch's step; ``on_grad_computed`` runs only when a callback

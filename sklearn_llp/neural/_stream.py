@@ -174,36 +174,19 @@ class StreamedEpochs:
         self.n_batches = n_batches
         self.order_rng = np.random.RandomState(seed)
         self.rng = np.random.RandomState(seed)
-        self.share = None
-
-    def deal(self, rank, replicas, most_steps, sampler_of):
-        """Data-parallel: process ``rank`` of ``replicas`` reads its own partitions
-        of every window and pads its steps to ``most_steps(n)`` (a collective)."""
-        self.n_batches = -(-self.n_batches // replicas)
-        if len(self.dataset.source.parts) >= replicas:
-            self.share = (rank, replicas, most_steps)
-            self.sampler_of = sampler_of
 
     def __len__(self):
         # as a sampler counts; windows add up to one batch each
         return self.n_batches
 
     def windows(self):
-        source, replicas = self.dataset.source, (self.share or (0, 1))[1]
+        source = self.dataset.source
         order = self.order_rng.permutation(len(source.parts))
-        ends = np.cumsum(source.part_rows[order]) // (_WINDOW_ROWS * replicas)
-        windows = []
-        for window in np.split(order, np.flatnonzero(np.diff(ends)) + 1):
-            if windows and min(len(window), len(windows[-1])) < replicas:
-                window = np.r_[windows.pop(), window]  # a partition each
-            windows.append(window)
-        return windows
+        ends = np.cumsum(source.part_rows[order]) // _WINDOW_ROWS
+        return np.split(order, np.flatnonzero(np.diff(ends)) + 1)
 
     def __iter__(self):
-        windows = mine = self.windows()
-        if self.share is not None:
-            rank, replicas, most_steps = self.share
-            mine = [window[rank::replicas] for window in windows]
+        windows = self.windows()
         # a cluster's reads are prefetched a window ahead; local reads are
         # not: a second window and the read's buffers beside training raised
         # the peak at 4M rows by 80 MiB (971 against 891), at the same s/epoch
@@ -211,15 +194,8 @@ class StreamedEpochs:
         with ThreadPoolExecutor(1) as loader:
             for k in range(len(windows)):
                 dataset = sampler = None  # this window goes before the next comes
-                dataset = ahead.result() if ahead else self.dataset.window(mine[k])
+                dataset = ahead.result() if ahead else self.dataset.window(windows[k])
                 if not self.dataset.source.here and k + 1 < len(windows):
-                    ahead = loader.submit(self.dataset.window, mine[k + 1])
+                    ahead = loader.submit(self.dataset.window, windows[k + 1])
                 sampler = self.sampler_of(dataset, self.rng)
-                if self.share is not None:  # a step for every process's
-                    batches = list(sampler)
-                    steps = most_steps(len(batches))
-                    if steps and not batches:  # all its bags held out
-                        dataset = self.dataset.window(windows[k])
-                        batches = list(self.sampler_of(dataset, self.rng))
-                    sampler = [batches[i % len(batches)] for i in range(steps)]
                 yield from EpochBatches(dataset, sampler, self.device)
