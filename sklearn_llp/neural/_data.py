@@ -113,8 +113,10 @@ class BagDataset(torch.utils.data.Dataset):
         )
 
 
-#: Plan entries of the mixed bags, read on the host only.
-_HOST_ONLY = ("mixed", "mixes", "confidence")
+#: Plan entries read on the host only: batches' sizes, the mixed bags.
+_HOST_ONLY = ("sizes", "largest_bag", "mixed", "mixes", "confidence")
+#: Target entries that are a batch's part of an epoch's tensor, as they are.
+_PLAIN = ("bag_index", "bag_props", "rows", "weights", "bag_weights", "margins")
 
 
 class MixedBatch(NamedTuple):
@@ -171,40 +173,44 @@ class EpochBatches:
         if data.bag_numbers is not None:
             numbers = torch.from_numpy(data.bag_numbers[plan["bag_index"]])
             on_device["bag_index"] = numbers.to(device)
+        # every batch's views, cut once an epoch: a step slices nothing
+        pairs, groups, rows = (np.diff(cut).tolist() for cut in cuts)
+        cut = dict.fromkeys(("segments", "members", "member_order"), pairs)
+        cut |= dict.fromkeys(("rows", "member_counts", "weights"), rows)
+        # a batch's offsets: one per group, then its end
+        cut |= {"segment_offsets": [k + 1 for k in groups]}
+        cut |= {"member_offsets": [k + 1 for k in rows]}
+        tensors = on_device | {"bag_props": bag_props, "weights": weights}
+        tensors |= {"bag_weights": bag_weights, "margins": margins}
+        parts = {
+            k: t.split(cut.get(k, groups)) for k, t in tensors.items() if t is not None
+        }
+        if gather_there:
+            # the epoch's rows gathered at once, in its order: one more copy
+            # of them while the epoch runs, and contiguous views a step
+            Xs = data.X.index_select(0, on_device["rows"]).split(rows)
+        else:  # sparse rows are densified on the host, one batch at a time
+            Xs = np.split(plan["rows"], cuts[2][1:-1])
+        sizes, largest = plan["sizes"].tolist(), plan["largest_bag"].tolist()
+        plain = [k for k in _PLAIN if k in parts]
         for b in range(len(batches)):
-            p, s, r = (slice(cut[b], cut[b + 1]) for cut in cuts)
-            # a batch's offsets: one per group, then its end
-            so, ro = (slice(cut[b] + b, cut[b + 1] + b + 1) for cut in cuts[1:])
-            target = {
-                "segments": attach_plan(
-                    on_device["segments"][p],
-                    on_device["segment_offsets"][so],
-                    on_device["segment_counts"][s],
-                    int(plan["sizes"][b]) or None,
-                ),
-                "bag_index": on_device["bag_index"][s],
-                "bag_props": bag_props[s],
-                "rows": on_device["rows"][r],
-                "largest_bag": int(plan["segment_counts"][s].max()),
-            }
+            target = {k: parts[k][b] for k in plain}
+            target["largest_bag"] = largest[b]
+            target["segments"] = attach_plan(
+                parts["segments"][b],
+                parts["segment_offsets"][b],
+                parts["segment_counts"][b],
+                sizes[b] or None,
+            )
             if data.overlapping:  # the gather's backward sums by member
                 target["members"] = attach_plan(
-                    on_device["members"][p],
-                    on_device["member_offsets"][ro],
-                    on_device["member_counts"][r],
+                    parts["members"][b],
+                    parts["member_offsets"][b],
+                    parts["member_counts"][b],
                     None,
-                    order=on_device["member_order"][p],
+                    order=parts["member_order"][b],
                 )
-            if weights is not None:
-                target["weights"] = weights[r]
-            if bag_weights is not None:
-                target["bag_weights"] = bag_weights[s]
-            if margins is not None:
-                target["margins"] = margins[s]
-            if gather_there:
-                X = data.X[on_device["rows"][r]]
-            else:  # sparse rows are densified on the host, one batch at a time
-                X = take_rows(data.X, plan["rows"][r]).to(device)
+            X = Xs[b] if gather_there else take_rows(data.X, Xs[b]).to(device)
             yield X, target
 
     def _mixed_labels(self, plan, bag_props, bag_weights):
@@ -258,6 +264,7 @@ class EpochBatches:
             "segment_offsets": _local_offsets(starts, segment_cuts, pair_cuts),
             "segment_counts": counts,
             "sizes": np.where(low == high, low, 0),
+            "largest_bag": high,
             "bag_index": bag_of_pair[new_bag],
         }
         if mixed:  # a mixed bag is indexed as its first bag
@@ -345,10 +352,10 @@ class BagBatchSampler(Sampler):
             within = self.rng.random_sample(len(self.codes))
         else:
             bag_order = np.arange(n_bags)
-            within = np.arange(len(self.codes))
+            within = np.zeros(len(self.codes))
         rank = np.empty(n_bags, dtype=np.int64)
         rank[bag_order] = np.arange(n_bags)
-        order = np.lexsort((within, rank[self.codes]))
+        order = _lexsort(within, rank[self.codes])
         sizes = self.sizes[bag_order]
         if self.mixbag is not None and n_bags > 1:
             return self._mixed_batches(order, bag_order, sizes)
@@ -418,6 +425,17 @@ class BagBatchSampler(Sampler):
     def __len__(self):
         # batches of the unshuffled order; a shuffled epoch differs by a few
         return self.count(self.sizes, self.batch_size, self.max_bag_size, self.mixbag)
+
+
+def _lexsort(within, rank):
+    """``np.lexsort((within, rank))`` for ``within`` in [0, 1), in a third of
+    its time: one sort of ``rank + within``, exact unless that sum rounds two
+    keys alike (then lexsort, which orders ties by index)."""
+    key = rank + within
+    order = np.argsort(key)
+    if (key[order[1:]] > key[order[:-1]]).all():
+        return order
+    return np.lexsort((within, rank))
 
 
 def _capped(sizes, max_bag_size):

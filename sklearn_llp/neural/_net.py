@@ -767,7 +767,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _bag_batch(self, target):
         # the batches are made on the device
-        return BagBatch(**{name: target.get(name) for name in BagBatch._fields})
+        return BagBatch._make(map(target.get, BagBatch._fields))
 
     def train_step_single(self, batch, **fit_params):
         """One forward/backward pass on a batch of whole bags (in chunks above
@@ -839,21 +839,18 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return nullcontext()
 
     def train_step(self, batch, **fit_params):
-        """skorch's step; ``on_grad_computed`` runs only when a callback
-        overrides it (:ref:`how_training_works`)."""
-        hooks = getattr(self, "_hooks_", None)
-        if hooks is None or "on_grad_computed" in hooks:
+        """The bare step (zero the gradients, forward, loss, backward, step)
+        or, where a callback, an optimizer or precision needs it, skorch's
+        (:ref:`how_training_works`)."""
+        optimizers = getattr(self, "_lean_", None)
+        if optimizers is None:
             step = super().train_step(batch, **fit_params)
         else:
-            step = {}
-
-            def closure():  # an optimizer may call it again: the first step kept
-                self._zero_grad_optimizer()
-                result = self.train_step_single(batch, **fit_params)
-                step.update(step or result)
-                return result["loss"]
-
-            self._step_optimizer(closure)
+            for optimizer in optimizers:
+                optimizer.zero_grad()
+            step = self.train_step_single(batch, **fit_params)
+            for optimizer in optimizers:
+                optimizer.step()
         self.n_train_steps_ += 1
         return step
 
@@ -868,10 +865,11 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """
         if iterator is None:
             return
-        self._hooks_ = self._overridden_hooks()
-        events = bool({"on_batch_begin", "on_batch_end"} & self._hooks_)
+        hooks = self._overridden_hooks()
+        events = bool({"on_batch_begin", "on_batch_end"} & hooks)
         self._set_training(training)
         self._mode_ = None if events else training  # set once: see _set_training
+        self._lean_ = self._lean_optimizers(hooks) if training else None
         losses, sizes, outputs = [], [], []
         try:
             for batch in iterator:
@@ -887,7 +885,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                     self.history.record_batch(prefix + "_batch_size", sizes[-1])
                     self.notify("on_batch_end", batch=batch, training=training, **step)
         finally:  # the epoch's one read of the device
-            self._mode_ = self._hooks_ = None
+            self._mode_ = self._lean_ = None
             values = torch.stack(losses).tolist() if losses else []
             for loss, size in zip([] if events else values, sizes):
                 self.history.new_batch()
@@ -916,6 +914,20 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return {
             n for k, b in pairs for n in names if getattr(k, n) is not getattr(b, n)
         }
+
+    def _lean_optimizers(self, hooks):
+        """The optimizers, if the bare step does what skorch's would: no
+        ``on_grad_computed`` hook, grad scaler, closure or wrapper's step."""
+        optimizers = [getattr(self, name + "_") for name in self._optimizers]
+        plain = all(
+            type(o).__module__.startswith("torch.optim.")
+            and not isinstance(o, torch.optim.LBFGS)  # steps with a closure
+            for o in optimizers
+        )
+        skorch = (type(self)._step_optimizer, type(self)._zero_grad_optimizer)
+        ours = (LLPNet._step_optimizer, NeuralNet._zero_grad_optimizer)
+        lean = plain and skorch == ours and self.precision != "float16"
+        return optimizers if lean and "on_grad_computed" not in hooks else None
 
     def _set_training(self, training=True):
         # skorch sets the mode every step, a walk of the modules; an epoch
