@@ -17,6 +17,7 @@ from sklearn_llp.neural._data import (
     BagBatchSampler,
     BagDataset,
     EpochBatches,
+    _lexsort,
     as_tensor,
 )
 
@@ -205,3 +206,29 @@ def test_a_step_reads_the_device_only_for_a_callback_of_batch_events(
         r["batches"] for r in clf.history
     ]
     np.testing.assert_array_equal(counted.predict_proba(X), clf.predict_proba(X))
+
+
+@pytest.mark.parametrize("params", [{"max_bag_size": 3}, {"optimizer": torch.optim.LBFGS}])
+def test_the_bare_step_trains_as_skorchs(small_bags, params):
+    """Without a callback of gradients a step is the bare one, bit for bit
+    skorch's (a callback's), in chunks too; an optimizer with a closure
+    (LBFGS) takes skorch's."""
+
+    class Grads(Callback):
+        def on_grad_computed(self, net, named_parameters, **kwargs):
+            pass
+
+    X, bags, props, _ = small_bags
+    kw = dict(method="vat", max_epochs=2, batch_size=20, random_state=0, verbose=0)
+    fits = [LLPClassifier(callbacks=c, **kw, **params) for c in (None, [Grads()])]
+    bare, skorch = (f.fit(X, bags, props) for f in fits)
+    np.testing.assert_array_equal(bare.predict_proba(X), skorch.predict_proba(X))
+    assert bare.history[:, "train_loss"] == skorch.history[:, "train_loss"]
+
+
+def test_the_shuffle_orders_pairs_as_lexsort():
+    rng = np.random.RandomState(0)
+    rank, within = rng.randint(0, 50, 999), rng.random_sample(999)
+    ties = np.where(np.arange(999) % 7, within, 0.5)  # equal keys: by index
+    for r, w in [(rank, within), (rank, ties), (rank << 52, within)]:  # rounded
+        np.testing.assert_array_equal(_lexsort(w, r), np.lexsort((w, r)))

@@ -113,8 +113,8 @@ class BagDataset(torch.utils.data.Dataset):
         )
 
 
-#: Plan entries read on the host only: batches' sizes, the mixed bags.
-_HOST_ONLY = ("sizes", "largest_bag", "mixed", "mixes", "confidence")
+#: Plan entries read on the host: the batches' bag sizes, the mixed bags.
+_HOST = ("sizes", "largest_bag", "mixed", "mixes", "confidence")
 #: Target entries that are a batch's part of an epoch's tensor, as they are.
 _PLAIN = ("bag_index", "bag_props", "rows", "weights", "bag_weights", "margins")
 
@@ -155,83 +155,62 @@ class EpochBatches:
         gather_there = gather_there and device.index in (None, home.index)
         device = home if gather_there else device
         plan, cuts = self._plan(batches)
-        on_device = {
-            k: torch.from_numpy(v).to(device)
-            for k, v in plan.items()
-            if k not in _HOST_ONLY
+        on = {
+            k: torch.from_numpy(v).to(device) for k, v in plan.items() if k not in _HOST
         }
-        bag_props = data.bag_props.to(device)[on_device["bag_index"]]
-        weights = bag_weights = margins = None
+        on["bag_props"] = data.bag_props.to(device)[on["bag_index"]]
         if data.weights is not None:
-            weights = data.weights.to(device)[on_device["rows"]]
+            on["weights"] = data.weights.to(device)[on["rows"]]
         if data.bag_weights is not None:
-            bag_weights = data.bag_weights.to(device)[on_device["bag_index"]]
+            on["bag_weights"] = data.bag_weights.to(device)[on["bag_index"]]
         if "mixes" in plan:
-            bag_props, bag_weights, margins = self._mixed_labels(
-                plan, bag_props, bag_weights
-            )
+            self._mixed_labels(plan, on)
         if data.bag_numbers is not None:
             numbers = torch.from_numpy(data.bag_numbers[plan["bag_index"]])
-            on_device["bag_index"] = numbers.to(device)
+            on["bag_index"] = numbers.to(device)
         # every batch's views, cut once an epoch: a step slices nothing
         pairs, groups, rows = (np.diff(cut).tolist() for cut in cuts)
         cut = dict.fromkeys(("segments", "members", "member_order"), pairs)
-        cut |= dict.fromkeys(("rows", "member_counts", "weights"), rows)
+        cut |= dict.fromkeys(("rows", "member_counts", "weights", "X"), rows)
         # a batch's offsets: one per group, then its end
         cut |= {"segment_offsets": [k + 1 for k in groups]}
         cut |= {"member_offsets": [k + 1 for k in rows]}
-        tensors = on_device | {"bag_props": bag_props, "weights": weights}
-        tensors |= {"bag_weights": bag_weights, "margins": margins}
-        parts = {
-            k: t.split(cut.get(k, groups)) for k, t in tensors.items() if t is not None
-        }
-        if gather_there:
-            # the epoch's rows gathered at once, in its order: one more copy
-            # of them while the epoch runs, and contiguous views a step
-            Xs = data.X.index_select(0, on_device["rows"]).split(rows)
-        else:  # sparse rows are densified on the host, one batch at a time
-            Xs = np.split(plan["rows"], cuts[2][1:-1])
+        if gather_there:  # the epoch's rows gathered once: memory for a copy
+            on["X"] = data.X.index_select(0, on["rows"])
+        parts = {k: t.split(cut.get(k, groups)) for k, t in on.items()}
         sizes, largest = plan["sizes"].tolist(), plan["largest_bag"].tolist()
-        plain = [k for k in _PLAIN if k in parts]
-        for b in range(len(batches)):
-            target = {k: parts[k][b] for k in plain}
+        for b, views in enumerate(zip(*parts.values())):
+            part = dict(zip(parts, views))
+            target = {k: part[k] for k in _PLAIN if k in part}
             target["largest_bag"] = largest[b]
-            target["segments"] = attach_plan(
-                parts["segments"][b],
-                parts["segment_offsets"][b],
-                parts["segment_counts"][b],
-                sizes[b] or None,
-            )
+            seg = [part[k] for k in ("segments", "segment_offsets", "segment_counts")]
+            target["segments"] = attach_plan(*seg, sizes[b] or None)
             if data.overlapping:  # the gather's backward sums by member
-                target["members"] = attach_plan(
-                    parts["members"][b],
-                    parts["member_offsets"][b],
-                    parts["member_counts"][b],
-                    None,
-                    order=parts["member_order"][b],
-                )
-            X = Xs[b] if gather_there else take_rows(data.X, Xs[b]).to(device)
-            yield X, target
+                mem = [part[k] for k in ("members", "member_offsets", "member_counts")]
+                target["members"] = attach_plan(*mem, None, part["member_order"])
+            if not gather_there:  # sparse rows: densified on the host, a batch a time
+                rows_b = plan["rows"][cuts[2][b] : cuts[2][b + 1]]
+                part["X"] = take_rows(data.X, rows_b).to(device)
+            yield part["X"], target
 
-    def _mixed_labels(self, plan, bag_props, bag_weights):
-        """Mixed bags' labels, weights and interval half-widths; -1 elsewhere."""
+    def _mixed_labels(self, plan, on):
+        """Mixed bags' labels, weights and interval half-widths (-1 elsewhere)
+        in the epoch's tensors ``on``."""
         data, mixes, where = self.dataset, plan["mixes"], plan["mixed"]
         # a mixed bag's loss scores its rows' weighted mean: weight the mix so
         totals = None if data.weights is None else data.bags.total_weights()
         props, sizes = np.asarray(data.values, dtype=np.float64), data.bags.sizes
         labels, half = mixed_bag_labels(props, sizes, mixes, plan["confidence"], totals)
-        device = bag_props.device
-        at = torch.from_numpy(np.flatnonzero(where)).to(device)
-        bag_props = bag_props.clone()
-        bag_props[at] = torch.from_numpy(labels).to(bag_props)
-        margins = torch.full_like(bag_props, -1.0)
-        margins[at] = torch.from_numpy(half).to(margins)
-        if bag_weights is not None:
+        at = torch.from_numpy(np.flatnonzero(where)).to(on["bag_props"].device)
+        on["bag_props"] = on["bag_props"].clone()
+        on["bag_props"][at] = torch.from_numpy(labels).to(on["bag_props"])
+        on["margins"] = torch.full_like(on["bag_props"], -1.0)
+        on["margins"][at] = torch.from_numpy(half).to(on["margins"])
+        if "bag_weights" in on:
             by_share = data.bag_weights.numpy()[:, None]  # mixed as the labels
             mixed = mixed_bag_labels(by_share, sizes, mixes, 0.5, totals)[0][:, 0]
-            bag_weights = bag_weights.clone()
-            bag_weights[at] = torch.from_numpy(mixed).to(bag_weights)
-        return bag_props, bag_weights, margins
+            on["bag_weights"] = on["bag_weights"].clone()
+            on["bag_weights"][at] = torch.from_numpy(mixed).to(on["bag_weights"])
 
     def _plan(self, batches):
         """Host arrays of the whole epoch, and the cuts of pairs, segments, rows."""
@@ -428,9 +407,8 @@ class BagBatchSampler(Sampler):
 
 
 def _lexsort(within, rank):
-    """``np.lexsort((within, rank))`` for ``within`` in [0, 1), in a third of
-    its time: one sort of ``rank + within``, exact unless that sum rounds two
-    keys alike (then lexsort, which orders ties by index)."""
+    """``np.lexsort((within, rank))``, ``within`` in [0, 1), in a third of its
+    time: one sort of their sum, unless it rounds two keys alike (ties)."""
     key = rank + within
     order = np.argsort(key)
     if (key[order[1:]] > key[order[:-1]]).all():

@@ -839,9 +839,8 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return nullcontext()
 
     def train_step(self, batch, **fit_params):
-        """The bare step (zero the gradients, forward, loss, backward, step)
-        or, where a callback, an optimizer or precision needs it, skorch's
-        (:ref:`how_training_works`)."""
+        """The bare step: zero_grad, forward, loss, backward, step; skorch's where
+        a callback, the optimizer or float16 needs it (:ref:`how_training_works`)."""
         optimizers = getattr(self, "_lean_", None)
         if optimizers is None:
             step = super().train_step(batch, **fit_params)
@@ -869,7 +868,13 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         events = bool({"on_batch_begin", "on_batch_end"} & hooks)
         self._set_training(training)
         self._mode_ = None if events else training  # set once: see _set_training
-        self._lean_ = self._lean_optimizers(hooks) if training else None
+        # the bare step where it is skorch's: no gradient hook, grad scaler or
+        # closure (torch's optimizers but LBFGS step without one)
+        optimizers = [getattr(self, name + "_") for name in self._optimizers]
+        plain = all(type(o).__module__.startswith("torch.optim.") for o in optimizers)
+        plain = plain and not any(isinstance(o, torch.optim.LBFGS) for o in optimizers)
+        bare = plain and training and self.precision != "float16"
+        self._lean_ = optimizers if bare and "on_grad_computed" not in hooks else None
         losses, sizes, outputs = [], [], []
         try:
             for batch in iterator:
@@ -914,20 +919,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return {
             n for k, b in pairs for n in names if getattr(k, n) is not getattr(b, n)
         }
-
-    def _lean_optimizers(self, hooks):
-        """The optimizers, if the bare step does what skorch's would: no
-        ``on_grad_computed`` hook, grad scaler, closure or wrapper's step."""
-        optimizers = [getattr(self, name + "_") for name in self._optimizers]
-        plain = all(
-            type(o).__module__.startswith("torch.optim.")
-            and not isinstance(o, torch.optim.LBFGS)  # steps with a closure
-            for o in optimizers
-        )
-        skorch = (type(self)._step_optimizer, type(self)._zero_grad_optimizer)
-        ours = (LLPNet._step_optimizer, NeuralNet._zero_grad_optimizer)
-        lean = plain and skorch == ours and self.precision != "float16"
-        return optimizers if lean and "on_grad_computed" not in hooks else None
 
     def _set_training(self, training=True):
         # skorch sets the mode every step, a walk of the modules; an epoch
