@@ -113,9 +113,8 @@ class BagDataset(torch.utils.data.Dataset):
         )
 
 
-#: Plan entries read on the host: the batches' bag sizes, the mixed bags.
+#: Plan entries read on the host; the target's views of the epoch's tensors.
 _HOST = ("sizes", "largest_bag", "mixed", "mixes", "confidence")
-#: Target entries that are a batch's part of an epoch's tensor, as they are.
 _PLAIN = ("bag_index", "bag_props", "rows", "weights", "bag_weights", "margins")
 
 
@@ -131,6 +130,9 @@ class MixedBatch(NamedTuple):
 
 class EpochBatches:
     """One epoch's whole-bag batches, built and copied to the device at once."""
+
+    #: The largest copy of an epoch's rows, in bytes (above: a batch's at a time).
+    max_copy = 1 << 28
 
     def __init__(self, dataset, sampler, device=None):
         self.dataset = dataset
@@ -155,9 +157,7 @@ class EpochBatches:
         gather_there = gather_there and device.index in (None, home.index)
         device = home if gather_there else device
         plan, cuts = self._plan(batches)
-        on = {
-            k: torch.from_numpy(v).to(device) for k, v in plan.items() if k not in _HOST
-        }
+        on = {k: torch.from_numpy(plan[k]).to(device) for k in plan if k not in _HOST}
         on["bag_props"] = data.bag_props.to(device)[on["bag_index"]]
         if data.weights is not None:
             on["weights"] = data.weights.to(device)[on["rows"]]
@@ -175,8 +175,8 @@ class EpochBatches:
         # a batch's offsets: one per group, then its end
         cut |= {"segment_offsets": [k + 1 for k in groups]}
         cut |= {"member_offsets": [k + 1 for k in rows]}
-        if gather_there:  # the epoch's rows gathered once: memory for a copy
-            on["X"] = data.X.index_select(0, on["rows"])
+        if gather_there and data.X[:1].nbytes * len(on["rows"]) <= self.max_copy:
+            on["X"] = data.X.index_select(0, on["rows"])  # memory: a copy of them
         parts = {k: t.split(cut.get(k, groups)) for k, t in on.items()}
         sizes, largest = plan["sizes"].tolist(), plan["largest_bag"].tolist()
         for b, views in enumerate(zip(*parts.values())):
@@ -188,14 +188,14 @@ class EpochBatches:
             if data.overlapping:  # the gather's backward sums by member
                 mem = [part[k] for k in ("members", "member_offsets", "member_counts")]
                 target["members"] = attach_plan(*mem, None, part["member_order"])
-            if not gather_there:  # sparse rows: densified on the host, a batch a time
-                rows_b = plan["rows"][cuts[2][b] : cuts[2][b + 1]]
+            if "X" not in part:  # a batch's rows; sparse ones densified on the host
+                at = slice(cuts[2][b], cuts[2][b + 1])
+                rows_b = part["rows"] if gather_there else plan["rows"][at]
                 part["X"] = take_rows(data.X, rows_b).to(device)
             yield part["X"], target
 
     def _mixed_labels(self, plan, on):
-        """Mixed bags' labels, weights and interval half-widths (-1 elsewhere)
-        in the epoch's tensors ``on``."""
+        """Mixed bags' labels, weights and half-widths (-1 elsewhere) in ``on``."""
         data, mixes, where = self.dataset, plan["mixes"], plan["mixed"]
         # a mixed bag's loss scores its rows' weighted mean: weight the mix so
         totals = None if data.weights is None else data.bags.total_weights()
