@@ -17,6 +17,7 @@ from sklearn_llp.neural._data import (
     BagBatchSampler,
     BagDataset,
     EpochBatches,
+    _lexsort,
     as_tensor,
 )
 
@@ -201,7 +202,26 @@ def test_a_step_reads_the_device_only_for_a_callback_of_batch_events(
     assert sizes == [20] * 4 + [10] and np.isfinite(clf.history[-1, "train_loss"])
     counted = LLPClassifier(callbacks=[Counts()], **params).fit(X, bags, props)
     assert calls.count(True) == 14 and calls.count("grad") == 10
-    assert [r["batches"] for r in counted.history] == [
-        r["batches"] for r in clf.history
-    ]
+    assert counted.history[:, "batches"] == clf.history[:, "batches"]
     np.testing.assert_array_equal(counted.predict_proba(X), clf.predict_proba(X))
+
+
+@pytest.mark.parametrize("optimizer", [torch.optim.Adam, torch.optim.LBFGS])
+def test_the_bare_step_trains_as_skorchs(small_bags, optimizer, monkeypatch):
+    """Bit for bit skorch's (for a callback of gradients, LBFGS' closure)."""
+    grads = type("Grads", (Callback,), {"on_grad_computed": lambda *a, **k: None})
+    X, bags, props, _ = small_bags
+    kw = dict(method="vat", max_epochs=2, batch_size=20, max_bag_size=3, verbose=0)
+    kw |= dict(optimizer=optimizer, random_state=0)
+    bare = LLPClassifier(**kw).fit(X, bags, props)
+    monkeypatch.setattr(EpochBatches, "max_copy", 0)  # a batch's rows at a time
+    skorch = LLPClassifier(callbacks=[grads()], **kw).fit(X, bags, props)
+    np.testing.assert_array_equal(bare.predict_proba(X), skorch.predict_proba(X))
+    assert bare.history[:, "train_loss"] == skorch.history[:, "train_loss"]
+
+
+def test_the_shuffle_orders_pairs_as_lexsort():
+    rank, u = np.arange(999) % 50, np.random.RandomState(0).random_sample(999)
+    # one float sort; lexsort where keys tie or their sum rounds
+    for r, w in [(rank, u), (rank, np.where(rank % 7, u, 0.5)), (rank << 52, u)]:
+        np.testing.assert_array_equal(_lexsort(w, r), np.lexsort((w, r)))

@@ -113,8 +113,9 @@ class BagDataset(torch.utils.data.Dataset):
         )
 
 
-#: Plan entries of the mixed bags, read on the host only.
-_HOST_ONLY = ("mixed", "mixes", "confidence")
+#: Plan entries read on the host; the target's views of the epoch's tensors.
+_HOST = ("sizes", "largest_bag", "mixed", "mixes", "confidence")
+_PLAIN = ("bag_index", "bag_props", "rows", "weights", "bag_weights", "margins")
 
 
 class MixedBatch(NamedTuple):
@@ -129,6 +130,9 @@ class MixedBatch(NamedTuple):
 
 class EpochBatches:
     """One epoch's whole-bag batches, built and copied to the device at once."""
+
+    #: The largest copy of an epoch's rows, in bytes (above: a batch's at a time).
+    max_copy = 1 << 28
 
     def __init__(self, dataset, sampler, device=None):
         self.dataset = dataset
@@ -153,79 +157,60 @@ class EpochBatches:
         gather_there = gather_there and device.index in (None, home.index)
         device = home if gather_there else device
         plan, cuts = self._plan(batches)
-        on_device = {
-            k: torch.from_numpy(v).to(device)
-            for k, v in plan.items()
-            if k not in _HOST_ONLY
-        }
-        bag_props = data.bag_props.to(device)[on_device["bag_index"]]
-        weights = bag_weights = margins = None
+        on = {k: torch.from_numpy(plan[k]).to(device) for k in plan if k not in _HOST}
+        on["bag_props"] = data.bag_props.to(device)[on["bag_index"]]
         if data.weights is not None:
-            weights = data.weights.to(device)[on_device["rows"]]
+            on["weights"] = data.weights.to(device)[on["rows"]]
         if data.bag_weights is not None:
-            bag_weights = data.bag_weights.to(device)[on_device["bag_index"]]
+            on["bag_weights"] = data.bag_weights.to(device)[on["bag_index"]]
         if "mixes" in plan:
-            bag_props, bag_weights, margins = self._mixed_labels(
-                plan, bag_props, bag_weights
-            )
+            self._mixed_labels(plan, on)
         if data.bag_numbers is not None:
             numbers = torch.from_numpy(data.bag_numbers[plan["bag_index"]])
-            on_device["bag_index"] = numbers.to(device)
-        for b in range(len(batches)):
-            p, s, r = (slice(cut[b], cut[b + 1]) for cut in cuts)
-            # a batch's offsets: one per group, then its end
-            so, ro = (slice(cut[b] + b, cut[b + 1] + b + 1) for cut in cuts[1:])
-            target = {
-                "segments": attach_plan(
-                    on_device["segments"][p],
-                    on_device["segment_offsets"][so],
-                    on_device["segment_counts"][s],
-                    int(plan["sizes"][b]) or None,
-                ),
-                "bag_index": on_device["bag_index"][s],
-                "bag_props": bag_props[s],
-                "rows": on_device["rows"][r],
-                "largest_bag": int(plan["segment_counts"][s].max()),
-            }
+            on["bag_index"] = numbers.to(device)
+        # every batch's views, cut once an epoch: a step slices nothing
+        pairs, groups, rows = (np.diff(cut).tolist() for cut in cuts)
+        cut = dict.fromkeys(("segments", "members", "member_order"), pairs)
+        cut |= dict.fromkeys(("rows", "member_counts", "weights", "X"), rows)
+        # a batch's offsets: one per group, then its end
+        cut |= {"segment_offsets": [k + 1 for k in groups]}
+        cut |= {"member_offsets": [k + 1 for k in rows]}
+        if gather_there and data.X[:1].nbytes * len(on["rows"]) <= self.max_copy:
+            on["X"] = data.X.index_select(0, on["rows"])  # memory: a copy of them
+        parts = {k: t.split(cut.get(k, groups)) for k, t in on.items()}
+        sizes, largest = plan["sizes"].tolist(), plan["largest_bag"].tolist()
+        for b, views in enumerate(zip(*parts.values())):
+            part = dict(zip(parts, views))
+            target = {k: part[k] for k in _PLAIN if k in part}
+            target["largest_bag"] = largest[b]
+            seg = [part[k] for k in ("segments", "segment_offsets", "segment_counts")]
+            target["segments"] = attach_plan(*seg, sizes[b] or None)
             if data.overlapping:  # the gather's backward sums by member
-                target["members"] = attach_plan(
-                    on_device["members"][p],
-                    on_device["member_offsets"][ro],
-                    on_device["member_counts"][r],
-                    None,
-                    order=on_device["member_order"][p],
-                )
-            if weights is not None:
-                target["weights"] = weights[r]
-            if bag_weights is not None:
-                target["bag_weights"] = bag_weights[s]
-            if margins is not None:
-                target["margins"] = margins[s]
-            if gather_there:
-                X = data.X[on_device["rows"][r]]
-            else:  # sparse rows are densified on the host, one batch at a time
-                X = take_rows(data.X, plan["rows"][r]).to(device)
-            yield X, target
+                mem = [part[k] for k in ("members", "member_offsets", "member_counts")]
+                target["members"] = attach_plan(*mem, None, part["member_order"])
+            if "X" not in part:  # a batch's rows; sparse ones densified on the host
+                at = slice(cuts[2][b], cuts[2][b + 1])
+                rows_b = part["rows"] if gather_there else plan["rows"][at]
+                part["X"] = take_rows(data.X, rows_b).to(device)
+            yield part["X"], target
 
-    def _mixed_labels(self, plan, bag_props, bag_weights):
-        """Mixed bags' labels, weights and interval half-widths; -1 elsewhere."""
+    def _mixed_labels(self, plan, on):
+        """Mixed bags' labels, weights and half-widths (-1 elsewhere) in ``on``."""
         data, mixes, where = self.dataset, plan["mixes"], plan["mixed"]
         # a mixed bag's loss scores its rows' weighted mean: weight the mix so
         totals = None if data.weights is None else data.bags.total_weights()
         props, sizes = np.asarray(data.values, dtype=np.float64), data.bags.sizes
         labels, half = mixed_bag_labels(props, sizes, mixes, plan["confidence"], totals)
-        device = bag_props.device
-        at = torch.from_numpy(np.flatnonzero(where)).to(device)
-        bag_props = bag_props.clone()
-        bag_props[at] = torch.from_numpy(labels).to(bag_props)
-        margins = torch.full_like(bag_props, -1.0)
-        margins[at] = torch.from_numpy(half).to(margins)
-        if bag_weights is not None:
+        at = torch.from_numpy(np.flatnonzero(where)).to(on["bag_props"].device)
+        on["bag_props"] = on["bag_props"].clone()
+        on["bag_props"][at] = torch.from_numpy(labels).to(on["bag_props"])
+        on["margins"] = torch.full_like(on["bag_props"], -1.0)
+        on["margins"][at] = torch.from_numpy(half).to(on["margins"])
+        if "bag_weights" in on:
             by_share = data.bag_weights.numpy()[:, None]  # mixed as the labels
             mixed = mixed_bag_labels(by_share, sizes, mixes, 0.5, totals)[0][:, 0]
-            bag_weights = bag_weights.clone()
-            bag_weights[at] = torch.from_numpy(mixed).to(bag_weights)
-        return bag_props, bag_weights, margins
+            on["bag_weights"] = on["bag_weights"].clone()
+            on["bag_weights"][at] = torch.from_numpy(mixed).to(on["bag_weights"])
 
     def _plan(self, batches):
         """Host arrays of the whole epoch, and the cuts of pairs, segments, rows."""
@@ -258,6 +243,7 @@ class EpochBatches:
             "segment_offsets": _local_offsets(starts, segment_cuts, pair_cuts),
             "segment_counts": counts,
             "sizes": np.where(low == high, low, 0),
+            "largest_bag": high,
             "bag_index": bag_of_pair[new_bag],
         }
         if mixed:  # a mixed bag is indexed as its first bag
@@ -345,10 +331,10 @@ class BagBatchSampler(Sampler):
             within = self.rng.random_sample(len(self.codes))
         else:
             bag_order = np.arange(n_bags)
-            within = np.arange(len(self.codes))
+            within = np.zeros(len(self.codes))
         rank = np.empty(n_bags, dtype=np.int64)
         rank[bag_order] = np.arange(n_bags)
-        order = np.lexsort((within, rank[self.codes]))
+        order = _lexsort(within, rank[self.codes])
         sizes = self.sizes[bag_order]
         if self.mixbag is not None and n_bags > 1:
             return self._mixed_batches(order, bag_order, sizes)
@@ -418,6 +404,16 @@ class BagBatchSampler(Sampler):
     def __len__(self):
         # batches of the unshuffled order; a shuffled epoch differs by a few
         return self.count(self.sizes, self.batch_size, self.max_bag_size, self.mixbag)
+
+
+def _lexsort(within, rank):
+    """``np.lexsort((within, rank))``, ``within`` in [0, 1), in a third of its
+    time: one sort of their sum, unless it rounds two keys alike (ties)."""
+    key = rank + within
+    order = np.argsort(key)
+    if (key[order[1:]] > key[order[:-1]]).all():
+        return order
+    return np.lexsort((within, rank))
 
 
 def _capped(sizes, max_bag_size):

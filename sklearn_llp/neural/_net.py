@@ -767,7 +767,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _bag_batch(self, target):
         # the batches are made on the device
-        return BagBatch(**{name: target.get(name) for name in BagBatch._fields})
+        return BagBatch._make(map(target.get, BagBatch._fields))
 
     def train_step_single(self, batch, **fit_params):
         """One forward/backward pass on a batch of whole bags (in chunks above
@@ -832,21 +832,17 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         return own, mass / weights.sum()
 
     def train_step(self, batch, **fit_params):
-        """skorch's step; ``on_grad_computed`` runs only when a callback
-        overrides it (:ref:`how_training_works`)."""
-        hooks = getattr(self, "_hooks_", None)
-        if hooks is None or "on_grad_computed" in hooks:
+        """The bare step: zero_grad, forward, loss, backward, step; skorch's where
+        a callback, the optimizer or float16 needs it (:ref:`how_training_works`)."""
+        optimizers = getattr(self, "_lean_", None)
+        if optimizers is None:
             step = super().train_step(batch, **fit_params)
         else:
-            step = {}
-
-            def closure():  # an optimizer may call it again: the first step kept
-                self._zero_grad_optimizer()
-                result = self.train_step_single(batch, **fit_params)
-                step.update(step or result)
-                return result["loss"]
-
-            self._step_optimizer(closure)
+            for optimizer in optimizers:
+                optimizer.zero_grad()
+            step = self.train_step_single(batch, **fit_params)
+            for optimizer in optimizers:
+                optimizer.step()
         self.n_train_steps_ += 1
         return step
 
@@ -861,10 +857,17 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """
         if iterator is None:
             return
-        self._hooks_ = self._overridden_hooks()
-        events = bool({"on_batch_begin", "on_batch_end"} & self._hooks_)
+        hooks = self._overridden_hooks()
+        events = bool({"on_batch_begin", "on_batch_end"} & hooks)
         self._set_training(training)
         self._mode_ = None if events else training  # set once: see _set_training
+        # the bare step where it is skorch's: no gradient hook, grad scaler or
+        # closure (torch's optimizers but LBFGS step without one)
+        optimizers = [getattr(self, name + "_") for name in self._optimizers]
+        plain = all(type(o).__module__.startswith("torch.optim.") for o in optimizers)
+        plain = plain and not any(isinstance(o, torch.optim.LBFGS) for o in optimizers)
+        bare = plain and training and self.precision != "float16"
+        self._lean_ = optimizers if bare and "on_grad_computed" not in hooks else None
         losses, sizes, outputs = [], [], []
         try:
             for batch in iterator:
@@ -880,7 +883,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
                     self.history.record_batch(prefix + "_batch_size", sizes[-1])
                     self.notify("on_batch_end", batch=batch, training=training, **step)
         finally:  # the epoch's one read of the device
-            self._mode_ = self._hooks_ = None
+            self._mode_ = self._lean_ = None
             values = torch.stack(losses).tolist() if losses else []
             for loss, size in zip([] if events else values, sizes):
                 self.history.new_batch()
