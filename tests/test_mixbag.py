@@ -228,7 +228,7 @@ def test_auto_names_the_whole_bag_method_it_chose_when_refusing_mixbag():
         clf.fit(X, ids, props)
 
 
-@pytest.mark.parametrize("method", ["dllp", "vat", "pi", "rot", "hybrid"])
+@pytest.mark.parametrize("method", ["dllp", "vat", "pi", "rot"])
 def test_every_bag_mean_method_fits_overlapping_bags_with_mixbag(method):
     rng = np.random.RandomState(0)
     X = rng.normal(size=(200, 4)).astype(np.float32)

@@ -312,7 +312,7 @@ def test_chunked_gradient_is_the_whole_batch_gradient(method, kind):
     values = values if kind == "overlapping" else values[ids]
     weights = rng.uniform(0.5, 2.0, n) if kind == "weights" else None
     X = rng.normal(size=(n, 4)).astype(np.float32)
-    params = {"method__xi": 1e-3} if method in ("vat", "hybrid") else {}
+    params = {"method__xi": 1e-3} if method == "vat" else {}
     net = (LLPRegressor if regression else LLPClassifier)(method=method, **params)
     net.set_params(max_epochs=0, verbose=0, random_state=0, early_stopping=False)
     net.set_params(module__hidden_sizes=(16,), device="cpu")

@@ -4,7 +4,6 @@ from . import functional as functional
 from ._auto import AutoMethod
 from ._base import DLLP, BagBatch, ConsistencyMethod, LLPMethod
 from ._easyllp import EasyLLP
-from ._hybrid import Hybrid
 from ._llpfc import LLPFC
 from ._mixbag import MixBag, mixed_bag_labels
 from ._noisy import NoisyProportions
@@ -25,7 +24,6 @@ __all__ = [
     "BagLoss",
     "ConsistencyMethod",
     "EasyLLP",
-    "Hybrid",
     "InstanceLoss",
     "InterpolatingLoss",
     "LLPMethod",

@@ -5,7 +5,6 @@ from sklearn.base import clone
 from ._auto import AutoMethod
 from ._base import DLLP, LLPMethod
 from ._easyllp import EasyLLP
-from ._hybrid import Hybrid
 from ._llpfc import LLPFC
 from ._noisy import NoisyProportions
 from ._pi import PiModel
@@ -20,7 +19,6 @@ _REGISTRIES = {
         "vat": VAT,
         "pi": PiModel,
         "rot": ROT,
-        "hybrid": Hybrid,
         "llpfc": LLPFC,
         "easyllp": EasyLLP,
         "noisy": NoisyProportions,

@@ -2,7 +2,6 @@
 
 from ._base import perturbation_mode
 from ._easyllp import bag_spread, easyllp_loss
-from ._hybrid import confident_pseudo_labels
 from ._llpfc import forward_correction_loss, llpfc_transition_matrices
 from ._noisy import noisy_count_loss, noisy_proportion_loss, noisy_proportion_weights
 from ._pi import pi_loss
@@ -22,7 +21,6 @@ from ._vat import vat_loss, vat_perturbation
 
 __all__ = [
     "bag_spread",
-    "confident_pseudo_labels",
     "easyllp_loss",
     "forward_correction_loss",
     "gather_rows",

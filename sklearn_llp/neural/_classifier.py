@@ -49,8 +49,8 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     ----------{module}
     method : str or LLPMethod, default="auto"
         The training loss, a component with ``method__*`` parameters:
-        ``"dllp"``, ``"vat"`` (LLP-VAT), ``"pi"``, ``"rot"``, ``"hybrid"``,
-        ``"llpfc"``, ``"easyllp"``, ``"noisy"`` or an
+        ``"dllp"``, ``"vat"`` (LLP-VAT), ``"pi"``, ``"rot"``, ``"llpfc"``,
+        ``"easyllp"``, ``"noisy"`` or an
         :class:`~sklearn_llp.methods.LLPMethod`. ``"auto"`` chooses one
         by the bags (:class:`~sklearn_llp.methods.AutoMethod`,
         :ref:`auto_method`); the choice is ``method_``.{key}

@@ -226,7 +226,7 @@ def _mixbag(value, method, name):
         name = name if isinstance(name, str) else type(method)
         raise ValueError(
             f"mixbag={value!r} adds mixed bags, which only the methods of bag "
-            f"means take (dllp, vat, pi, rot, hybrid); method={name!r} "
+            f"means take (dllp, vat, pi, rot); method={name!r} "
             f"({type(method).__name__}) reads whole bags. Pass mixbag=False or "
             "one of those methods."
         )
