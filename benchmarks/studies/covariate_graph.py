@@ -59,14 +59,23 @@ CELLS = {
 #: method -> (warm-up method or None, alpha, iterations, beta); "-embed":
 #: the graph of the warm-up network's last hidden layer, not of the rows;
 #: "self": the control without the graph (the warm-up's own predictions,
-#: each bag's mean held at its proportion)
+#: each bag's mean held at its proportion); "-half": both fits of 50 epochs
+#: (the cost of one default fit)
 GRAPH = {
     "self": ("auto", 0.0, 1, 1.0),
     "graph": ("auto", 0.9, 20, 1.0),
     "graph-embed": ("auto", 0.9, 20, 1.0),
     "graph-prior": (None, 1.0, 20, 1.0),
+    "graph-half": ("auto-half", 0.9, 20, 1.0),
 }
-METHODS = ("auto", "vat", "dllp", *GRAPH)
+#: the warm-ups' names -> (method, max_epochs)
+WARM_UPS = {"auto-half": ("auto", 50)}
+#: a one-fit prototype of a library ``method="graph"`` (DLLP for half the
+#: epochs, then the same network on DLLP plus the pseudo-labels; commit
+#: d65fe5e of branch graph48, reverted: it measured behind DLLP). Its
+#: records stay; it runs only at that commit.
+LIBRARY = {"graph-lib": "graph"}
+METHODS = ("auto", "vat", "dllp", *GRAPH, *LIBRARY)
 K = 30
 CACHE = Path("/tmp") / "covariate_graph_cache"
 
@@ -178,7 +187,10 @@ def _cache(cell, method, seed):
 def _baseline(cell, method, seed, X, bags, props):
     """A default fit; its predictions, hidden layer and CPU s cached."""
     cpu = time.process_time()
-    clf = LLPClassifier(method=method, random_state=seed, verbose=0, n_threads=1)
+    name, epochs = WARM_UPS.get(method, (LIBRARY.get(method, method), 100))
+    clf = LLPClassifier(
+        method=name, max_epochs=epochs, random_state=seed, verbose=0, n_threads=1
+    )
     clf.fit(X, bags, props)
     CACHE.mkdir(exist_ok=True)
     np.savez(
@@ -237,6 +249,7 @@ def run(task):
             record["graph_cpu_s"] = round(time.process_time() - cpu, 1)
             index = np.arange(len(X), dtype=np.float32)[:, None]
             clf = LLPClassifier(
+                max_epochs=WARM_UPS.get(warm, (None, 100))[1],
                 module=IndexedMLP,
                 method=PseudoLabelled(targets=q, beta=beta),
                 random_state=seed,
@@ -277,6 +290,15 @@ def markdown(records):
         "fit). `auto` is `LLPClassifier()`; it trains VAT on bags of 256, "
         "DLLP on 1,024, EasyLLP on 10 bags.",
         "",
+        "`graph`: a fresh default network on DLLP + the cross-entropy to "
+        "the warm-up's (`auto`'s) predictions smoothed over the k-NN graph of "
+        "the rows (alpha 0.9, 20 rounds, each bag held at its proportions); "
+        "`graph-embed`: the graph of the warm-up's last hidden layer; "
+        "`graph-prior`: started from the bags' proportions; `self`: the "
+        "control without the graph (the warm-up's own predictions, bags held "
+        "at their proportions); `graph-lib`: the one-fit prototype (see the "
+        "script).",
+        "",
         "| cell | " + " | ".join(METHODS) + " |",
         "|---|" + "---|" * len(METHODS),
     ]
@@ -295,7 +317,8 @@ def markdown(records):
         "neighbours (what the graph could carry at best); *start*: the "
         "warm-up's predictions (or the bag's proportion); *after t*: after t "
         "propagation steps; *trained*: the final network's predictions on "
-        "the training rows.",
+        "the training rows. Accuracy here is of the soft labels at 0.5, "
+        "which sit near the prior: the AUC is the measure.",
         "",
         "| cell | method | seed | oracle | start | after 1 | after 5 | after 20 "
         "| trained |",
@@ -324,13 +347,40 @@ def markdown(records):
                 f"- {r['cell']} {r['method']} ({r['trained']}) seed {r['seed']}: "
                 f"{q(r['train_labels'])}"
             )
+    lines += ["", FINDINGS]
     return "\n".join(lines) + "\n"
+
+
+FINDINGS = """## Findings
+
+- Where the warm-up ranks well, the graph takes ranking away: on bags of 256
+  (VAT, train AUC 89.2) smoothing lowers the pseudo-labels' AUC at every
+  step (88.0 after 1, 86.9 after 20), and holding each bag at its
+  proportion alone lowers it (88.8, `self`): a random bag's rate is the
+  prior plus sampling noise, which the shift writes into every row. The
+  graph of the rows carries about what VAT already knows: its oracle
+  (neighbours' true labels) ranks at 89.6, the warm-up's embedding at 90.1.
+  Test AUC: graph -1.8, graph-embed -0.8, self -0.3 against VAT.
+- Where the warm-up is weak, it helps: DLLP on bags of 1,024 (train AUC
+  75.8 / 77.3) gains 2.0 / 1.4 points of pseudo-label AUC and the
+  retrained network 3.2 / 2.9 points of test AUC on seeds 0 / 1 (accuracy
+  +1.8 / +0.7, F1 +3.9 / +1.4), bags of 512 0.4 / 1.6; the control without
+  the graph (`self`) moves by 0.1 at most, so it is the graph, not the
+  second fit. Still 8 points short of the goal (AUC 88).
+- Ten bags: EasyLLP's scores are not calibrated, and the bag shift moves
+  them: +0.9 AUC on seed 0, -1.8 on seed 1.
+- The gain needs a whole first fit (the default's 100 epochs) and a fresh
+  network: one fit with DLLP for half the epochs, then the same network on
+  the pseudo-labels (`graph-lib`), falls 7.9 / 7.7 points of AUC behind
+  DLLP in bags of 1,024; `graph-half` is the two-fit pipeline at 50 epochs
+  each (the cost of one default fit)."""
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cells", nargs="*", default=list(CELLS))
-    parser.add_argument("--methods", nargs="*", default=list(METHODS))
+    runnable = [m for m in METHODS if m not in LIBRARY]
+    parser.add_argument("--methods", nargs="*", default=runnable)
     parser.add_argument("--seeds", type=int, nargs="*", default=[0])
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", default=str(RESULTS_DIR))
