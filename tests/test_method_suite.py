@@ -37,7 +37,6 @@ BAD_PARAMETERS = {
     "hybrid": [("beta", -0.1), ("beta_rampup", 1.5), ("reg", 0.0), ("n_iter", 0)],
     "llpfc": [("regroup_every", v) for v in (0, -1, 1.5, "often")],
     "easyllp": [("loss", v) for v in ("abs", "Log", None, 1)],
-    "graph": [("n_neighbors", 0), ("alpha", 1.5), ("beta", -1.0), ("warm_up", 1.0)],
     "noisy": [("noise", "cauchy"), ("scale", -1.0), ("scale", "big")]
     + [("weighting", "size")],
 }
@@ -51,7 +50,6 @@ LEARNS = {
     "pi": ({}, 0.95),
     "rot": ({}, 0.95),
     "hybrid": ({}, 0.95),
-    "graph": ({}, 0.95),
     "llpfc": ({"max_epochs": 20}, 0.8),
     "easyllp-log": ({"max_epochs": 10, "method__loss": "log"}, 0.75),
     "easyllp-square": ({"max_epochs": 10, "method__loss": "square"}, 0.75),

@@ -64,8 +64,5 @@ class AutoMethod(LLPMethod):
     def on_epoch_begin(self, epoch):
         self.chosen_.on_epoch_begin(epoch)
 
-    def on_epoch_data(self, epoch, net, dataset):
-        self.chosen_.on_epoch_data(epoch, net, dataset)
-
     def get_loss(self, module, X, logits, bags, step, total_steps):
         return self.chosen_.get_loss(module, X, logits, bags, step, total_steps)

@@ -27,8 +27,6 @@ class BagBatch(NamedTuple):
     margins : Tensor or None
         MixBag's interval half-widths, ``>= 0`` on mixed bags (which
         :meth:`proportion_loss` scores by the interval loss), else -1.
-    rows : Tensor or None
-        Index of every row of the batch in the training ``X``.
 
     Examples
     --------
@@ -46,7 +44,6 @@ class BagBatch(NamedTuple):
     weights: torch.Tensor | None = None
     bag_weights: torch.Tensor | None = None
     margins: torch.Tensor | None = None
-    rows: torch.Tensor | None = None
 
     def take(self, per_row):
         """The rows of ``per_row`` for every pair (a deterministic gather)."""
@@ -107,10 +104,6 @@ class LLPMethod(BaseEstimator):
 
     def on_epoch_begin(self, epoch):
         """Hook before every epoch (``epoch`` counts from 0 in each fit)."""
-
-    def on_epoch_data(self, epoch, net, dataset):
-        """Hook after :meth:`on_epoch_begin`, with the net and its training
-        ``BagDataset`` (``dataset.X``, ``dataset.bags``)."""
 
     def bag_tensor(self, name, like, bags=None):
         """Attribute ``name`` on ``like``'s device, moved once; ``bags``: their rows."""

@@ -5,7 +5,6 @@ from sklearn.base import clone
 from ._auto import AutoMethod
 from ._base import DLLP, LLPMethod
 from ._easyllp import EasyLLP
-from ._graph import Graph
 from ._hybrid import Hybrid
 from ._llpfc import LLPFC
 from ._noisy import NoisyProportions
@@ -24,7 +23,6 @@ _REGISTRIES = {
         "hybrid": Hybrid,
         "llpfc": LLPFC,
         "easyllp": EasyLLP,
-        "graph": Graph,
         "noisy": NoisyProportions,
     },
     "regression": {

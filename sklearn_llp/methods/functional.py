@@ -2,7 +2,6 @@
 
 from ._base import perturbation_mode
 from ._easyllp import bag_spread, easyllp_loss
-from ._graph import graph_pseudo_labels, knn_graph
 from ._hybrid import confident_pseudo_labels
 from ._llpfc import forward_correction_loss, llpfc_transition_matrices
 from ._noisy import noisy_count_loss, noisy_proportion_loss, noisy_proportion_weights
@@ -27,10 +26,8 @@ __all__ = [
     "easyllp_loss",
     "forward_correction_loss",
     "gather_rows",
-    "graph_pseudo_labels",
     "interpolating_loss",
     "kl_divergence_with_logits",
-    "knn_graph",
     "l2_normalize",
     "llpfc_transition_matrices",
     "noisy_count_loss",

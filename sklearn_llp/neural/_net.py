@@ -738,7 +738,6 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
             net, dataset_train=dataset_train, dataset_valid=dataset_valid, **kwargs
         )
         self.method_.on_epoch_begin(self._epoch_of_fit_)
-        self.method_.on_epoch_data(self._epoch_of_fit_, self, dataset_train)
         self._epoch_of_fit_ += 1
 
     def _check_output(self, y_pred, n_outputs):
