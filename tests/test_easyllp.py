@@ -1,5 +1,5 @@
 """EasyLLP (Busa-Fekete et al. 2023): the debiased loss against hand
-computations (a subsampled bag weighs its full size), its unbiasedness, and
+computations (bags looked up by bag_index), its unbiasedness, and
 the random-bags check. The bag_index lookup of every method with per-bag
 state is in test_method_suite.py."""
 
@@ -19,21 +19,23 @@ from sklearn_llp.methods._easyllp import _effective_sizes
 from sklearn_llp.methods.functional import easyllp_loss
 
 ALPHA_A, ALPHA_B = np.array([0.5, 0.25, 0.25]), np.array([0.0, 0.0, 1.0])
-PROBS = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3]])
+#: the predictions of the batch's rows ORDER: bag "b", then bag "a"
+PROBS = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
+PROBS = np.r_[PROBS, [[0.6, 0.3, 0.1], [0.25, 0.25, 0.5]]]
+ORDER = [1, 4, 0, 2, 3, 5]
 
 
 def tiny_problem(weights=None):
     """Bag "a": rows 0, 2, 3, 5, proportions ALPHA_A; bag "b": rows 1, 4,
-    ALPHA_B. The batch holds a sample: rows 0 (1 of a's 4), 1 and 4, bag "b"
-    first, predicting PROBS."""
+    ALPHA_B. The batch holds both whole, "b" numbered first (rows ORDER)."""
     ids = np.array(["a", "b", "a", "a", "b", "a"])
     props = np.where((ids == "a")[:, None], ALPHA_A, ALPHA_B)
     bags = check_bags(ids, props, sample_weight=weights)
     batch = BagBatch(
-        segments=torch.tensor([1, 0, 0]),
+        segments=torch.tensor([0, 0, 1, 1, 1, 1]),
         bag_props=torch.tensor(np.stack([ALPHA_B, ALPHA_A])),
         bag_index=torch.tensor([1, 0]),
-        weights=None if weights is None else torch.tensor(weights[[0, 1, 4]]),
+        weights=None if weights is None else torch.tensor(weights[ORDER]),
     )
     return bags, torch.tensor(np.log(PROBS)), batch
 
@@ -46,7 +48,7 @@ def class_losses(q, loss):
 
 
 @pytest.mark.parametrize("loss", ["log", "bounded_log", "square"])
-def test_loss_of_a_subsampled_batch_by_hand(loss):
+def test_loss_of_a_batch_by_hand(loss):
     bags, logits, batch = tiny_problem()
     method = EasyLLP(loss=loss).prepare(bags, None)
     # prior over the 6 rows: (4 alpha_a + 2 alpha_b) / 6; soft labels k (alpha - p) + p
@@ -55,10 +57,9 @@ def test_loss_of_a_subsampled_batch_by_hand(loss):
     soft_a, soft_b = 4 * (ALPHA_A - p) + p, 2 * (ALPHA_B - p) + p
     np.testing.assert_allclose(soft_a, [1.0, 0.5, -0.5])
     np.testing.assert_allclose(soft_b, [-1 / 3, -1 / 6, 1.5])
-    row = [s @ class_losses(q, loss) for s, q in zip([soft_a, soft_b, soft_b], PROBS)]
-    # a1 stands for the 4 rows of bag a: (4 row_0 + row_1 + row_2) / (4 + 2);
-    # weighting by the rows drawn gave (row_0 + row_1 + row_2) / 3
-    expected = (4 * row[0] + row[1] + row[2]) / 6
+    soft = [soft_b] * 2 + [soft_a] * 4  # the batch's rows
+    row = [s @ class_losses(q, loss) for s, q in zip(soft, PROBS)]
+    expected = np.mean(row)  # every row weighs 1
     loss_value = method.get_loss(None, None, logits, batch, 0, 1).item()
     assert loss_value == pytest.approx(expected, rel=1e-12)
     if loss == "square":  # sum_c y_c ||q - e_c||^2 = ||q - y||^2 + 1 - ||y||^2
@@ -75,10 +76,11 @@ def test_weighted_loss_by_hand_and_scale_invariance():
     np.testing.assert_allclose(method.class_prior_, p)
     np.testing.assert_allclose(method.bag_sizes_, [6, 4])
     # a row of weight w in a bag of total weight W: k = W / w, so
-    # w y~ = W (alpha - p) + w p; a1 (w 1) stands for bag a's weight 6
-    rows = zip([1, 2, 2], [6, 4, 4], [ALPHA_A, ALPHA_B, ALPHA_B], PROBS)
-    a1, b1, b2 = [-((W * (a - p) + w * p) * np.log(q)).sum() for w, W, a, q in rows]
-    expected = (6 * a1 + b1 + b2) / (6 + 4)
+    # w y~ = W (alpha - p) + w p; the mean weighs the rows by w
+    bag = [(4, ALPHA_B)] * 2 + [(6, ALPHA_A)] * 4
+    rows = zip(weights[ORDER], bag, PROBS)
+    terms = [-((W * (a - p) + w * p) * np.log(q)).sum() for w, (W, a), q in rows]
+    expected = sum(terms) / (6 + 4)
     loss = method.get_loss(None, None, logits, batch, 0, 1)
     assert loss.item() == pytest.approx(expected, rel=1e-12)
     scaled_bags, _, scaled_batch = tiny_problem(5 * weights)

@@ -1,6 +1,6 @@
 """LLPFC (Zhang, Wang & Scott 2022): transition matrices, the forward-corrected
-loss against hand computations (a subsampled bag weighs its full size), and
-the grouping schedule."""
+loss against hand computations (a leftover bag weighs 0), and the grouping
+schedule."""
 
 import numpy as np
 import pytest
@@ -69,36 +69,40 @@ def test_forward_correction_loss_by_hand():
 
 
 @pytest.mark.parametrize(
-    "weights, rows, columns, expected_weights",
+    "weighted, rows, expected_weights",
     [
-        # 2 classes: one group of both bags. Joint n_i p_ic: a [2, 1], b [0, 1];
-        # class masses [2, 2]: T[:, a] = [2/2, 1/2], T[:, b] = [0/2, 1/2]
-        # (whichever position each bag got, a bag's column is the same)
-        (None, [0, 1, 2, 3], {"a": [1.0, 0.5], "b": [0.0, 0.5]}, [1, 1, 1, 1]),
-        # weighted sizes a 1 + 2 + 1 = 4, b 2. Joint: a [8/3, 4/3], b [0, 2];
-        # class masses [8/3, 10/3]: T[:, a] = [1, 0.4], T[:, b] = [0, 0.6]
-        ([1, 2, 2, 1], [0, 1, 2, 3], {"a": [1.0, 0.4], "b": [0.0, 0.6]}, [1, 2, 2, 1]),
-        # the batch holds a1 only of bag a: it stands for a's 3 rows (weight
-        # 4); weighting by the rows drawn gave 1 and 1 (weighted 1 and 2)
-        (None, [0, 1], {"a": [1.0, 0.5], "b": [0.0, 0.5]}, [3, 1]),
-        ([1, 2, 2, 1], [0, 1], {"a": [1.0, 0.4], "b": [0.0, 0.6]}, [4, 2]),
+        (False, [0, 1, 2, 3], [1, 1, 1, 1]),
+        (True, [0, 1, 2, 3], [1, 2, 2, 1]),
+        (False, [0, 1, 2, 3, 4], [1, 1, 1, 1, 0]),  # c left over: weight 0
+        (True, [0, 1, 2, 3, 4], [1, 2, 2, 1, 0]),
     ],
 )
-def test_llpfc_loss_of_a_tiny_batch_by_hand(weights, rows, columns, expected_weights):
+def test_llpfc_loss_of_a_tiny_batch_by_hand(weighted, rows, expected_weights):
     """Bag "a": rows 0, 2, 3 in proportions [2/3, 1/3]; bag "b": row 1 of
-    class 1. The batch holds ``rows`` in order, bag "b" first."""
-    ids = np.array(["a", "b", "a", "a"])
-    props = np.array([[2 / 3, 1 / 3], [0.0, 1.0], [2 / 3, 1 / 3], [2 / 3, 1 / 3]])
-    weights = None if weights is None else np.array(weights, dtype=float)
+    class 1; bag "c": row 4 of class 0, left over. The batch holds ``rows``
+    in order, whole bags, "b" numbered first. One group of a and b: joint
+    n_i p_ic a [2, 1], b [0, 1], class masses [2, 2]: T[:, a] = [2/2, 1/2],
+    T[:, b] = [0/2, 1/2]. Weighted sizes a 1 + 2 + 1 = 4, b 2: joint a
+    [8/3, 4/3], b [0, 2], class masses [8/3, 10/3]: T[:, a] = [1, 0.4],
+    T[:, b] = [0, 0.6]."""
+    columns = {"a": [1.0, 0.5], "b": [0.0, 0.5]}
+    if weighted:
+        columns = {"a": [1.0, 0.4], "b": [0.0, 0.6]}
+    columns["c"] = columns["b"]  # group -1 reads group 0 at position 0: b
+    ids = np.array(["a", "b", "a", "a", "c"])
+    props = np.array([[2 / 3, 1 / 3], [0, 1], [2 / 3, 1 / 3], [2 / 3, 1 / 3], [1, 0]])
+    weights = np.array([1.0, 2.0, 2.0, 1.0, 3.0]) if weighted else None
     bags = check_bags(ids, props, sample_weight=weights)
-    probs = np.array([[0.8, 0.2], [0.3, 0.7], [0.4, 0.6], [0.5, 0.5]])[rows]
+    probs = np.array([[0.8, 0.2], [0.3, 0.7], [0.4, 0.6], [0.5, 0.5], [0.1, 0.9]])
+    probs = probs[rows]
     batch = BagBatch(
-        segments=torch.tensor([int(ids[r] == "a") for r in rows]),
-        bag_props=torch.tensor([[0.0, 1.0], [2 / 3, 1 / 3]]),
+        segments=torch.tensor([{"b": 0, "a": 1, "c": 2}[ids[r]] for r in rows]),
+        bag_props=torch.tensor([[0.0, 1.0], [2 / 3, 1 / 3], [1.0, 0.0]]),
         weights=None if weights is None else torch.tensor(weights[rows]),
-        bag_index=torch.tensor([1, 0]),
+        bag_index=torch.tensor([1, 0, 2]),
     )
-    method = LLPFC().prepare(bags, np.random.RandomState(0))
+    method = LLPFC().prepare(bags, np.random.RandomState(3))
+    assert method.groups_.tolist() == [0, 0, -1]
     per_row = -np.log((probs * [columns[ids[r]] for r in rows]).sum(1))
     w = np.array(expected_weights, dtype=float)
     loss = method.get_loss(None, None, torch.tensor(np.log(probs)), batch, 0, 1)

@@ -187,22 +187,24 @@ def test_vat_direction_matches_the_exact_hessian_vector_product(steps, scale):
     assert paper_cos.abs().mean() < 0.9
 
 
-# --- Regression losses of subsampled bags (issue 32, case 2) ---
+# --- Regression losses of a batch (issue 32, case 2) ---
 @pytest.mark.parametrize(
     "method, expected",
-    [(BagLoss(), 2 / 3), (InstanceLoss(), 6 / 3)]
-    + [(InterpolatingLoss(0.5), 2 / 3 + 0.5 * 6 / 3)],
+    [(BagLoss(), 4 / 6.75), (InstanceLoss(), 12 / 6.75)]
+    + [(InterpolatingLoss(0.5), (4 + 0.5 * 12) / 6.75)],
 )
-def test_a_subsampled_bag_weighs_its_full_size(method, expected):
-    # bag "a": 4 rows, mean 2; bag "b": 2 rows, mean 5. The batch holds a
-    # sample: rows a1, a2 (predictions 1, 3) and b1 (prediction 4), bag b
-    # first. Bag a: mean prediction 2, W 4: bag term 0, instance term 4 * 1;
-    # bag b: mean prediction 4, W 2: bag term 2 * 1, instance term 2 * 1.
-    # Divided by the batch's 3 pairs (a training pair weighs 1 on average).
-    # Weighting by the rows drawn (W 2 and 1) would give 1/3, 3/3 and 2/3.
-    bags = check_bags(["a", "a", "a", "a", "b", "b"], targets={"a": 2.0, "b": 5.0})
-    segments, means = torch.tensor([1, 1, 0]), torch.tensor([[5.0], [2.0]])
-    batch = BagBatch(segments, means, torch.tensor([1, 0]))
-    predictions = torch.tensor([[1.0], [3.0], [4.0]])
+def test_regression_losses_of_a_weighted_batch_by_hand(method, expected):
+    # bag "a": 4 rows of weight 1, mean 2; "b": 2 rows of weight 2, mean 5;
+    # "c": 2 rows of weight 0.5. The batch holds a and b whole, b first:
+    # predictions b 3, 5 (mean 4, W 4): bag term 4 * 1, instance 2 * 4 + 0;
+    # a 1, 3, 1, 3 (mean 2): bag term 0, instance 4 * 1. Divided by the
+    # batch's 6 pairs times a training pair's mean weight 9 / 8: 6.75.
+    ids, w = ["a"] * 4 + ["b"] * 2 + ["c"] * 2, [1, 1, 1, 1, 2, 2, 0.5, 0.5]
+    targets = {"a": 2.0, "b": 5.0, "c": 0.0}
+    bags = check_bags(ids, targets=targets, sample_weight=np.array(w))
+    segments, means = torch.tensor([0, 0, 1, 1, 1, 1]), torch.tensor([[5.0], [2.0]])
+    weights = torch.tensor([2.0, 2.0, 1.0, 1.0, 1.0, 1.0])
+    batch = BagBatch(segments, means, torch.tensor([1, 0]), weights=weights)
+    predictions = torch.tensor([[3.0], [5.0], [1.0], [3.0], [1.0], [3.0]])
     loss = method.prepare(bags, None).get_loss(None, None, predictions, batch, 0, 1)
     assert loss.item() == pytest.approx(expected, rel=1e-6)

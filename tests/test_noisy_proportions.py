@@ -180,19 +180,20 @@ def test_count_loss_of_a_tiny_batch_by_hand():
     one = noisy_count_loss(logits, batch.segments, counts, var, mask)
     b1, a1 = (1.5 - 0.6) ** 2 / (2 * v_b), (2.0 - 1.1) ** 2 / (2 * v_a)
     assert one.item() == pytest.approx((a1 + b1) / 2, rel=1e-6)
-    # through the method: a release from elsewhere (its counts, noise and scale)
+    # through the method: a release from elsewhere (its counts, noise and
+    # scale) of bags the batch holds whole: a (rows a1, a2) and b (b1)
+    whole = check_bags(["a", "b", "a"], [[0.5, 0.5], [0.0, 1.0], [0.5, 0.5]])
     counts = dict(ids=["b", "a"], values=[[0.0, 2.0], [3.0, 1.0]])
     release = dict(noise="laplace", noise_scale=1.0, neighbours="replace")
     method = NoisyProportions(release=dict(release, one_count=False, counts=counts))
-    noisy_counts = method.prepare(bags, None).noisy_counts_
+    noisy_counts = method.prepare(whole, None).noisy_counts_
     np.testing.assert_allclose(noisy_counts, [[3.0, 1.0], [0.0, 2.0]])
     with pytest.raises(ValueError, match="no raw noisy counts for 2 .*'shares'"):
         NoisyProportions(scale=1.0).prepare(bags, None)  # shares x sizes: biased
     loss = method.get_loss(None, None, logits, batch, 0, 1)
-    # a has 2 of its 4 rows in the batch, b 1 of 2 (subsampled): sums count twice
-    v_b, v_a = 2 * 0.24 + 2.0, 2 * 0.37 + 2.0
-    b = (0.8**2 + (2.0 - 1.2) ** 2) / (2 * v_b)
-    a = ((3.0 - 1.8) ** 2 + (1.0 - 2.2) ** 2) / (2 * v_a)
+    v_b, v_a = 0.24 + 2.0, 0.37 + 2.0  # Laplace noise of scale 1: variance 2
+    b = (0.4**2 + (2.0 - 0.6) ** 2) / (2 * v_b)
+    a = ((3.0 - 0.9) ** 2 + (1.0 - 1.1) ** 2) / (2 * v_a)
     assert loss.item() == pytest.approx((a + b) / 2, rel=1e-6)
 
 

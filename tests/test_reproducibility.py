@@ -45,7 +45,7 @@ def _overlapping(y):
 
 
 #: layout -> extra parameters: dropout masks, the validation hold-out and
-#: the subsampling of large bags are all seeded.
+#: the batches of large bags (in chunks) are all seeded.
 LAYOUTS = {
     "bags": {},
     "bags_held_out_dropout": {"validation_fraction": 0.25, "module__dropout": 0.3},

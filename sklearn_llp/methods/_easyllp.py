@@ -9,7 +9,6 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..exceptions import NonRandomBagsWarning
 from ._base import LLPMethod
-from ._segments import _full_size_scale
 
 
 def _class_losses(logits, loss):
@@ -27,6 +26,8 @@ def easyllp_loss(
 ):
     """EasyLLP's loss of soft labels ``k (alpha - p) + p`` over rows (:ref:`easyllp`).
 
+    Every bag is whole in ``segments``; ``bag_sizes``: its total weight there.
+
     Examples
     --------
     >>> from torch import tensor, zeros
@@ -37,11 +38,9 @@ def easyllp_loss(
     """
     losses = _class_losses(logits, loss)
     w = torch.ones_like(losses[:, 0]) if weights is None else weights
-    scale = _full_size_scale(segments, bag_sizes, w)
-    pair_weights = scale[segments] * w  # the pairs of bag B weigh W_B in all
-    excess = (scale * bag_sizes)[:, None] * (bag_props - prior)
-    soft = excess[segments] + pair_weights[:, None] * prior  # w_i y~_i, scaled
-    return (soft * losses).sum() / pair_weights.sum()
+    excess = bag_sizes[:, None] * (bag_props - prior)
+    soft = excess[segments] + w[:, None] * prior  # W_B (alpha - p) + w_i p
+    return (soft * losses).sum() / w.sum()
 
 
 def _effective_sizes(bags):

@@ -8,7 +8,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 
 from ._base import LLPMethod
-from ._segments import _full_size_scale
 
 
 def llpfc_transition_matrices(props, sizes):
@@ -130,8 +129,6 @@ class LLPFC(LLPMethod):
         transitions = self.bag_tensor("transitions_", logits)
         # column T[:, position] of every batch bag's group: (n_batch_bags, C)
         columns = transitions[group.clamp_min(0), :, position]
-        # a bag weighs its full size (0 if left over), however many rows drawn
-        sizes = self.bag_tensor("bag_sizes_", logits, bags) * (group >= 0)
-        scale = _full_size_scale(bags.segments, sizes, weights)[bags.segments]
-        weights = scale if weights is None else scale * weights
+        grouped = (group >= 0).to(logits.dtype)[bags.segments]  # left over: 0
+        weights = grouped if weights is None else grouped * weights
         return forward_correction_loss(logits, columns[bags.segments], weights)

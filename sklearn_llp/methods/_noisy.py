@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..core._bags import release_of
 from ..privacy import NOISE_NORMS, noise_variance
 from ._base import LLPMethod
-from ._segments import _full_size_scale, at_least_float32, proportion_loss, segment_sum
+from ._segments import at_least_float32, proportion_loss, segment_sum
 
 
 def noisy_proportion_weights(
@@ -59,20 +59,14 @@ def noisy_proportion_loss(
 
 
 def noisy_count_loss(
-    logits,
-    segments,
-    noisy_counts,
-    noise_variance,
-    released=None,
-    weights=None,
-    bag_sizes=None,
+    logits, segments, noisy_counts, noise_variance, released=None, weights=None
 ):
     """Gaussian loss of noisy counts given the model's expected counts.
 
     Per bag and released class: ``(c~ - m)**2 / (2 V)``, ``m`` the sum of the
     probabilities and ``V = sum p (1 - p) + noise variance`` (fixed in the
-    gradient): unbiased, tiny bags weighed by ``1 / V``. Mean over the bags;
-    ``bag_sizes`` scale a subsampled bag's sums to its full size.
+    gradient): unbiased, tiny bags weighed by ``1 / V``. Mean over the
+    bags, every bag whole in ``segments``.
 
     Examples
     --------
@@ -89,10 +83,6 @@ def noisy_count_loss(
     n_bags = noisy_counts.shape[0]
     expected = segment_sum(probs, segments, n_bags)
     spread = segment_sum((probs * (1 - probs)).detach(), segments, n_bags)
-    if bag_sizes is not None:
-        w = None if weights is None else weights.to(probs.dtype)
-        scale = _full_size_scale(segments, bag_sizes.to(probs.dtype), w)[:, None]
-        expected, spread = expected * scale, spread * scale
     variance = spread + noise_variance.to(probs.dtype).reshape(-1, 1)
     variance = variance.clamp_min(0.25)  # noise-free, confident: no 1 / 0
     per_class = (noisy_counts.to(probs.dtype) - expected) ** 2 / (2 * variance)
@@ -279,7 +269,6 @@ default=None
                 self.bag_tensor("count_variance_", logits, bags),
                 self.bag_tensor("released_", logits),
                 bags.take(bags.weights),
-                self.bag_tensor("bag_sizes_", logits, bags),
             )
         if self._exact:
             return bags.proportion_loss(logits)

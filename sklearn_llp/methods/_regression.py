@@ -18,10 +18,11 @@ def regression_losses(
     bag_weights=None,
     *,
     members=None,
-    bag_sizes=None,
     reduction="mean",
 ):
     """The bag and instance squared losses of a batch (:ref:`regression_losses`).
+
+    Every bag is whole in ``segments``: it weighs its rows' total weight.
 
     Examples
     --------
@@ -44,18 +45,17 @@ def regression_losses(
     w = torch.ones_like(pred) if weights is None else weights.to(pred.dtype)
     means = bag_means.to(pred.dtype).reshape(-1)
     n_bags = means.shape[0]
-    drawn = segment_sum(w, segments, n_bags)
-    bag_pred = segment_sum(w * pred, segments, n_bags) / drawn
+    totals = segment_sum(w, segments, n_bags)
+    bag_pred = segment_sum(w * pred, segments, n_bags) / totals
     squares = segment_sum(w * (means[segments] - pred) ** 2, segments, n_bags)
-    totals = drawn if bag_sizes is None else bag_sizes.to(drawn.dtype)
     if bag_weights is not None:
-        totals = totals * bag_weights.to(totals.dtype)
+        bag_weights = bag_weights.to(totals.dtype)
+        totals, squares = totals * bag_weights, squares * bag_weights
     per_bag = totals * (means - bag_pred) ** 2
-    per_bag_instance = squares * (totals / drawn)
     if reduction == "none":
-        return per_bag, per_bag_instance
+        return per_bag, squares
     denominator = totals.sum()
-    return per_bag.sum() / denominator, per_bag_instance.sum() / denominator
+    return per_bag.sum() / denominator, squares.sum() / denominator
 
 
 def interpolating_loss(predictions, segments, bag_means, lam, *args, **kwargs):
@@ -101,14 +101,9 @@ class RegressionMethod(LLPMethod):
     def _losses(self, logits, bags):
         """The bag and instance losses of a batch."""
         batch = (logits, bags.segments, bags.bag_props, bags.weights, bags.bag_weights)
-        if not hasattr(self, "bag_sizes_"):  # not prepared: the batch is all
+        if not hasattr(self, "pair_weight_"):  # not prepared: the batch is all
             return regression_losses(*batch, members=bags.members)
-        terms = regression_losses(
-            *batch,
-            members=bags.members,
-            bag_sizes=self.bag_tensor("bag_sizes_", logits, bags),
-            reduction="none",
-        )
+        terms = regression_losses(*batch, members=bags.members, reduction="none")
         denominator = bags.segments.shape[0] * self.pair_weight_
         return tuple(term.sum() / denominator for term in terms)
 

@@ -199,13 +199,6 @@ def segment_mean(values, segments, n_segments, weights=None):
     return _sum_runs(values, plan) / totals.unsqueeze(1)
 
 
-def _full_size_scale(segments, bag_sizes, weights=None):
-    """Per bag, its full size over its weight in the batch (0 if none there)."""
-    w = torch.ones_like(segments, dtype=bag_sizes.dtype) if weights is None else weights
-    drawn = segment_sum(w.to(bag_sizes.dtype), segments, bag_sizes.shape[0])
-    return torch.where(drawn > 0, bag_sizes / drawn, torch.zeros_like(drawn))
-
-
 def weighted_mean(values, weights=None):
     """Mean of ``values``, weighted by ``weights`` if given.
 
