@@ -19,10 +19,8 @@ from sklearn_llp.methods._easyllp import _effective_sizes
 from sklearn_llp.methods.functional import easyllp_loss
 
 ALPHA_A, ALPHA_B = np.array([0.5, 0.25, 0.25]), np.array([0.0, 0.0, 1.0])
-#: the predictions of the batch's rows ORDER: bag "b", then bag "a"
-PROBS = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]])
-PROBS = np.r_[PROBS, [[0.6, 0.3, 0.1], [0.25, 0.25, 0.5]]]
-ORDER = [1, 4, 0, 2, 3, 5]
+PROBS = np.random.RandomState(0).dirichlet(np.ones(3), 6)  # of the batch's rows
+ORDER = [1, 4, 0, 2, 3, 5]  # the batch's rows: bag "b", then bag "a"
 
 
 def tiny_problem(weights=None):

@@ -78,17 +78,13 @@ def test_forward_correction_loss_by_hand():
     ],
 )
 def test_llpfc_loss_of_a_tiny_batch_by_hand(weighted, rows, expected_weights):
-    """Bag "a": rows 0, 2, 3 in proportions [2/3, 1/3]; bag "b": row 1 of
-    class 1; bag "c": row 4 of class 0, left over. The batch holds ``rows``
-    in order, whole bags, "b" numbered first. One group of a and b: joint
-    n_i p_ic a [2, 1], b [0, 1], class masses [2, 2]: T[:, a] = [2/2, 1/2],
-    T[:, b] = [0/2, 1/2]. Weighted sizes a 1 + 2 + 1 = 4, b 2: joint a
-    [8/3, 4/3], b [0, 2], class masses [8/3, 10/3]: T[:, a] = [1, 0.4],
-    T[:, b] = [0, 0.6]."""
-    columns = {"a": [1.0, 0.5], "b": [0.0, 0.5]}
-    if weighted:
-        columns = {"a": [1.0, 0.4], "b": [0.0, 0.6]}
-    columns["c"] = columns["b"]  # group -1 reads group 0 at position 0: b
+    """Bags "a" (rows 0, 2, 3, proportions [2/3, 1/3]), "b" (row 1, class 1)
+    and "c" (row 4, class 0, left over); the batch holds ``rows``, whole bags,
+    "b" numbered first. One group of a and b: joint n_i p_ic a [2, 1], b [0, 1],
+    T[:, a] = [2/2, 1/2], T[:, b] = [0/2, 1/2]; weighted sizes a 4, b 2: joint
+    a [8/3, 4/3], b [0, 2], T[:, a] = [1, 0.4], T[:, b] = [0, 0.6]."""
+    t = [0.4, 0.6] if weighted else [0.5, 0.5]  # T[1, a], T[1, b]
+    columns = {"a": [1, t[0]], "b": [0, t[1]], "c": [0, t[1]]}  # c reads b's
     ids = np.array(["a", "b", "a", "a", "c"])
     props = np.array([[2 / 3, 1 / 3], [0, 1], [2 / 3, 1 / 3], [2 / 3, 1 / 3], [1, 0]])
     weights = np.array([1.0, 2.0, 2.0, 1.0, 3.0]) if weighted else None

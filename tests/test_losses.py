@@ -194,14 +194,12 @@ def test_vat_direction_matches_the_exact_hessian_vector_product(steps, scale):
     + [(InterpolatingLoss(0.5), (4 + 0.5 * 12) / 6.75)],
 )
 def test_regression_losses_of_a_weighted_batch_by_hand(method, expected):
-    # bag "a": 4 rows of weight 1, mean 2; "b": 2 rows of weight 2, mean 5;
-    # "c": 2 rows of weight 0.5. The batch holds a and b whole, b first:
-    # predictions b 3, 5 (mean 4, W 4): bag term 4 * 1, instance 2 * 4 + 0;
-    # a 1, 3, 1, 3 (mean 2): bag term 0, instance 4 * 1. Divided by the
-    # batch's 6 pairs times a training pair's mean weight 9 / 8: 6.75.
-    ids, w = ["a"] * 4 + ["b"] * 2 + ["c"] * 2, [1, 1, 1, 1, 2, 2, 0.5, 0.5]
-    targets = {"a": 2.0, "b": 5.0, "c": 0.0}
-    bags = check_bags(ids, targets=targets, sample_weight=np.array(w))
+    # bags a: 4 rows of weight 1, mean 2; b: 2 rows of weight 2, mean 5; c: 2
+    # rows of weight 0.5. The batch holds a and b whole, b first: b predicts
+    # 3, 5 (mean 4, W 4): bag term 4 * 1, instance 2 * 4 + 0; a 1, 3, 1, 3
+    # (mean 2): bag 0, instance 4. Over 6 pairs x mean pair weight 9/8: 6.75.
+    w, targets = np.array([1, 1, 1, 1, 2, 2, 0.5, 0.5]), dict(a=2.0, b=5.0, c=0.0)
+    bags = check_bags(list("aaaabbcc"), targets=targets, sample_weight=w)
     segments, means = torch.tensor([0, 0, 1, 1, 1, 1]), torch.tensor([[5.0], [2.0]])
     weights = torch.tensor([2.0, 2.0, 1.0, 1.0, 1.0, 1.0])
     batch = BagBatch(segments, means, torch.tensor([1, 0]), weights=weights)

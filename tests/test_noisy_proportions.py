@@ -180,8 +180,7 @@ def test_count_loss_of_a_tiny_batch_by_hand():
     one = noisy_count_loss(logits, batch.segments, counts, var, mask)
     b1, a1 = (1.5 - 0.6) ** 2 / (2 * v_b), (2.0 - 1.1) ** 2 / (2 * v_a)
     assert one.item() == pytest.approx((a1 + b1) / 2, rel=1e-6)
-    # through the method: a release from elsewhere (its counts, noise and
-    # scale) of bags the batch holds whole: a (rows a1, a2) and b (b1)
+    # through the method: a release from elsewhere, of bags the batch holds whole
     whole = check_bags(["a", "b", "a"], [[0.5, 0.5], [0.0, 1.0], [0.5, 0.5]])
     counts = dict(ids=["b", "a"], values=[[0.0, 2.0], [3.0, 1.0]])
     release = dict(noise="laplace", noise_scale=1.0, neighbours="replace")
