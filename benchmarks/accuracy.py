@@ -561,12 +561,12 @@ def _few_bags_table(records):
         lines += [
             _row("supervised (same MLP, instance labels)", *sup * len(counts), "–"),
             "",
-            "Each column group is one bagging: random bags of `n_train // N` "
-            "rows (`UniformBagGenerator`, the left-over rows dropped). "
-            "Networks train on at most 1,024 rows of a bag an epoch "
-            "(`max_bag_size`), 8 bags a step; their epochs follow "
-            "`training_for` (not piloted: so few bags leave none to hold "
-            "out). Mean fit seconds over both baggings.",
+            "Each column group is one bagging: random bags of `n_train // N` rows "
+            "(`UniformBagGenerator`, the left-over rows dropped). Runs before 57c80f7 "
+            "(the committed cells, 2026-11-23/24) trained on at most 1,024 rows of a "
+            "bag an epoch (`max_bag_size`), later ones on the whole bag, in chunks; 8 "
+            "bags a step; epochs follow `training_for` (not piloted: so few bags "
+            "leave none to hold out). Mean fit seconds over both baggings.",
             "",
         ]
     return lines

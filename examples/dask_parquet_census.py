@@ -22,19 +22,23 @@ plots the held-out groups of test people (age band x sex x education:
 predicted against true share, :func:`sklearn_llp.plotting.plot_bag_calibration`)
 and the regions.
 
-What the full run shows (seed 0; the gallery runs ``--quick``, 50,000 people
-in 4 regions, whose figure and numbers differ): 10,000,000 people in 59,874
-groups (median 127 people), 345 MB of Parquet written in 20 s; 2 epochs of
-172 and 169 s (about 59,000 rows/s, one torch thread on a 2-core machine
-shared with other jobs); test accuracy 0.841 and ROC AUC 0.903 on 14,653
-held-out people (majority class 0.761; the census quickstart's 34,189 people
-in 189 groups give 0.833); on 184 held-out groups of test people an L1 error
-of 0.070 for the mean probability and 0.123 for the share predicted >50K.
+What the full run showed at 1c86ae3 (2026-11-26, before the default MLP
+standardised its inputs and bags above ``max_bag_size`` trained whole; seed 0;
+the gallery runs ``--quick``, 50,000 people in 4 regions, whose figure and
+numbers differ): 10,000,000 people in 59,874 groups (median 127 people),
+345 MB of Parquet written in 20 s; 2 epochs of 172 and 169 s (about 59,000
+rows/s, one torch thread on a 2-core machine shared with other jobs); test
+accuracy 0.841 and ROC AUC 0.903 on 14,653 held-out people (majority class
+0.761; the census quickstart's 34,189 people in 189 groups gave 0.833 then);
+on 184 held-out groups of test people an L1 error of 0.070 for the mean
+probability and 0.123 for the share predicted >50K.
 The lazy prediction over the 40 partitions (28 s) puts every region's mean
 P(>50K) within 0.012 of its published share (0.005 on average; the shares
 run from 0.057 to 0.462). Peak resident memory 1,651 MB (431 MB after the
 imports, 771 MB after writing); 399 s in all.
-``examples/results/dask_parquet_census.json`` holds these numbers.
+``examples/results/dask_parquet_census.json`` holds these numbers. A rerun
+at the current code (2026-11-29, load average about 5) took 315 s for the
+first epoch (VAT) and was stopped after 9 min.
 
 Usage: ``python examples/dask_parquet_census.py [--out DIR] [--data DIR]
 [--quick] [--rows N] [--epochs E]``; the Parquet data go to ``--data`` (kept)

@@ -24,16 +24,16 @@ ROC AUC of the selected model on 4,000 other people, and saves the
 candidates' errors as a bar chart, ``grid_search_census.png``.
 
 What the full run shows (seed 0; the gallery runs ``--quick``, whose
-figure and numbers below differ): held-out hard L1 errors between 0.146 and 0.220;
-the search selects DLLP for 30 epochs (0.146 +- 0.024), DLLP for 10 epochs
+figure and numbers below differ): held-out hard L1 errors between 0.146 and 0.221;
+the search selects DLLP for 30 epochs (0.146 +- 0.023), DLLP for 10 epochs
 (0.164) being within one fold's standard deviation of it, while LLP-VAT
-does worse on these small groups (0.179 to 0.220). The selected model
-reaches test accuracy 0.829, F1 0.631, ROC AUC 0.881, a little below the
+does worse on these small groups (0.179 to 0.221). The selected model
+reaches test accuracy 0.829, F1 0.632, ROC AUC 0.881, a little below the
 census quickstart trained on all 34,000 training people (0.83, 0.65, 0.89).
 
 Runs offline with one torch thread (18 fits and a refit, one after the
-other), about 85 s of CPU time: 5 min wall on a 2-core machine shared with
-other jobs (load average about 5); ``--quick`` (2,000 people, 2 and 5
+other), about 85 s of CPU time: 3 min wall on a 2-core machine shared with
+other jobs (load average about 5 to 8); ``--quick`` (2,000 people, 2 and 5
 epochs) in about 5 s. The PNG and the printed numbers (as JSON) go to
 ``--out``, by default ``examples/out/`` (git-ignored);
 ``examples/results/grid_search_census.json`` holds those of the full run.
