@@ -185,7 +185,8 @@ def markdown(records):
             f"{lines[2]} **Bold**: `auto` rerun (round {reruns[0]['round']}: the "
             "default MLP standardises its inputs, bags above `max_bag_size` are "
             "trained whole), accuracy / F1 / ROC AUC, one fit at a time; "
-            "(was ...): the first run's `auto` on the same seeds."
+            "(was ...): the first run's `auto` on the same seeds; rows without "
+            "bold were not rerun."
         ]
         lines += [
             "",
