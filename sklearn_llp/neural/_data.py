@@ -326,15 +326,15 @@ class BagBatchSampler(Sampler):
     def batches(self):
         """The index arrays of one epoch."""
         n_bags = len(self.sizes)
-        if self.shuffle:
+        if self.shuffle:  # bags in a random order, rows shuffled within each
             bag_order = self.rng.permutation(n_bags)
             within = self.rng.random_sample(len(self.codes))
-        else:
+            rank = np.empty(n_bags, dtype=np.int64)
+            rank[bag_order] = np.arange(n_bags)
+            order = _lexsort(within, rank[self.codes])
+        else:  # bags and rows in order: every key ties within a bag
             bag_order = np.arange(n_bags)
-            within = np.zeros(len(self.codes))
-        rank = np.empty(n_bags, dtype=np.int64)
-        rank[bag_order] = np.arange(n_bags)
-        order = _lexsort(within, rank[self.codes])
+            order = np.argsort(self.codes, kind="stable")
         sizes = self.sizes[bag_order]
         if self.mixbag is not None and n_bags > 1:
             return self._mixed_batches(order, bag_order, sizes)

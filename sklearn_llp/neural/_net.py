@@ -54,6 +54,7 @@ from ._data import (
     BagBatchSampler,
     BagDataset,
     EpochBatches,
+    _capped,
     array_loader,
     as_tensor,
 )
@@ -237,9 +238,7 @@ def _batch_size(net, bags):
     """``batch_size="auto"`` (see :ref:`gpu_scaling`)."""
     if net.batch_size != "auto":
         return net.batch_size
-    sizes = bags.sizes
-    if net.max_bag_size is not None:
-        sizes = np.minimum(sizes, net.max_bag_size)
+    sizes = _capped(bags.sizes, net.max_bag_size)  # as batches are packed
     typical, rows = int(np.median(sizes)), int(sizes.sum())
     if device_type(net._resolved_device()) != "cpu":
         minimum = int(np.clip(rows // 32, _MIN_BATCH_ROWS, 1024))
@@ -698,7 +697,7 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _standardize_inputs(self, X, sample_weight):
         """An MLP's input statistics from the rows (Dask: the sample)."""
-        module = unwrapped(self.module_)  # compile=True, a data-parallel wrapper
+        module = unwrapped(self.module_)  # compile=True, an nn.DataParallel
         if isinstance(module, MLP):
             module.standardize_from(X, sample_weight)
 
