@@ -93,7 +93,7 @@ def row_partitions(X, *columns, names=(), first="X", paired=False):
 
     by_partition = (
         paired
-        and any(math.isnan(rows) for rows in X.chunks[0])
+        and _unknown_rows(X)
         and all(is_dask(c) and c.npartitions == X.numblocks[0] for c in columns)
     )
     if not by_partition:
@@ -126,12 +126,17 @@ def row_partitions(X, *columns, names=(), first="X", paired=False):
 
 def known_rows(array, name):
     """``array``, refused when its row chunks are unknown (NaN)."""
-    if any(math.isnan(rows) for rows in array.chunks[0]):
+    if _unknown_rows(array):
         raise ValueError(
             f"{name} has unknown chunk sizes (as after a boolean mask), so its rows "
             f"cannot be matched: {name} = {name}.compute_chunk_sizes() first."
         )
     return array
+
+
+def _unknown_rows(array):
+    """Whether a Dask array's row chunks are unknown (NaN, as after a mask)."""
+    return any(math.isnan(rows) for rows in array.chunks[0])
 
 
 def _split_frame(frame, features, layout):
