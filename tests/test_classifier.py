@@ -261,24 +261,24 @@ def _problem(sizes, seed=0, n_features=4):
 
 
 @pytest.mark.parametrize(
-    "sizes, expected",
+    "sizes, method, expected",
     [
-        ([16] * 40, 128),  # small bags share the minimum batch
-        ([64] * 20, 128),
-        ([256] * 20, 8 * 256),  # large bags: 8 a step
-        ([5000] + [300] * 30, 8 * 300),  # the median bag decides
-        ([4000] * 4, 8 * 1024),  # capped at max_bag_size
+        ([16] * 40, "auto", 128),  # small bags share the minimum batch
+        ([64] * 20, "auto", 128),
+        ([256] * 80, "auto", 8 * 256),  # large bags: 8 a step
+        ([256] * 20, "vat", 2 * 256),  # few: fewer a step, at least 8 steps
+        ([5000] + [300] * 30, "dllp", 3 * 300),  # the median bag decides
+        ([4000] * 4, "dllp", 1024),  # capped at max_bag_size
+        ([300] * 20, "easyllp", 8 * 300),  # a loss of whole bags keeps 8
     ],
 )
-def test_batch_size_auto(sizes, expected):
+def test_batch_size_auto(sizes, method, expected):
     X, bags, table = _problem(sizes)
-    clf = LLPClassifier(max_epochs=0, verbose=0, device="cpu")
+    clf = LLPClassifier(method=method, max_epochs=0, verbose=0, device="cpu")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", IdentifiabilityWarning)
-        clf.fit(X, bags, table)
-    assert clf.batch_size_ == expected
-    clf.set_params(batch_size=64).fit(X, bags, table)
-    assert clf.batch_size_ == 64
+        warnings.simplefilter("ignore")  # identifiability, EasyLLP's own test
+        assert clf.fit(X, bags, table).batch_size_ == expected
+        assert clf.set_params(batch_size=64).fit(X, bags, table).batch_size_ == 64
 
 
 def _chains():

@@ -77,8 +77,9 @@ _UNUSED_SKORCH_PARAMS = (
 _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "_input_shape_")
 #: held-out fraction of early stopping, and the fewest held-out groups for "auto"
 _STOPPING_FRACTION, _MIN_HELD_OUT_GROUPS = 0.1, 5
-#: batch_size="auto": fewest rows a step, widest CPU step, bags a step
-_MIN_BATCH_ROWS, _MAX_CPU_BATCH, _BAGS_PER_STEP = 128, 2048, 8
+#: batch_size="auto": fewest rows a step, widest CPU step, bags a step, and the
+#: fewest steps an epoch of a method of bag means (fewer bags a step if need be)
+_MIN_BATCH_ROWS, _MAX_CPU_BATCH, _BAGS_PER_STEP, _MIN_STEPS = 128, 2048, 8, 8
 _POSITIVE = Interval(Integral, 1, None, closed="left")
 
 MODULE_PARAMETER = """
@@ -95,8 +96,9 @@ KEY_PARAMETERS = """
         Learning rate.
     batch_size : int or "auto", default="auto"
         Rows per step; whole bags are packed until it is reached. ``"auto"``
-        (``batch_size_``): 128 rows, or 8 median bags when bags are larger,
-        wider on large data (see :ref:`gpu_scaling`).
+        (``batch_size_``): 128 rows, or 8 median bags when bags are larger
+        (fewer for a method of bag means on fewer than 64 bags: 8 steps an
+        epoch), wider on large data (:ref:`training_settings`).
     random_state : int, RandomState instance or None, default=None
         Seeds initialisation, shuffling, the held-out split and perturbations;
         an int makes a fit reproducible on a given machine.
@@ -211,7 +213,7 @@ def plan_fit(net, bags, method, continuing, every):
     auto = net.early_stopping == "auto" and not net.validation_fraction
     refit = bool(net._refits and early and auto and not continuing)
     held_out = net.validation_fraction or (fraction if early else None)
-    batch_size = kept.batch_size if kept else _batch_size(net, every)
+    batch_size = kept.batch_size if kept else _batch_size(net, every, method)
     return FitPlan(method, reason, mixbag, bool(early), held_out, batch_size, refit)
 
 
@@ -234,8 +236,8 @@ def _mixbag(value, method, name):
     return mixbag
 
 
-def _batch_size(net, bags):
-    """``batch_size="auto"`` (see :ref:`gpu_scaling`)."""
+def _batch_size(net, bags, method):
+    """``batch_size="auto"`` (see :ref:`training_settings`)."""
     if net.batch_size != "auto":
         return net.batch_size
     sizes = _capped(bags.sizes, net.max_bag_size)  # as batches are packed
@@ -244,7 +246,12 @@ def _batch_size(net, bags):
         minimum = int(np.clip(rows // 32, _MIN_BATCH_ROWS, 1024))
     else:  # at least 512 steps an epoch
         minimum = int(np.clip(rows // 512, _MIN_BATCH_ROWS, _MAX_CPU_BATCH))
-    return minimum if typical < minimum else _BAGS_PER_STEP * typical
+    if typical < minimum:
+        return minimum
+    per_step = _BAGS_PER_STEP
+    if method.reads_bag_means:  # few large bags: 8 a step leave too few steps
+        per_step = int(np.clip(len(sizes) // _MIN_STEPS, 1, _BAGS_PER_STEP))
+    return per_step * typical
 
 
 def declare_parameters(head):
