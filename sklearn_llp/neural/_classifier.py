@@ -15,7 +15,6 @@ from ..core import (
     bag_errors_of,
     decide,
     decision_of,
-    over_dask_partitions,
 )
 from ..exceptions import FitDivergedError
 from ..methods import MixBag
@@ -233,38 +232,11 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
         self._fit_decision(dataset.bags, proba_of_rows)
 
-    @over_dask_partitions
-    def predict_proba(self, X):
-        """Class probabilities, in the order of ``classes_``.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        return self._class_scores(X, torch.softmax)
-
-    @over_dask_partitions
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`, from the logits (finite at 0).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-        """
-        return self._class_scores(X, torch.log_softmax)
-
-    def _class_scores(self, X, function):
-        """``function`` (softmax or its log) of the logits, in float32."""
+    def _class_scores(self, X, log):
+        """Softmax (or its log) of the logits, in float32."""
         check_is_fitted(self)
         logits = self._forward_outputs(self._validate_X(X, reset=False))
+        function = torch.log_softmax if log else torch.softmax
         scores = function(logits.float(), dim=1).numpy()
         if not np.isfinite(scores).all():
             raise ValueError(
