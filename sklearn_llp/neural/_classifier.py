@@ -6,7 +6,6 @@ from numbers import Real
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ..bags import check_identifiability, warn_if_names_lost, warn_if_unidentifiable
 from ..core import (
@@ -234,17 +233,9 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
     def _class_scores(self, X, log):
         """Softmax (or its log) of the logits, in float32."""
-        check_is_fitted(self)
-        logits = self._forward_outputs(self._validate_X(X, reset=False))
         function = torch.log_softmax if log else torch.softmax
-        scores = function(logits.float(), dim=1).numpy()
-        if not np.isfinite(scores).all():
-            raise ValueError(
-                "The network predicts NaN or infinite probabilities: its weights "
-                "are not finite (a diverged fit, or weights loaded from one). "
-                "Fit again, e.g. with a smaller lr."
-            )
-        return scores
+        scores = lambda logits: function(logits, dim=1).numpy()  # noqa: E731
+        return self._forward_outputs(X, scores, "probabilities")
 
     def load_params(self, *args, **kwargs):
         """Load weights saved by ``save_params`` or a ``Checkpoint``.

@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_parameter_constraints,
 )
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 from skorch.dataset import unpack_data
@@ -944,11 +944,21 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """Hook: transform a training batch on the device (identity)."""
         return X
 
-    def _forward_outputs(self, X):
-        """The module's outputs for validated ``X``; torch's RNG left as it was."""
+    def _forward_outputs(self, X, transform, what):
+        """``transform`` of the module's float outputs for ``X``, refused unless
+        finite (``what`` they are); torch's RNG left as it was."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
         with self._threads(), self._on_device(), torch.random.fork_rng(devices=[]):
             outputs = self.forward(ArrayDataset(as_tensor(X)), training=False)
         self._check_output(outputs, self._n_outputs())
+        outputs = transform(outputs.float())
+        if not np.isfinite(outputs).all():
+            raise ValueError(
+                f"The network predicts NaN or infinite {what}: its weights are "
+                "not finite (a diverged fit, or weights loaded from one). Fit "
+                "again, e.g. with a smaller lr."
+            )
         return outputs
 
     def forward(self, X, training=False, device="cpu"):
