@@ -8,13 +8,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..bags import check_identifiability, warn_if_names_lost, warn_if_unidentifiable
-from ..core import (
-    BAG_METRICS,
-    LLPClassifierMixin,
-    bag_errors_of,
-    decide,
-    decision_of,
-)
+from ..core import BAG_METRICS, LLPClassifierMixin, bag_errors_of, decide, decision_of
 from ..exceptions import FitDivergedError
 from ..methods import MixBag
 from ._data import ArrayDataset, subset_rows
