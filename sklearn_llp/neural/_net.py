@@ -510,15 +510,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _dask_source(self, X, y, values, sample_weight, classes, continuing):
         """The partitions of a Dask fit, their bags read in one pass."""
-        return DaskSource(
-            X,
-            y,
-            values,
-            task=self._task,
-            classes=self._reading_classes(classes, continuing),
-            sample_weight=sample_weight,
-            seed=draw_seed(self.random_state),
-        )
+        classes = self._reading_classes(classes, continuing)
+        given = dict(task=self._task, classes=classes, sample_weight=sample_weight)
+        return DaskSource(X, y, values, seed=draw_seed(self.random_state), **given)
 
     def _reading_classes(self, classes, continuing):
         """The classes values are read with: the fitted ones when continuing,
@@ -540,14 +534,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _read_fit_inputs(self, X, y, values, sample_weight, classes, continuing):
         """Bags from the fit's arguments: ``(bags, on_labels)``."""
-        return check_fit_inputs(
-            y,
-            values,
-            task=self._task,
-            n_samples=num_rows(X),
-            sample_weight=sample_weight,
-            classes=self._reading_classes(classes, continuing),
-        )
+        classes = self._reading_classes(classes, continuing)
+        given = dict(task=self._task, n_samples=num_rows(X), classes=classes)
+        return check_fit_inputs(y, values, sample_weight=sample_weight, **given)
 
     def _record_train_bags(self, bags, on_labels, continuing):
         """``train_bag_ids_``: the bags trained on, for the scorers' check."""
