@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 
 from ..core import UNBAGGED, bag_means, num_rows
 from ._proportions import id_bags, label_proportions
@@ -18,10 +18,23 @@ _NAMED_PROPS = {}
 
 
 class _BaseBagGenerator(BaseEstimator):
-    """A subclass's ``fit(X, y=None)`` ends with ``self._set_labels(labels, y)``."""
+    """A subclass gives ``_fit_labels(X)``: the bag id of every row of ``X``."""
 
-    def _set_labels(self, labels, y=None):
-        self.labels_ = np.asarray(labels, dtype=np.int64)
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Form the bags of the rows of ``X``, as the class describes.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), default=None
+            Class labels: sets ``classes_``, as :meth:`make_bags` does.
+
+        Returns
+        -------
+        self : object
+        """
+        self.labels_ = np.asarray(self._fit_labels(X), dtype=np.int64)
         self.sample_mask_ = self.labels_ != UNBAGGED
         bagged = self.labels_[self.sample_mask_]
         self.bag_ids_, self.bag_sizes_ = np.unique(bagged, return_counts=True)

@@ -4,7 +4,6 @@ from numbers import Integral
 
 import numpy as np
 import pandas as pd
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
@@ -202,20 +201,8 @@ class FeatureBagGenerator(_BaseBagGenerator):
         values = frame.iloc[:, column]
         return values if is_frame else values.infer_objects()
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Find the groups of ``X`` (any hashable values, missing included).
-
-        Parameters
-        ----------
-        X : DataFrame or array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), default=None
-            Class labels: sets ``classes_``, as ``make_bags`` does.
-
-        Returns
-        -------
-        self : FeatureBagGenerator
-        """
+    def _fit_labels(self, X):
+        """Find the groups of ``X`` (any hashable values, missing included)."""
         frame, is_frame = _as_frame(X)
         self.n_features_in_ = frame.shape[1]
         if is_frame and all(isinstance(c, str) for c in frame.columns):
@@ -272,7 +259,7 @@ class FeatureBagGenerator(_BaseBagGenerator):
         values = {col: enc.labels(groups[:, j]) for j, (col, enc) in enumerate(names)}
         index = pd.RangeIndex(len(groups), name="bag")
         self.bag_labels_ = pd.DataFrame(values, index=index).infer_objects()
-        return self._set_labels(labels.ravel(), y)
+        return labels.ravel()
 
     def transform(self, X):
         """The fitted bag of every row of ``X``, by its grouping columns.

@@ -3,7 +3,6 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.decomposition import PCA
 from sklearn.utils import check_random_state
@@ -72,20 +71,8 @@ class KMeansBagGenerator(_BaseBagGenerator):
         self.minibatch = minibatch
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Cluster the rows of ``X`` into bags.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), default=None
-            Class labels: sets ``classes_``, as ``make_bags`` does.
-
-        Returns
-        -------
-        self : KMeansBagGenerator
-        """
+    def _fit_labels(self, X):
+        """Cluster the rows of ``X``: the cluster of every row."""
         X = validate_data(self, X, dtype=[np.float64, np.float32])
         rng = check_random_state(self.random_state)
         self.pca_ = None
@@ -97,7 +84,7 @@ class KMeansBagGenerator(_BaseBagGenerator):
         estimator = MiniBatchKMeans if minibatch else KMeans
         self.kmeans_ = estimator(self.n_clusters, n_init="auto", random_state=rng)
         self.kmeans_.fit(Z)
-        return self._set_labels(self.kmeans_.labels_, y)
+        return self.kmeans_.labels_
 
     def transform(self, X):
         """The bag (nearest cluster centre) of every row of ``X``.

@@ -3,7 +3,6 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
@@ -59,20 +58,8 @@ class UniformBagGenerator(_BaseBagGenerator):
         self.drop_last = drop_last
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Draw the bags of the rows of ``X`` (only their number matters).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, ...)
-        y : array-like of shape (n_samples,), default=None
-            Class labels: sets ``classes_``, as ``make_bags`` does.
-
-        Returns
-        -------
-        self : UniformBagGenerator
-        """
+    def _fit_labels(self, X):
+        """Draw the bags of the rows of ``X`` (only their number matters)."""
         given = dict(accept_sparse=True, dtype=None, ensure_all_finite=False)
         X = validate_data(self, X, allow_nd=True, **given)
         n_samples = X.shape[0]
@@ -88,4 +75,4 @@ class UniformBagGenerator(_BaseBagGenerator):
         labels[order] = np.arange(n_samples) // self.bag_size
         if self.drop_last:  # the left-over rows, the last bag: in no bag
             labels[labels == n_full] = UNBAGGED
-        return self._set_labels(labels, y)
+        return labels

@@ -229,6 +229,34 @@ class LLPClassifierMixin(_LLPScoreMixin, ClassifierMixin):
         proba = self.predict_proba(X)  # checks that the model is fitted
         return self.classes_[self._decide(proba)]
 
+    @over_dask_partitions
+    def predict_proba(self, X):
+        """Class probabilities, in the order of ``classes_``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        return self._class_scores(X, log=False)
+
+    @over_dask_partitions
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`, from the logits (finite at 0).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+        """
+        return self._class_scores(X, log=True)
+
     def _decide(self, proba):
         """Class index of every row by the fitted rule."""
         offsets = getattr(self, "decision_offsets_", None)

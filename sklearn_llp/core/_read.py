@@ -851,24 +851,16 @@ def check_fit_inputs(
     >>> on_labels, bags.classes.tolist(), bags.props.tolist()
     (True, ['a', 'b'], [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     """
+    key = values_argument(task)
     if y is None and values is None:
-        noun = values_argument(task)
         raise ValueError(
             "This estimator requires y to be passed, but the target y is None: "
-            f"pass bag ids as y with {noun}, or instance "
+            f"pass bag ids as y with {key}, or instance "
             f"{'labels' if task == CLASSIFICATION else 'targets'} as y."
         )
     if values is not None or isinstance(y, Bags):
-        key = values_argument(task)
-        bags = check_bags(
-            y,
-            **{key: values},
-            n_samples=n_samples,
-            classes=classes,
-            sample_weight=sample_weight,
-            task=task,
-            min_bags=min_bags,
-        )
+        given = dict(n_samples=n_samples, classes=classes, sample_weight=sample_weight)
+        bags = check_bags(y, **{key: values}, **given, task=task, min_bags=min_bags)
         return bags, False
     if task == CLASSIFICATION:
         return _label_bags(y, n_samples, classes, sample_weight), True

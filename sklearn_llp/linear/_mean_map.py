@@ -356,39 +356,16 @@ class MeanMapClassifier(LLPClassifierMixin, BaseEstimator):
         scores = _dense(X @ self.coef_.T) + self.intercept_
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
-    @over_dask_partitions
-    def predict_proba(self, X):
-        """Class probabilities, in the order of ``classes_``.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
+    def _class_scores(self, X, log):
+        """Probabilities (or their log) from :meth:`decision_function`."""
         scores = self.decision_function(X)
-        if scores.ndim == 1:
+        if scores.ndim == 1 and not log:
             positive = expit(scores)
             return np.column_stack([1.0 - positive, positive])
-        return softmax(scores, axis=1)
-
-    @over_dask_partitions
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-        """
-        scores = self.decision_function(X)
         if scores.ndim == 1:
             scores = np.column_stack([np.zeros_like(scores), scores])
+        if not log:
+            return softmax(scores, axis=1)
         return scores - logsumexp(scores, axis=1, keepdims=True)
 
     def __sklearn_tags__(self):

@@ -6,17 +6,9 @@ from numbers import Real
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ..bags import check_identifiability, warn_if_names_lost, warn_if_unidentifiable
-from ..core import (
-    BAG_METRICS,
-    LLPClassifierMixin,
-    bag_errors_of,
-    decide,
-    decision_of,
-    over_dask_partitions,
-)
+from ..core import BAG_METRICS, LLPClassifierMixin, bag_errors_of, decide, decision_of
 from ..exceptions import FitDivergedError
 from ..methods import MixBag
 from ._data import ArrayDataset, subset_rows
@@ -233,46 +225,11 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
 
         self._fit_decision(dataset.bags, proba_of_rows)
 
-    @over_dask_partitions
-    def predict_proba(self, X):
-        """Class probabilities, in the order of ``classes_``.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        return self._class_scores(X, torch.softmax)
-
-    @over_dask_partitions
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`, from the logits (finite at 0).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-        """
-        return self._class_scores(X, torch.log_softmax)
-
-    def _class_scores(self, X, function):
-        """``function`` (softmax or its log) of the logits, in float32."""
-        check_is_fitted(self)
-        logits = self._forward_outputs(self._validate_X(X, reset=False))
-        scores = function(logits.float(), dim=1).numpy()
-        if not np.isfinite(scores).all():
-            raise ValueError(
-                "The network predicts NaN or infinite probabilities: its weights "
-                "are not finite (a diverged fit, or weights loaded from one). "
-                "Fit again, e.g. with a smaller lr."
-            )
-        return scores
+    def _class_scores(self, X, log):
+        """Softmax (or its log) of the logits, in float32."""
+        function = torch.log_softmax if log else torch.softmax
+        scores = lambda logits: function(logits, dim=1).numpy()  # noqa: E731
+        return self._forward_outputs(X, scores, "probabilities")
 
     def load_params(self, *args, **kwargs):
         """Load weights saved by ``save_params`` or a ``Checkpoint``.

@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_parameter_constraints,
 )
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch import NeuralNet
 from skorch.callbacks import Callback
 from skorch.dataset import unpack_data
@@ -517,15 +517,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _dask_source(self, X, y, values, sample_weight, classes, continuing):
         """The partitions of a Dask fit, their bags read in one pass."""
-        return DaskSource(
-            X,
-            y,
-            values,
-            task=self._task,
-            classes=self._reading_classes(classes, continuing),
-            sample_weight=sample_weight,
-            seed=draw_seed(self.random_state),
-        )
+        classes = self._reading_classes(classes, continuing)
+        given = dict(task=self._task, classes=classes, sample_weight=sample_weight)
+        return DaskSource(X, y, values, seed=draw_seed(self.random_state), **given)
 
     def _reading_classes(self, classes, continuing):
         """The classes values are read with: the fitted ones when continuing,
@@ -547,14 +541,9 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _read_fit_inputs(self, X, y, values, sample_weight, classes, continuing):
         """Bags from the fit's arguments: ``(bags, on_labels)``."""
-        return check_fit_inputs(
-            y,
-            values,
-            task=self._task,
-            n_samples=num_rows(X),
-            sample_weight=sample_weight,
-            classes=self._reading_classes(classes, continuing),
-        )
+        classes = self._reading_classes(classes, continuing)
+        given = dict(task=self._task, n_samples=num_rows(X), classes=classes)
+        return check_fit_inputs(y, values, sample_weight=sample_weight, **given)
 
     def _record_train_bags(self, bags, on_labels, continuing):
         """``train_bag_ids_``: the bags trained on, for the scorers' check."""
@@ -951,11 +940,21 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
         """Hook: transform a training batch on the device (identity)."""
         return X
 
-    def _forward_outputs(self, X):
-        """The module's outputs for validated ``X``; torch's RNG left as it was."""
+    def _forward_outputs(self, X, transform, what):
+        """``transform`` of the module's float outputs for ``X``, refused unless
+        finite (``what`` they are); torch's RNG left as it was."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
         with self._threads(), self._on_device(), torch.random.fork_rng(devices=[]):
             outputs = self.forward(ArrayDataset(as_tensor(X)), training=False)
         self._check_output(outputs, self._n_outputs())
+        outputs = transform(outputs.float())
+        if not np.isfinite(outputs).all():
+            raise ValueError(
+                f"The network predicts NaN or infinite {what}: its weights are "
+                "not finite (a diverged fit, or weights loaded from one). Fit "
+                "again, e.g. with a smaller lr."
+            )
         return outputs
 
     def forward(self, X, training=False, device="cpu"):

@@ -5,7 +5,6 @@ from copy import deepcopy
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_is_fitted
 
 from ..core import (
     REGRESSION_METRICS,
@@ -227,11 +226,12 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
     def _bag_errors(self, bags, logits):
         if logits is None:
             return dict.fromkeys(REGRESSION_METRICS)
-        y_pred = self._unscale(logits.numpy()[:, 0])
-        return bag_errors_of(bags, y_pred, REGRESSION_METRICS)
+        return bag_errors_of(bags, self._unscale(logits), REGRESSION_METRICS)
 
     def _unscale(self, outputs):
-        return outputs.astype(np.float64) * self.target_scale_ + self.target_mean_
+        """The targets of the network's (n, 1) float ``outputs``."""
+        y_pred = outputs.numpy()[:, 0].astype(np.float64)
+        return y_pred * self.target_scale_ + self.target_mean_
 
     @property
     def predict_proba(self):
@@ -252,13 +252,4 @@ class LLPRegressor(LLPRegressorMixin, LLPNet):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        outputs = self._forward_outputs(self._validate_X(X, reset=False))
-        y_pred = self._unscale(outputs.float().numpy()[:, 0])
-        if not np.isfinite(y_pred).all():
-            raise ValueError(
-                "The network predicts NaN or infinite values: its weights are "
-                "not finite (a diverged fit, or weights loaded from one). Fit "
-                "again, e.g. with a smaller lr."
-            )
-        return y_pred
+        return self._forward_outputs(X, self._unscale, "values")
