@@ -42,6 +42,7 @@ def run(cell, config, seed, params, estimator=LLPClassifier, data=cell_data):
         "seed": seed,
         "trained": type(clf.method_).__name__,
         "steps": int(clf.n_train_steps_),
+        "batch_size": int(clf.batch_size_),
         "epochs": len(clf.history),
         "fit_s": round(time.perf_counter() - start, 1),
         "n_bags": int(len(np.unique(bags))),
@@ -146,7 +147,7 @@ def fit_missing(path, seeds, cells, configs, fit, key="config"):
 def main(argv, study):
     """Run the missing (cell, config, seed) fits of ``study`` (a module with
     ``STEM``, ``CELLS``, ``CONFIGS`` and ``HEADING``, optionally its own
-    ``markdown``), then write its tables."""
+    ``markdown`` and ``params(cell, config)``), then write its tables."""
     stem, cells, configs = study.STEM, study.CELLS, study.CONFIGS
     parser = argparse.ArgumentParser(description=study.__doc__.split("\n")[0])
     parser.add_argument("--cells", nargs="*", default=list(cells))
@@ -161,7 +162,8 @@ def main(argv, study):
     if not args.markdown_only:
 
         def fit(cell, config, seed):
-            return run(cell, config, seed, configs[config])
+            params = getattr(study, "params", lambda cell, config: configs[config])
+            return run(cell, config, seed, params(cell, config))
 
         fit_missing(path, args.seeds, args.cells, args.configs, fit)
     records = _read(path)

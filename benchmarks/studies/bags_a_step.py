@@ -11,8 +11,6 @@ from all of them, the bags a step of ``batch_size="auto"`` in bold.
     python benchmarks/studies/bags_a_step.py --markdown-only
 """
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -20,8 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _configs  # noqa: E402
-from _configs import RESULTS_DIR, machine_info  # noqa: E402
-from default_method import _read, by_cell  # noqa: E402
+from default_method import by_cell  # noqa: E402
 
 STEM = "bags_a_step"
 #: rows of the cell's median bag as batches are packed (at most ``max_bag_size``)
@@ -38,9 +35,14 @@ ROWS = {
 AUTO = {"adult-1024": "3", "adult-512": "7", "adult-50-bags": "6"}
 
 
-def batch_size(cell, config):
-    """Rows a step for ``config`` bags a step ("all": one step an epoch)."""
-    return 40_000 if config == "all" else round(float(config) * ROWS[cell])
+CELLS = tuple(ROWS)
+CONFIGS = ("1", "2", "4", "8")  # bags a step; any number, or "all"
+
+
+def params(cell, config):
+    """``batch_size`` of ``config`` bags a step ("all": one step an epoch)."""
+    rows = 40_000 if config == "all" else round(float(config) * ROWS[cell])
+    return {"batch_size": rows}
 
 
 def _label(cell, rows):
@@ -49,26 +51,32 @@ def _label(cell, rows):
     return "all" if rows >= 40_000 else f"{rows / ROWS[cell]:.1f}".removesuffix(".0")
 
 
-def markdown(records):
+HEADING = [
+    "# Bags a step on few large bags (`benchmarks/studies/bags_a_step.py`)",
+    "",
+    "Adult, test accuracy / F1 of >50K / ROC AUC in %, mean over the seeds; "
+    "every parameter at its default but `batch_size` (rows a step; bags a "
+    "step is it over the median bag's rows, bags above 1,024 rows packed at "
+    "1,024; `all`: one step an epoch); 100 epochs, 1 torch thread a fit, "
+    'CPU. The method is `auto`\'s. **Bold**: what `batch_size="auto"` packs '
+    "now (for a method of bag means on fewer than 64 bags, at least 8 steps "
+    "an epoch); before, it packed 8 bags a step for every method. Fits of 8 "
+    "bags a step on seeds 0 / 1 are `default_method.jsonl`'s round-r48 "
+    "`auto` fits (the same code path, bit for bit: seed 0 of adult-1024 and "
+    "adult-50-bags rerun here gave the same numbers).",
+]
+
+
+def markdown(records, cells, configs, heading):
+    """One row per (cell, bags a step), whatever configs were run."""
     lines = [
-        "# Bags a step on few large bags (`benchmarks/studies/bags_a_step.py`)",
-        "",
-        "Adult, test accuracy / F1 of >50K / ROC AUC in %, mean over the seeds; "
-        "every parameter at its default but `batch_size` (rows a step; bags a "
-        "step is it over the median bag's rows, bags above 1,024 rows packed at "
-        "1,024; `all`: one step an epoch); 100 epochs, 1 torch thread a fit, "
-        'CPU. The method is `auto`\'s. **Bold**: what `batch_size="auto"` packs '
-        "now (for a method of bag means on fewer than 64 bags, at least 8 steps "
-        "an epoch); before, it packed 8 bags a step for every method. Fits of 8 "
-        "bags a step on seeds 0 / 1 are `default_method.jsonl`'s round-r48 "
-        "`auto` fits (the same code path, bit for bit: seed 0 of adult-1024 and "
-        "adult-50-bags rerun here gave the same numbers).",
+        *heading,
         "",
         "| cell | trained | bags a step | rows a step | steps a fit | seeds "
         "| accuracy / F1 / AUC |",
         "|---|---|---|---|---|---|---|",
     ]
-    for cell, rows in by_cell(records, ROWS):
+    for cell, rows in by_cell(records, cells):
         labels = {_label(cell, r["batch_size"]) for r in rows}
         order = sorted(labels, key=lambda k: float("inf") if k == "all" else float(k))
         for label in order:
@@ -87,34 +95,11 @@ def markdown(records):
                 f"| {cell} | {runs[0]['trained']} | {bold}{label}{bold} | "
                 f"{runs[0]['batch_size']:,} | {steps} | {seeds} | {bold}{text}{bold} |"
             )
-    return "\n".join(lines) + f"\n\nMachine: {machine_info()['cpu']}.\n"
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cells", nargs="*", default=list(ROWS))
-    parser.add_argument("--configs", nargs="*", default=["1", "2", "4", "8"])
-    parser.add_argument("--seeds", type=int, nargs="*", default=[0])
-    parser.add_argument("--out", default=str(RESULTS_DIR))
-    parser.add_argument("--markdown-only", action="store_true")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{STEM}.jsonl"
-    if not args.markdown_only:
-
-        def fit(cell, config, seed):
-            params = {"batch_size": batch_size(cell, config)}
-            return {**_configs.run(cell, config, seed, params), **params}
-
-        _configs.fit_missing(path, args.seeds, args.cells, args.configs, fit)
-    records = _read(path)
-    (out / f"{STEM}.json").write_text(
-        json.dumps({"machine": machine_info(), "fits": records}, indent=1) + "\n"
-    )
-    text = markdown(records)
-    (out / f"{STEM}.md").write_text(text)
-    print(text)
+    _configs.main(argv, sys.modules[__name__])
 
 
 if __name__ == "__main__":
