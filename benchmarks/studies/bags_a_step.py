@@ -40,7 +40,10 @@ CONFIGS = ("1", "2", "4", "8")  # bags a step; any number, or "all"
 
 
 def params(cell, config):
-    """``batch_size`` of ``config`` bags a step ("all": one step an epoch)."""
+    """``batch_size`` of ``config`` bags a step ("all": one step an epoch;
+    "dllp": DLLP at the default batch size)."""
+    if config == "dllp":
+        return {"method": "dllp"}
     rows = 40_000 if config == "all" else round(float(config) * ROWS[cell])
     return {"batch_size": rows}
 
@@ -51,6 +54,10 @@ def _label(cell, rows):
     return "all" if rows >= 40_000 else f"{rows / ROWS[cell]:.1f}".removesuffix(".0")
 
 
+def _order(label):
+    return float("inf") if label == "all" else float(label)
+
+
 HEADING = [
     "# Bags a step on few large bags (`benchmarks/studies/bags_a_step.py`)",
     "",
@@ -58,7 +65,8 @@ HEADING = [
     "every parameter at its default but `batch_size` (rows a step; bags a "
     "step is it over the median bag's rows, bags above 1,024 rows packed at "
     "1,024; `all`: one step an epoch); 100 epochs, 1 torch thread a fit, "
-    'CPU. The method is `auto`\'s. **Bold**: what `batch_size="auto"` packs '
+    "CPU. The method is `auto`'s, and DLLP where named. **Bold**: what "
+    '`batch_size="auto"` packs '
     "now (for a method of bag means on fewer than 64 bags, at least 8 steps "
     "an epoch); before, it packed 8 bags a step for every method. Fits of 8 "
     "bags a step on seeds 0 / 1 are `default_method.jsonl`'s round-r48 "
@@ -77,10 +85,13 @@ def markdown(records, cells, configs, heading):
         "|---|---|---|---|---|---|---|",
     ]
     for cell, rows in by_cell(records, cells):
-        labels = {_label(cell, r["batch_size"]) for r in rows}
-        order = sorted(labels, key=lambda k: float("inf") if k == "all" else float(k))
-        for label in order:
-            runs = [r for r in rows if _label(cell, r["batch_size"]) == label]
+        groups = {(r["trained"], _label(cell, r["batch_size"])) for r in rows}
+        for trained, label in sorted(groups, key=lambda g: (g[0], _order(g[1]))):
+            runs = [
+                r
+                for r in rows
+                if (r["trained"], _label(cell, r["batch_size"])) == (trained, label)
+            ]
             mean = {
                 k: 100 * np.mean([r[k] for r in runs])
                 for k in ("accuracy", "f1", "auc")
@@ -90,9 +101,10 @@ def markdown(records, cells, configs, heading):
             seeds = ",".join(
                 str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"])
             )
-            bold = "**" if AUTO.get(cell, "8") == label else ""
+            auto = AUTO.get(cell, "8") == label and trained == rows[0]["trained"]
+            bold = "**" if auto else ""
             lines.append(
-                f"| {cell} | {runs[0]['trained']} | {bold}{label}{bold} | "
+                f"| {cell} | {trained} | {bold}{label}{bold} | "
                 f"{runs[0]['batch_size']:,} | {steps} | {seeds} | {bold}{text}{bold} |"
             )
     return "\n".join(lines) + "\n"
