@@ -141,8 +141,11 @@ def _rerun(old, new):
     old = [r for r in old if r["seed"] in {r["seed"] for r in new}]
 
     def text(runs):
-        auc = f" / AUC {100 * np.mean([r['auc'] for r in runs]):.1f}"
-        return _method_cell("auto", runs) + (auc if "auc" in runs[0] else "")
+        if "auc" not in runs[0]:
+            return _method_cell("auto", runs)
+        return _method_cell("auto", runs) + (
+            f" / AUC {100 * np.mean([r['auc'] for r in runs]):.1f}"
+        )
 
     lost = 100 * (
         np.mean([r["accuracy"] for r in old]) - np.mean([r["accuracy"] for r in new])
@@ -178,7 +181,9 @@ def markdown(records):
         latest = max((r["round"] for r in new), default=None)
         new = [r for r in new if r["round"] == latest]  # a cell's last rerun
         if new:
-            cells[0], lost = _rerun([r for r in rows if r["method"] == "auto"], new)
+            first = [r for r in rows if r["method"] == "auto"]  # many classes:
+            first = first or [r for r in rows if r["method"] == "vat"]  # VAT's
+            cells[0], lost = _rerun(first, new)
             losses += [f"{cell} ({lost:.1f})"] if lost > 0.5 else []
         seeds = len({r["seed"] for r in rows})
         lines.append(
