@@ -249,7 +249,7 @@ def _batch_size(net, bags, method):
     if typical < minimum:
         return minimum
     per_step = _BAGS_PER_STEP
-    if method.reads_bag_means:  # few large bags: 8 a step leave too few steps
+    if method.reads_bag_means:  # few bags: 8 a step would leave too few steps
         per_step = int(np.clip(len(sizes) // _MIN_STEPS, 1, _BAGS_PER_STEP))
     return per_step * typical
 
