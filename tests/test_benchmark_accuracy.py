@@ -83,12 +83,9 @@ def test_quick_run_resume_and_markdown_only(accuracy_module, tmp_path, monkeypat
         if record["method"].endswith("-batch128"):
             assert hp["batch_size"] == record["batch_size_"] == 128
         else:
-            # "auto": 128 rows for small bags; the 2 bags of 256 one a step for
-            # a method of bag means (at least 8 steps an epoch), else 8
+            # "auto": 8 bags of 256 a step, 128 rows for smaller bags
             assert hp["batch_size"] == "auto"
-            whole_bags = record["method"] in ("llpfc", "easyllp")
-            expected = 8 * 256 if whole_bags else 256
-            expected = expected if record["bagging"] == "uniform-256" else 128
+            expected = 8 * 256 if record["bagging"] == "uniform-256" else 128
             assert record["batch_size_"] == expected
     # the recorded cosine schedule is the one applied: every fit ends at lr ~0
     networks = [r for r in records if "error" not in r and "meanmap" not in r["method"]]
@@ -113,7 +110,7 @@ def test_quick_run_resume_and_markdown_only(accuracy_module, tmp_path, monkeypat
     assert table.count("| digits (600 train) |") == 4
     assert "| random 256 (20 epochs) |" in table
     assert "refused" in table
-    assert "| DLLP, batch 128 | 128 / 256 |" in table
+    assert "| DLLP, batch 128 | 128 / 2048 |" in table
     assert "## Fit time" in table
 
     # --resume runs what is missing only: count-N bags (N random bags of

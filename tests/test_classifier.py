@@ -270,10 +270,14 @@ def _problem(sizes, seed=0, n_features=4):
         ([5000] + [300] * 30, "dllp", 3 * 300),  # the median bag decides
         ([4000] * 4, "dllp", 1024),  # capped at max_bag_size
         ([300] * 20, "easyllp", 8 * 300),  # a loss of whole bags keeps 8
+        ([256] * 20, "dllp3", 8 * 256),  # and three classes
     ],
 )
 def test_batch_size_auto(sizes, method, expected):
     X, bags, table = _problem(sizes)
+    if method == "dllp3":
+        y = np.random.RandomState(0).randint(3, size=len(bags))
+        method, table = "dllp", label_proportions(bags, y)
     clf = LLPClassifier(method=method, max_epochs=0, verbose=0, device="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # identifiability, EasyLLP's own test

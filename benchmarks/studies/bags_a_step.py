@@ -2,7 +2,7 @@
 ``default_method.py`` where ``batch_size="auto"`` packs large bags, trained
 with 1 to 16 bags a step (or every bag in one step), every other parameter at
 its default. Behind the rule: a method of bag means on fewer than 64 bags
-takes at least 8 steps an epoch; EasyLLP keeps 8 bags a step.
+of two classes takes at least 8 steps an epoch; EasyLLP keeps 8 bags a step.
 
 One JSON line per fit (``_configs.run``), resumable; the table is rebuilt
 from all of them, the bags a step of ``batch_size="auto"`` in bold.
@@ -67,7 +67,8 @@ HEADING = [
     "1,024; `all`: one step an epoch); 100 epochs, 1 torch thread a fit, "
     "CPU. The method is `auto`'s, and DLLP where named. **Bold**: what "
     '`batch_size="auto"` packs '
-    "now (for a method of bag means on fewer than 64 bags, at least 8 steps "
+    "now (for a method of bag means on fewer than 64 bags of two classes, "
+    "at least 8 steps "
     "an epoch); before, it packed 8 bags a step for every method. Fits of 8 "
     "bags a step on seeds 0 / 1 are `default_method.jsonl`'s round-r48 "
     "`auto` fits (the same code path, bit for bit: seed 0 of adult-1024 and "

@@ -194,8 +194,9 @@ def markdown(records):
         lines[2:3] = [
             f"{lines[2]} **Bold**: `auto` rerun (round r48: the default MLP "
             "standardises its inputs, bags above `max_bag_size` are trained "
-            "whole; r49 where named: DLLP and VAT on fewer than 64 bags take "
-            "fewer bags a step, at least 8 steps an epoch), accuracy / F1 / "
+            "whole; r49 where named: DLLP and VAT on fewer than 64 bags of two "
+            "classes take fewer bags a step, at least 8 steps an epoch), "
+            "accuracy / F1 / "
             "ROC AUC, one fit at a time; "
             "(was ...): the first run's `auto` on the same seeds; rows without "
             "bold were not rerun."

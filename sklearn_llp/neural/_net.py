@@ -78,7 +78,7 @@ _DATA_ATTRIBUTES = ("n_features_in_", "feature_names_in_", "_input_shape_")
 #: held-out fraction of early stopping, and the fewest held-out groups for "auto"
 _STOPPING_FRACTION, _MIN_HELD_OUT_GROUPS = 0.1, 5
 #: batch_size="auto": fewest rows a step, widest CPU step, bags a step, and the
-#: fewest steps an epoch of a method of bag means (fewer bags a step if need be)
+#: fewest steps an epoch of a method of bag means on two classes
 _MIN_BATCH_ROWS, _MAX_CPU_BATCH, _BAGS_PER_STEP, _MIN_STEPS = 128, 2048, 8, 8
 _POSITIVE = Interval(Integral, 1, None, closed="left")
 
@@ -97,8 +97,9 @@ KEY_PARAMETERS = """
     batch_size : int or "auto", default="auto"
         Rows per step; whole bags are packed until it is reached. ``"auto"``
         (``batch_size_``): 128 rows, or 8 median bags when bags are larger
-        (fewer for a method of bag means on fewer than 64 bags: 8 steps an
-        epoch), wider on large data (:ref:`training_settings`).
+        (fewer for a method of bag means on fewer than 64 bags of two
+        classes: 8 steps an epoch), wider on large data
+        (:ref:`training_settings`).
     random_state : int, RandomState instance or None, default=None
         Seeds initialisation, shuffling, the held-out split and perturbations;
         an int makes a fit reproducible on a given machine.
@@ -249,7 +250,8 @@ def _batch_size(net, bags, method):
     if typical < minimum:
         return minimum
     per_step = _BAGS_PER_STEP
-    if method.reads_bag_means:  # few bags: 8 a step would leave too few steps
+    if method.reads_bag_means and bags.n_classes == 2:  # few bags: 8 a step
+        # would leave too few steps; with more classes one bag a step is noise
         per_step = int(np.clip(len(sizes) // _MIN_STEPS, 1, _BAGS_PER_STEP))
     return per_step * typical
 
