@@ -859,8 +859,15 @@ def check_fit_inputs(
             f"{'labels' if task == CLASSIFICATION else 'targets'} as y."
         )
     if values is not None or isinstance(y, Bags):
-        given = dict(n_samples=n_samples, classes=classes, sample_weight=sample_weight)
-        bags = check_bags(y, **{key: values}, **given, task=task, min_bags=min_bags)
+        bags = check_bags(
+            y,
+            **{key: values},
+            n_samples=n_samples,
+            classes=classes,
+            sample_weight=sample_weight,
+            task=task,
+            min_bags=min_bags,
+        )
         return bags, False
     if task == CLASSIFICATION:
         return _label_bags(y, n_samples, classes, sample_weight), True

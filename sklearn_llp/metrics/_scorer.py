@@ -162,16 +162,27 @@ class BagScorer:
             )
         carried = isinstance(y, Bags) and y.values is not None
         if values is None and self.table is None and not carried:
-            noun = "label proportions" if key == "props" else "bag means"
-            words = dict(scorer=repr(self), values=key, metric=self.metric)
-            raise ValueError(_NO_VALUES.format(noun=noun, **words))
+            raise ValueError(
+                _NO_VALUES.format(
+                    scorer=repr(self),
+                    noun="label proportions" if key == "props" else "bag means",
+                    values=key,
+                    metric=self.metric,
+                )
+            )
         classes = getattr(estimator, "classes_", None)
         if is_dask(X):
             return self._score_dask(estimator, X, y, values, sample_weight, classes)
         n_samples = num_rows(X)
         if values is not None or carried:
-            given = dict(classes=classes, sample_weight=sample_weight, task=self.task)
-            bags = check_bags(y, **{key: values}, n_samples=n_samples, **given)
+            bags = check_bags(
+                y,
+                **{key: values},
+                n_samples=n_samples,
+                classes=classes,
+                sample_weight=sample_weight,
+                task=self.task,
+            )
         else:
             bags = check_bags(y, n_samples=n_samples, sample_weight=sample_weight)
             bags = attach_table(bags, self.table, self.task, classes, "table")
@@ -204,8 +215,8 @@ class BagScorer:
         else:  # hard errors label rows by predict, as on arrays
             output = estimator.predict_proba(X)
             if self.metric.startswith("hard") and hasattr(estimator, "predict"):
-                index = pd.Index(classes).get_indexer
-                pred = estimator.predict(X).map_blocks(index, dtype=np.int64)
+                codes = pd.Index(classes).get_indexer
+                pred = estimator.predict(X).map_blocks(codes, dtype=np.int64)
         errors, bags = dask_bag_errors(
             self.task, y, values, output, (self.metric,), classes=classes, pred=pred
         )

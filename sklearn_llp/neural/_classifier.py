@@ -228,8 +228,9 @@ class LLPClassifier(LLPClassifierMixin, LLPNet):
     def _class_scores(self, X, log):
         """Softmax (or its log) of the logits, in float32."""
         function = torch.log_softmax if log else torch.softmax
-        scores = lambda logits: function(logits, dim=1).numpy()  # noqa: E731
-        return self._forward_outputs(X, scores, "probabilities")
+        return self._forward_outputs(
+            X, lambda logits: function(logits, dim=1).numpy(), "probabilities"
+        )
 
     def load_params(self, *args, **kwargs):
         """Load weights saved by ``save_params`` or a ``Checkpoint``.

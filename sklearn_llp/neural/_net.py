@@ -250,8 +250,9 @@ def _batch_size(net, bags, method):
     if typical < minimum:
         return minimum
     per_step = _BAGS_PER_STEP
-    if method.reads_bag_means and bags.n_classes == 2:  # few bags: 8 a step
-        # would leave too few steps; with more classes one bag a step is noise
+    # Few bags of two classes: 8 a step would leave a method of bag means too
+    # few steps. With more classes one bag a step is too noisy (measured).
+    if method.reads_bag_means and bags.n_classes == 2:
         per_step = int(np.clip(len(sizes) // _MIN_STEPS, 1, _BAGS_PER_STEP))
     return per_step * typical
 
@@ -519,9 +520,15 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _dask_source(self, X, y, values, sample_weight, classes, continuing):
         """The partitions of a Dask fit, their bags read in one pass."""
-        classes = self._reading_classes(classes, continuing)
-        given = dict(task=self._task, classes=classes, sample_weight=sample_weight)
-        return DaskSource(X, y, values, seed=draw_seed(self.random_state), **given)
+        return DaskSource(
+            X,
+            y,
+            values,
+            task=self._task,
+            classes=self._reading_classes(classes, continuing),
+            sample_weight=sample_weight,
+            seed=draw_seed(self.random_state),
+        )
 
     def _reading_classes(self, classes, continuing):
         """The classes values are read with: the fitted ones when continuing,
@@ -543,9 +550,14 @@ class LLPNet(RuntimeMixin, NeuralNet, metaclass=_EstimatorAPI):
 
     def _read_fit_inputs(self, X, y, values, sample_weight, classes, continuing):
         """Bags from the fit's arguments: ``(bags, on_labels)``."""
-        classes = self._reading_classes(classes, continuing)
-        given = dict(task=self._task, n_samples=num_rows(X), classes=classes)
-        return check_fit_inputs(y, values, sample_weight=sample_weight, **given)
+        return check_fit_inputs(
+            y,
+            values,
+            task=self._task,
+            n_samples=num_rows(X),
+            sample_weight=sample_weight,
+            classes=self._reading_classes(classes, continuing),
+        )
 
     def _record_train_bags(self, bags, on_labels, continuing):
         """``train_bag_ids_``: the bags trained on, for the scorers' check."""
