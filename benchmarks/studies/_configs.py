@@ -159,10 +159,10 @@ def main(argv, study):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{stem}.jsonl"
+    params = getattr(study, "params", lambda cell, config: configs[config])
     if not args.markdown_only:
 
         def fit(cell, config, seed):
-            params = getattr(study, "params", lambda cell, config: configs[config])
             return run(cell, config, seed, params(cell, config))
 
         fit_missing(path, args.seeds, args.cells, args.configs, fit)

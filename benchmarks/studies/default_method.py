@@ -181,8 +181,9 @@ def markdown(records):
         latest = max((r["round"] for r in new), default=None)
         new = [r for r in new if r["round"] == latest]  # a cell's last rerun
         if new:
-            first = [r for r in rows if r["method"] == "auto"]  # many classes:
-            first = first or [r for r in rows if r["method"] == "vat"]  # VAT's
+            # the first run's auto; with many classes auto is VAT's own fit
+            first = [r for r in rows if r["method"] == "auto"]
+            first = first or [r for r in rows if r["method"] == "vat"]
             cells[0], lost = _rerun(first, new)
             losses += [f"{cell} ({lost:.1f})"] if lost > 0.5 else []
         seeds = len({r["seed"] for r in rows})
