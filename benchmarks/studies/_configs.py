@@ -45,7 +45,7 @@ def run(cell, config, seed, params, estimator=LLPClassifier, data=cell_data):
         "batch_size": int(clf.batch_size_),
         "epochs": len(clf.history),
         "fit_s": round(time.perf_counter() - start, 1),
-        "n_bags": int(len(np.unique(bags))),
+        "n_bags": check_bags(bags, props, n_samples=len(X)).n_bags,
         "accuracy": float(accuracy_score(y_test, pred)),
     }
     proba = clf.predict_proba(X_test)
@@ -147,7 +147,8 @@ def fit_missing(path, seeds, cells, configs, fit, key="config"):
 def main(argv, study):
     """Run the missing (cell, config, seed) fits of ``study`` (a module with
     ``STEM``, ``CELLS``, ``CONFIGS`` and ``HEADING``, optionally its own
-    ``markdown`` and ``params(cell, config)``), then write its tables."""
+    ``markdown``, ``params(cell, config)``, ``data(cell, seed, config)`` and
+    ``plot(records, path)``), then write its tables (and figure)."""
     stem, cells, configs = study.STEM, study.CELLS, study.CONFIGS
     parser = argparse.ArgumentParser(description=study.__doc__.split("\n")[0])
     parser.add_argument("--cells", nargs="*", default=list(cells))
@@ -163,15 +164,24 @@ def main(argv, study):
     if not args.markdown_only:
 
         def fit(cell, config, seed):
-            return run(cell, config, seed, params(cell, config))
+            if not hasattr(study, "data"):
+                return run(cell, config, seed, params(cell, config))
+            data = functools.partial(study.data, config=config)
+            return run(cell, config, seed, params(cell, config), data=data)
 
         fit_missing(path, args.seeds, args.cells, args.configs, fit)
-    records = _read(path)
-    (out / f"{stem}.json").write_text(
-        json.dumps({"machine": machine_info(), "fits": records}, indent=1) + "\n"
-    )
+    records, machine_path = _read(path), out / f"{stem}.json"
+    if args.markdown_only and machine_path.exists():  # the fits' machine and head
+        machine = json.loads(machine_path.read_text())["machine"]
+    else:
+        machine = machine_info()
+        machine_path.write_text(
+            json.dumps({"machine": machine, "fits": records}, indent=1) + "\n"
+        )
     table = getattr(study, "markdown", markdown)
     text = table(records, cells, configs, study.HEADING)
-    text += f"\nMachine: {machine_info()['cpu']}.\n"
+    text += f"\nMachine: {machine['cpu']}.\n"
     (out / f"{stem}.md").write_text(text)
+    if hasattr(study, "plot"):
+        study.plot(records, out / f"{stem}.png")
     print(text)
