@@ -10,8 +10,8 @@ same size, and with the same bags trained longer.
 - ``overlapping-k``: ``partitions-k``'s bags as one set of rows in
   overlapping bags (a list of row indices per bag), the form a user with
   several tables over the same rows passes;
-- ``epochs-k``: the cell's own bags, ``k`` times the epochs: the optimizer
-  steps of ``partitions-k`` without its bags (the control);
+- ``epochs-k``: the cell's own bags, ``k`` times the epochs: ``k`` times
+  the optimizer steps without more bags (the control);
 - ``half``: a random half of the cell's bags (whole bags), the other rows unused.
 
 If the defaults fall short of the goals for lack of bags, ``partitions-k``
@@ -108,14 +108,18 @@ HEADING = [
     "",
     "Test scores in %, mean over the seeds; every parameter at its default but "
     "`method` (the one `auto` trains on the cell's bags: VAT in bags of 256, "
-    "DLLP in bags of 1,024, EasyLLP on 10 bags) and `max_epochs` in `epochs-k` "
+    "DLLP in bags of 1,024, EasyLLP on 10 bags, VAT on Fashion-MNIST) and "
+    "`max_epochs` in `epochs-k` and `-short` "
     '(100 epochs otherwise, `batch_size="auto"`), 1 torch thread a fit, CPU. '
     "`default`: the "
     "cell's bags; `half`: a random half of them; `partitions-k`: the same "
     "training rows cut into k independent random partitions of the cell's "
-    "bagging, k times the bags (each row in k bags); `epochs-k`: the cell's "
-    "bags with k times the epochs, the optimizer steps of `partitions-k` "
-    "(the control). Two classes: accuracy / F1 of >50K / ROC AUC.",
+    "bagging, k times the bags (each row in k bags), the partitions stacked; "
+    "`overlapping-k`: the same bags as overlapping bags (row lists) of one "
+    "copy of the rows; `-short`: 100 / k epochs (the rows a fit sees of "
+    "`default`); `epochs-k`: the cell's "
+    "bags with k times the epochs, k times the optimizer steps of "
+    "`default` (the control). Two classes: accuracy / F1 of >50K / ROC AUC.",
 ]
 
 
