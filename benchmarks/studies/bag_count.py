@@ -173,6 +173,7 @@ def plot(records, path):
         short = [(b, a) for b, a, short in points if short]
         if short:
             ax.plot(*zip(*short), "o", mfc="none", color=line.get_color())
+    ax.plot([], [], "o", mfc="none", color="grey", label="k partitions, 100 / k epochs")
     ax.axhline(LABELS_AUC, ls="--", color="grey", label="the MLP on labels")
     ax.set(xscale="log", xlabel="bags (same rows, bags of the cell's size)")
     ax.set(ylabel="test ROC AUC (%)", title="Adult: more bags of the same rows")
