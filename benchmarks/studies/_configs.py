@@ -88,6 +88,19 @@ def best_threshold_scores(positive, score):
     }
 
 
+def summary(runs):
+    """Fits of one row: their mean scores in % (accuracy / F1 / ROC AUC, as
+    recorded), their steps a fit and their seeds."""
+    runs = sorted(runs, key=lambda r: r["seed"])
+    keys = [k for k in ("accuracy", "f1", "auc") if k in runs[0]]
+    means = [100 * np.mean([r[k] for r in runs]) for k in keys]
+    return (
+        " / ".join(f"{mean:.1f}" for mean in means),
+        "/".join(map(str, sorted({r["steps"] for r in runs}))),
+        ",".join(str(r["seed"]) for r in runs),
+    )
+
+
 def _config_cell(config, runs, seeds):
     """Mean accuracy (/ F1 and its range), and the seeds if fewer than the row's."""
     acc = np.mean([100 * r["accuracy"] for r in runs])
@@ -164,9 +177,9 @@ def main(argv, study):
     if not args.markdown_only:
 
         def fit(cell, config, seed):
-            if not hasattr(study, "data"):
-                return run(cell, config, seed, params(cell, config))
-            data = functools.partial(study.data, config=config)
+            data = cell_data
+            if hasattr(study, "data"):
+                data = functools.partial(study.data, config=config)
             return run(cell, config, seed, params(cell, config), data=data)
 
         fit_missing(path, args.seeds, args.cells, args.configs, fit)

@@ -38,6 +38,8 @@ from accuracy import make_bags  # noqa: E402
 from default_method import CELLS as BAGGINGS  # noqa: E402
 from default_method import by_cell, cell_data  # noqa: E402
 
+from sklearn_llp.core import check_bags  # noqa: E402
+
 STEM = "bag_count"
 #: the method ``auto`` trains on the cell's own bags, kept for every config
 #: (with more bags ``auto`` would switch to EasyLLP)
@@ -94,11 +96,10 @@ def _overlapping(cell, seed, k):
         bags, props_k, _ = make_bags(
             dataset, None, str(FASHION_DIR), bagging, seed + 1000 * part
         )
-        kept = np.flatnonzero(bags >= 0)
-        rows = kept[np.argsort(bags[kept], kind="stable")]
-        starts = np.flatnonzero(np.diff(bags[rows])) + 1
-        lists += np.split(rows, starts)
-        props.append(props_k[rows[np.r_[0, starts]]])
+        kept = np.flatnonzero(bags >= 0)  # rows the bagging left out are -1
+        read = check_bags(bags[kept], props_k[kept])
+        lists += np.split(kept[read.members], read.indptr[1:-1])
+        props.append(read.props)
     return X, lists, np.concatenate(props)
 
 
@@ -134,14 +135,10 @@ def markdown(records, cells, configs, heading):
     ]
     for cell, rows in by_cell(records, cells):
         for config in configs:
-            runs = sorted((r for r in rows if r["config"] == config), key=_seed)
+            runs = [r for r in rows if r["config"] == config]
             if not runs:
                 continue
-            keys = [k for k in ("accuracy", "f1", "auc") if k in runs[0]]
-            means = [100 * np.mean([r[k] for r in runs]) for k in keys]
-            text = " / ".join(f"{mean:.1f}" for mean in means)
-            steps = "/".join(map(str, sorted({r["steps"] for r in runs})))
-            seeds = ",".join(str(r["seed"]) for r in runs)
+            text, steps, seeds = _configs.summary(runs)
             lines.append(
                 f"| {cell} | {runs[0]['trained']} | {config} | {runs[0]['n_bags']} "
                 f"| {steps} | {seeds} | {text} |"
@@ -149,8 +146,8 @@ def markdown(records, cells, configs, heading):
     return "\n".join(lines) + "\n"
 
 
-def _seed(record):
-    return record["seed"]
+#: the same MLP trained on Adult's labels (``accuracy.md``)
+LABELS_AUC = 90.9
 
 
 def plot(records, path):
@@ -181,10 +178,6 @@ def plot(records, path):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-
-
-#: the same MLP trained on Adult's labels (``accuracy.md``)
-LABELS_AUC = 90.9
 
 
 def main(argv=None):

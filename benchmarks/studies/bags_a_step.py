@@ -14,8 +14,6 @@ from all of them, the bags a step of ``batch_size="auto"`` in bold.
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _configs  # noqa: E402
 from default_method import by_cell  # noqa: E402
@@ -93,15 +91,7 @@ def markdown(records, cells, configs, heading):
                 for r in rows
                 if (r["trained"], _label(cell, r["batch_size"])) == (trained, label)
             ]
-            mean = {
-                k: 100 * np.mean([r[k] for r in runs])
-                for k in ("accuracy", "f1", "auc")
-            }
-            text = "{accuracy:.1f} / {f1:.1f} / {auc:.1f}".format(**mean)
-            steps = "/".join(map(str, sorted({r["steps"] for r in runs})))
-            seeds = ",".join(
-                str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"])
-            )
+            text, steps, seeds = _configs.summary(runs)
             auto = AUTO.get(cell, "8") == label and trained == rows[0]["trained"]
             bold = "**" if auto else ""
             lines.append(
